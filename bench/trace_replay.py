@@ -1,0 +1,190 @@
+"""Replay the Alibaba GPU trace (FGD paper, ATC'23) through the engine's placement policies.
+
+The paper's protocol: the trace's GPU nodes start empty; pods are sampled uniformly with
+replacement from the pod list until their GPU request reaches 130% of the cluster's GPUs,
+shuffled with the seed, and placed one by one (placed at once or failed; nothing departs).
+Prints one JSON line; appends the figures to bench/RESULTS.md unless --no-results.
+
+    nice python bench/trace_replay.py --seeds 42-51
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.results import append_results  # noqa: E402
+from scheduling.engine.cluster import ClusterState, Demand  # noqa: E402
+from scheduling.engine.fragmentation import (  # noqa: E402
+    FragmentationModel,
+    cluster_fragmentation,
+    typical_workload,
+)
+from scheduling.engine.model import MILLI_PER_GPU, NodeState, TaskType  # noqa: E402
+from scheduling.engine.placement import place_replica  # noqa: E402
+from scheduling.engine.policies import PLACEMENT_POLICIES, make_policy  # noqa: E402
+
+TRACE = REPO.parent / "shared" / "traces" / "alibaba-gpu-v2023"
+ARRIVAL_LIMIT = 1.3
+CHECKPOINTS = (90, 100, 130)
+
+
+@dataclass(frozen=True)
+class Pod:
+    task: TaskType
+    memory_mib: int
+
+    @property
+    def gpu_request_milli(self) -> int:
+        return self.task.gpus * self.task.gpu_milli
+
+    @property
+    def demand(self) -> Demand:
+        return Demand(
+            cpu_milli=self.task.cpu_milli,
+            memory_mib=self.memory_mib,
+            gpus=self.task.gpus,
+            gpu_milli=self.task.gpu_milli if self.task.gpus else 0,
+        )
+
+
+def read_nodes(path: Path) -> list[NodeState]:
+    with path.open(newline="") as handle:
+        return [
+            NodeState(
+                name=row["sn"],
+                pool="default",
+                gpu_class=row["model"] or "none",
+                gpu_free_milli=(MILLI_PER_GPU,) * int(row["gpu"]),
+                cpu_free_milli=int(row["cpu_milli"]),
+                memory_free_mib=int(row["memory_mib"]),
+            )
+            for row in csv.DictReader(handle)
+        ]
+
+
+def read_pods(path: Path) -> list[Pod]:
+    with path.open(newline="") as handle:
+        pods = []
+        for row in csv.DictReader(handle):
+            spec = (row.get("gpu_spec") or "").strip()
+            classes = frozenset(s for s in spec.split("|") if s) or None
+            gpus = int(row["num_gpu"])
+            pods.append(
+                Pod(
+                    task=TaskType(
+                        cpu_milli=int(row["cpu_milli"]),
+                        gpus=gpus,
+                        gpu_milli=int(row["gpu_milli"]) if gpus else 0,
+                        gpu_classes=classes,
+                    ),
+                    memory_mib=int(row["memory_mib"]),
+                )
+            )
+        return pods
+
+
+def sample_workload(*, pods: list[Pod], capacity_milli: int, seed: int) -> list[Pod]:
+    """Draw pods with replacement until their GPU request reaches 130% of capacity."""
+    rng = np.random.default_rng(seed)
+    drawn: list[Pod] = []
+    requested = 0
+    while requested < ARRIVAL_LIMIT * capacity_milli:
+        pod = pods[int(rng.integers(len(pods)))]
+        drawn.append(pod)
+        requested += pod.gpu_request_milli
+    order = rng.permutation(len(drawn))
+    return [drawn[i] for i in order]
+
+
+def replay(*, nodes: list[NodeState], pods: list[Pod], policy_name: str, seed: int) -> dict:
+    """One seed of one policy: allocation at each checkpoint, frag rate at 90%, speed."""
+    cluster = ClusterState(nodes)
+    capacity = int(cluster.gpu_count.sum()) * MILLI_PER_GPU
+    workload = sample_workload(pods=pods, capacity_milli=capacity, seed=seed)
+    typical = typical_workload(pod.task for pod in workload)
+    policy = make_policy(name=policy_name, seed=seed, workload=typical)
+    everywhere = np.arange(len(cluster))
+    by_classes = {
+        None: everywhere,
+        **{
+            spec: np.flatnonzero(
+                np.isin(
+                    cluster.class_id,
+                    [cluster.class_names.index(c) for c in spec if c in cluster.class_names],
+                )
+            )
+            for spec in {pod.task.gpu_classes for pod in workload} - {None}
+        },
+    }
+    frag_model = FragmentationModel(workload=typical, class_names=cluster.class_names)
+    figures: dict[str, float] = {}
+    arrived = allocated = 0
+    pending_checkpoints = list(CHECKPOINTS)
+    placing_seconds = 0.0
+    for pod in workload:
+        started = time.perf_counter()
+        placed = place_replica(
+            cluster=cluster,
+            demand=pod.demand,
+            among=by_classes[pod.task.gpu_classes],
+            policy=policy,
+        )
+        placing_seconds += time.perf_counter() - started
+        arrived += pod.gpu_request_milli
+        if placed is not None:
+            allocated += pod.gpu_request_milli
+        while pending_checkpoints and arrived * 100 >= pending_checkpoints[0] * capacity:
+            point = pending_checkpoints.pop(0)
+            figures[f"alloc_{point}"] = 100 * allocated / capacity
+            if point == 90:
+                frag, idle = cluster_fragmentation(cluster=cluster, model=frag_model)
+                figures["frag_rate_90"] = 100 * frag / idle if idle else 0.0
+    figures["placements_per_s"] = len(workload) / placing_seconds
+    figures["pods"] = len(workload)
+    return figures
+
+
+def parse_seeds(text: str) -> list[int]:
+    if "-" in text:
+        first, last = (int(part) for part in text.split("-"))
+        return list(range(first, last + 1))
+    return [int(part) for part in text.split(",")]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pods", type=Path, default=TRACE / "openb_pod_list_default.csv")
+    parser.add_argument("--nodes", type=Path, default=TRACE / "openb_node_list_gpu_node.csv")
+    parser.add_argument("--seeds", default="42-51")
+    parser.add_argument("--policies", default=",".join(PLACEMENT_POLICIES))
+    parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
+    args = parser.parse_args()
+
+    nodes, pods = read_nodes(args.nodes), read_pods(args.pods)
+    seeds = parse_seeds(args.seeds)
+    summary = {}
+    for name in args.policies.split(","):
+        runs = [replay(nodes=nodes, pods=pods, policy_name=name, seed=seed) for seed in seeds]
+        summary[name] = {
+            key: round(float(np.mean([run[key] for run in runs])), 2)
+            for key in ("alloc_90", "alloc_100", "alloc_130", "frag_rate_90", "placements_per_s")
+        }
+    line = {"bench": "trace_replay", "pods": args.pods.name, "seeds": seeds, "policies": summary}
+    print(json.dumps(line))
+    if not args.no_results:
+        append_results(bench="trace_replay", argv=sys.argv, figures=line)
+
+
+if __name__ == "__main__":
+    main()

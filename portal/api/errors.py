@@ -1,0 +1,95 @@
+"""One error shape for every API failure: {"error": {"code", "message", "fields"}}."""
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.views import exception_handler
+
+from tenants.permissions import OrganizationSuspended
+from tenants.services import Conflict
+
+NON_FIELD = api_settings.NON_FIELD_ERRORS_KEY
+
+
+def error_body(*, code: str, message: str, fields: dict | None = None) -> dict:
+    return {"error": {"code": code, "message": message, "fields": fields or {}}}
+
+
+def _as_field_messages(detail) -> dict:
+    """DRF's nested error detail as {field: [messages]}, nested fields joined by dots."""
+    if isinstance(detail, dict):
+        fields = {}
+        for name, value in detail.items():
+            nested = _as_field_messages(value)
+            if isinstance(value, dict):
+                fields.update({f"{name}.{key}": messages for key, messages in nested.items()})
+            else:
+                fields[str(name)] = nested[NON_FIELD]
+        return fields
+    if isinstance(detail, list):
+        messages = []
+        for item in detail:
+            if isinstance(item, dict | list):
+                messages.extend(m for ms in _as_field_messages(item).values() for m in ms)
+            else:
+                messages.append(str(item))
+        return {NON_FIELD: messages}
+    return {NON_FIELD: [str(detail)]}
+
+
+def _validation_response(fields: dict) -> Response:
+    first_field, messages = next(iter(fields.items()), (NON_FIELD, ["Invalid input."]))
+    prefix = "" if first_field == NON_FIELD else f"{first_field}: "
+    return Response(
+        error_body(code="invalid", message=f"{prefix}{messages[0]}", fields=fields),
+        status=status.HTTP_400_BAD_REQUEST,
+    )
+
+
+def error_response_handler(exc, context):
+    if isinstance(exc, DjangoValidationError):
+        if hasattr(exc, "error_dict"):
+            fields = {name: list(messages) for name, messages in exc.message_dict.items()}
+        else:
+            fields = {NON_FIELD: list(exc.messages)}
+        return _validation_response(fields)
+    if isinstance(exc, Conflict):
+        return Response(
+            error_body(code=exc.code, message=exc.message), status=status.HTTP_409_CONFLICT
+        )
+    if isinstance(exc, OrganizationSuspended):
+        return Response(
+            error_body(code="organization_suspended", message=str(exc)),
+            status=status.HTTP_409_CONFLICT,
+        )
+    if isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(str(exc) or None)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound(str(exc) or None)
+
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        return _validation_response(_as_field_messages(exc.detail))
+    code = exc.get_codes() if isinstance(exc, exceptions.APIException) else "error"
+    if isinstance(exc, exceptions.ParseError):
+        code = "malformed_request"
+    response.data = error_body(code=str(code), message=str(exc.detail))
+    return response
+
+
+def api_not_found(request, exception=None):
+    return JsonResponse(
+        error_body(code="not_found", message=f"No API endpoint at {request.path}."), status=404
+    )
+
+
+def api_server_error(request):
+    return JsonResponse(
+        error_body(code="server_error", message="An unexpected error happened; it was logged."),
+        status=500,
+    )

@@ -1,0 +1,14 @@
+"""The test suite: fast hashing, in-memory e-mail, a file database a worker can share."""
+
+from .base import *  # noqa: F403
+from .base import BASE_DIR, DATABASES
+
+SECRET_KEY = "test-only-secret-key-not-for-production-use"
+DEBUG = False
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+ACCOUNT_DEFAULT_HTTP_PROTOCOL = "http"
+# SQLite test databases live in a file, so a Celery worker process can open the same one.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / "test.sqlite3")}
+DATABASES["default"]["CONN_MAX_AGE"] = 0

@@ -1,0 +1,24 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from portal.api.errors import api_not_found
+from portal.views import health
+
+api_v1 = [
+    path("", include(("tenants.api.urls", "tenants"), namespace="tenants")),
+]
+
+urlpatterns = [
+    path("api/v1/", include((api_v1, "api"), namespace="api")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/<path:rest>", api_not_found),
+    path("admin/", admin.site.urls),
+    path("accounts/", include("allauth.urls")),
+    path("healthz", health, name="health"),
+    path("", include(("tenants.urls", "console"), namespace="console")),
+]
+
+handler404 = "portal.views.not_found"
+handler500 = "portal.views.server_error"

@@ -1,0 +1,248 @@
+"""The engine's contract: plain, immutable dataclasses in, decisions out.
+
+Units: GPU shares in milli-GPU (1000 = one whole GPU), CPU in milli-cores, memory in MiB.
+A ``NodeState`` carries what is *free* now: running workloads are already subtracted, and
+each ``RunningWorkload`` says where it sits so that preemption can give its share back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+MILLI_PER_GPU = 1000
+MIG_SLICES_PER_GPU = 7
+
+
+class TaintEffect(StrEnum):
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+class TolerationOperator(StrEnum):
+    EQUAL = "Equal"
+    EXISTS = "Exists"
+
+
+class SelectorOperator(StrEnum):
+    IN = "In"
+    NOT_IN = "NotIn"
+    EXISTS = "Exists"
+    DOES_NOT_EXIST = "DoesNotExist"
+    GT = "Gt"
+    LT = "Lt"
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: TaintEffect = TaintEffect.NO_SCHEDULE
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """Kubernetes semantics: an empty key with ``Exists`` tolerates every taint."""
+
+    key: str = ""
+    operator: TolerationOperator = TolerationOperator.EQUAL
+    value: str = ""
+    effect: TaintEffect | None = None
+
+
+@dataclass(frozen=True)
+class NodeSelectorRequirement:
+    key: str
+    operator: SelectorOperator
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PreferredAffinity:
+    weight: int
+    requirements: tuple[NodeSelectorRequirement, ...]
+
+
+@dataclass(frozen=True)
+class NodeState:
+    name: str
+    pool: str
+    gpu_class: str
+    gpu_free_milli: tuple[int, ...]
+    cpu_free_milli: int
+    memory_free_mib: int
+    mig_free: Mapping[str, int] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    topology: Mapping[str, str] = field(default_factory=dict)
+    cordoned: bool = False
+
+
+@dataclass(frozen=True)
+class Request:
+    """A workload asking for capacity; every amount is per replica.
+
+    Exactly one GPU form applies: ``gpus`` whole GPUs, or ``gpu_milli`` of one shared GPU,
+    or ``mig_count`` instances of ``mig_profile``; none of them means CPU-only.
+    ``tier`` is a priority: a higher number is more important.
+    """
+
+    id: str
+    tenant: str
+    project: str
+    tier: int
+    gpu_classes: tuple[str, ...]
+    submitted_at: datetime
+    gpus: int = 0
+    gpu_milli: int = 0
+    mig_profile: str | None = None
+    mig_count: int = 0
+    replicas: int = 1
+    min_replicas: int | None = None
+    cpu_milli: int = 0
+    memory_mib: int = 0
+    pools: tuple[str, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    required_affinity: tuple[NodeSelectorRequirement, ...] = ()
+    preferred_affinity: tuple[PreferredAffinity, ...] = ()
+    anti_affinity: bool = False
+    required_topology: str | None = None
+    max_runtime: timedelta | None = None
+    preemptible: bool = True
+    evicted_by: tuple[str, ...] = ()
+
+    @property
+    def gpu_milli_per_replica(self) -> int:
+        """GPU amount one replica charges against quota, in milli-GPU."""
+        if self.gpus:
+            return self.gpus * MILLI_PER_GPU
+        if self.gpu_milli:
+            return self.gpu_milli
+        if self.mig_profile and self.mig_count:
+            return self.mig_count * mig_profile_milli(self.mig_profile)
+        return 0
+
+    @property
+    def smallest_gang(self) -> int:
+        return self.min_replicas if self.min_replicas is not None else self.replicas
+
+
+def mig_profile_milli(profile: str) -> int:
+    """A MIG instance costs its compute slices out of seven ("mig-3g.40gb" is 3/7 GPU)."""
+    slices = int(profile.removeprefix("mig-").split("g", 1)[0])
+    return slices * MILLI_PER_GPU // MIG_SLICES_PER_GPU
+
+
+@dataclass(frozen=True)
+class ReplicaPlacement:
+    node: str
+    gpu_indices: tuple[int, ...] = ()
+    gpu_milli: int = 0
+    mig_profile: str | None = None
+    mig_count: int = 0
+    cpu_milli: int = 0
+    memory_mib: int = 0
+
+
+@dataclass(frozen=True)
+class RunningWorkload:
+    request: Request
+    gpu_class: str
+    placements: tuple[ReplicaPlacement, ...]
+    started_at: datetime
+    borrowed: bool = False
+
+    @property
+    def expected_end(self) -> datetime | None:
+        runtime = self.request.max_runtime
+        return self.started_at + runtime if runtime is not None else None
+
+
+@dataclass(frozen=True)
+class Quota:
+    """GPUs of one class for a tenant, or for one project when ``project`` is set."""
+
+    tenant: str
+    gpu_class: str
+    guarantee: int
+    limit: int
+    project: str | None = None
+    cohort: str | None = None
+
+
+@dataclass(frozen=True)
+class Reservation:
+    id: str
+    tenant: str
+    gpu_class: str
+    gpus: int
+    pool: str
+    starts_at: datetime
+    ends_at: datetime
+
+    def is_active(self, *, now: datetime) -> bool:
+        return self.starts_at <= now < self.ends_at
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    nodes: tuple[NodeState, ...]
+    quotas: tuple[Quota, ...] = ()
+    reservations: tuple[Reservation, ...] = ()
+    topology_levels: tuple[str, ...] = ("rack", "block")
+    tenant_weights: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TaskType:
+    """One kind of replica in the expected workload mix (the FGD paper's task type)."""
+
+    cpu_milli: int
+    gpus: int
+    gpu_milli: int
+    gpu_classes: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class Policy:
+    placement: str = "fgd"
+    seed: int = 0
+    target_workload: tuple[tuple[TaskType, float], ...] | None = None
+    backfill: bool = True
+    preemption: bool = True
+
+
+@dataclass(frozen=True)
+class Admission:
+    request_id: str
+    gpu_class: str
+    placements: tuple[ReplicaPlacement, ...]
+    borrowed: bool = False
+    preemptible: bool = True
+
+
+@dataclass(frozen=True)
+class Preemption:
+    victim_id: str
+    preemptor_id: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PendingReason:
+    request_id: str
+    code: str
+    message: str
+    queue_position: int
+    estimated_start: datetime | None
+
+
+@dataclass(frozen=True)
+class Decisions:
+    admissions: tuple[Admission, ...]
+    preemptions: tuple[Preemption, ...]
+    pending: tuple[PendingReason, ...]

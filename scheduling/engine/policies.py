@@ -1,0 +1,265 @@
+"""Placement policies: which node (and which GPUs on it) one replica goes to.
+
+The six baselines follow the FGD paper's simulator (hkust-adsl/kubernetes-scheduler-simulator):
+every score is an integer from 0 to 100 and the smallest node name wins a tie, because those
+coarse scores are what its published numbers come from. ``fgd_pack`` is ours.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from .cluster import ClusterState, Demand
+from .fragmentation import FragmentationModel
+from .model import MILLI_PER_GPU, TaskType
+
+MAX_SPEC_CPU_MILLI = 128_000  # the paper's normalisers: the biggest node it knew
+MAX_SPEC_GPU_MILLI = 8_000
+MAX_SCORE = 100
+
+
+class PlacementPolicy:
+    """Scores candidate nodes; the highest wins, then the smallest name (lowest index)."""
+
+    name = "base"
+
+    def scores(
+        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
+    ) -> np.ndarray:
+        raise NotImplementedError
+
+    def choose_node(self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand) -> int:
+        scores = self.scores(cluster=cluster, candidates=candidates, demand=demand)
+        return int(candidates[int(np.argmax(scores))])
+
+    def choose_gpus(self, *, cluster: ClusterState, node: int, demand: Demand) -> tuple[int, ...]:
+        return cluster.best_fit_gpus(demand=demand, node=node)
+
+
+def _idle_gpu_milli(cluster: ClusterState, candidates: np.ndarray) -> np.ndarray:
+    return np.maximum(cluster.gpu_free[candidates], 0).sum(axis=1)
+
+
+class RandomPolicy(PlacementPolicy):
+    """Any node that fits, uniformly at random from a seeded generator."""
+
+    name = "random"
+
+    def __init__(self, *, seed: int) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def choose_node(self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand) -> int:
+        return int(candidates[self._rng.integers(len(candidates))])
+
+    def choose_gpus(self, *, cluster: ClusterState, node: int, demand: Demand) -> tuple[int, ...]:
+        if not demand.is_shared:
+            return cluster.best_fit_gpus(demand=demand, node=node)
+        fitting = np.flatnonzero(cluster.gpu_free[node] >= demand.gpu_milli)
+        return (int(fitting[self._rng.integers(len(fitting))]),)
+
+
+class DotProductPolicy(PlacementPolicy):
+    """Tetris: the smallest dot product of free and requested (CPU, GPU) wins."""
+
+    name = "dotprod"
+
+    def scores(
+        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
+    ) -> np.ndarray:
+        cpu = cluster.cpu_free[candidates] / MAX_SPEC_CPU_MILLI
+        gpu = _idle_gpu_milli(cluster, candidates) / MAX_SPEC_GPU_MILLI
+        product = cpu * (demand.cpu_milli / MAX_SPEC_CPU_MILLI) + gpu * (
+            demand.total_gpu_milli / MAX_SPEC_GPU_MILLI
+        )
+        return np.trunc(MAX_SCORE * (1 - product / 2))
+
+
+class BestFitPolicy(PlacementPolicy):
+    """The node left with the least free CPU and GPU (equal weights) wins."""
+
+    name = "bestfit"
+
+    def scores(
+        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
+    ) -> np.ndarray:
+        cpu_left = (cluster.cpu_free[candidates] - demand.cpu_milli) / MAX_SPEC_CPU_MILLI * 0.5
+        gpu_left = (
+            (_idle_gpu_milli(cluster, candidates) - demand.total_gpu_milli)
+            / MAX_SPEC_GPU_MILLI
+            * 0.5
+        )
+        return np.trunc((1.0 - (cpu_left + gpu_left)) * MAX_SCORE)
+
+
+class PackingPolicy(PlacementPolicy):
+    """Fill partly used GPUs first, then idle GPUs of used nodes, then idle nodes."""
+
+    name = "packing"
+
+    def scores(
+        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
+    ) -> np.ndarray:
+        if not demand.gpus:
+            return np.zeros(len(candidates))
+        frees = cluster.gpu_free[candidates]
+        idle = (frees == MILLI_PER_GPU).sum(axis=1)
+        untouched = idle == cluster.gpu_count[candidates]
+        if demand.is_shared:
+            fitting = np.where(frees >= demand.gpu_milli, frees, MILLI_PER_GPU + 1)
+            tightest = fitting.min(axis=1)
+            on_idle_gpu = np.full(len(candidates), max(MAX_SCORE // 2 - 1, MAX_SCORE // 3))
+            on_used_gpu = np.maximum(MAX_SCORE - (tightest * 100 // MILLI_PER_GPU) // 10, 50)
+            used_node = np.where(tightest == MILLI_PER_GPU, on_idle_gpu, on_used_gpu)
+        else:
+            used_node = np.full(len(candidates), max(MAX_SCORE // 2 - demand.gpus, MAX_SCORE // 3))
+        return np.where(untouched, np.maximum(MAX_SCORE // 3 - idle, idle), used_node)
+
+
+class ClusteringPolicy(PlacementPolicy):
+    """Put replicas of the same GPU shape together (shared, 1-GPU, 2-GPU, ...)."""
+
+    name = "clustering"
+
+    def scores(
+        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
+    ) -> np.ndarray:
+        if not demand.gpus:
+            return np.zeros(len(candidates))
+        shapes = cluster.shape_counts[candidates]
+        present = (shapes > 0).sum(axis=1)
+        same = shapes[:, cluster.shape_of(demand)] > 0
+        fill = (MAX_SCORE // 4) * (MAX_SPEC_GPU_MILLI - _idle_gpu_milli(cluster, candidates))
+        fill = fill // MAX_SPEC_GPU_MILLI
+        band = np.where(same, np.where(present == 1, 3, 2), np.where(present == 0, 1, 0))
+        return fill + band * (MAX_SCORE // 4)
+
+
+def _sigmoid_score(delta: float) -> int:
+    return int(MAX_SCORE / (1.0 + math.exp(-delta / 1000)))
+
+
+class FragmentationGradientPolicy(PlacementPolicy):
+    """FGD: the node whose fragmentation (against the expected workload) grows least.
+
+    Scores are memoised per (node state, replica shape): a placement changes one node, so
+    almost every node keeps its state, and its score, from one replica to the next.
+    """
+
+    name = "fgd"
+
+    def __init__(self, *, workload: Sequence[tuple[TaskType, float]]) -> None:
+        self._workload = tuple(workload)
+        self._model: FragmentationModel | None = None
+        self._tables: dict[Demand, np.ndarray] = {}
+
+    def model(self, cluster: ClusterState) -> FragmentationModel:
+        if self._model is None:
+            self._model = FragmentationModel(
+                workload=self._workload, class_names=cluster.class_names
+            )
+        return self._model
+
+    def scores(
+        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
+    ) -> np.ndarray:
+        key = Demand(cpu_milli=demand.cpu_milli, gpus=demand.gpus, gpu_milli=demand.gpu_milli)
+        table = self._tables.get(key)
+        states = cluster.state_id[candidates]
+        if table is None or len(table) < len(cluster.state_keys):
+            grown = np.full(len(cluster.state_keys) * 2 + 16, np.nan)
+            if table is not None:
+                grown[: len(table)] = table
+            table = self._tables[key] = grown
+        values = table[states]
+        missing = np.isnan(values)
+        if missing.any():
+            for state in np.unique(states[missing]).tolist():
+                table[state] = max(self._choices(cluster, state, key).values())
+            values = table[states]
+        return values
+
+    def choose_gpus(self, *, cluster: ClusterState, node: int, demand: Demand) -> tuple[int, ...]:
+        if not demand.is_shared:
+            return cluster.best_fit_gpus(demand=demand, node=node)
+        choices = self._choices(cluster, int(cluster.state_id[node]), demand)
+        best = max(choices.values())
+        frees = cluster.gpu_free[node].tolist()
+        return (next(i for i, free in enumerate(frees) if choices.get(free) == best),)
+
+    def _choices(self, cluster: ClusterState, state: int, demand: Demand) -> dict[int, float]:
+        """Score per free amount of the GPU a replica could go to, on a node in ``state``
+        (one entry, keyed 0, for replicas that do not share a GPU)."""
+        model = self.model(cluster)
+        class_id, cpu_free, frees = cluster.state_keys[state]
+        before = model.fragmentation((class_id, cpu_free, frees))
+        cpu_after = cpu_free - demand.cpu_milli
+        if not demand.is_shared:
+            after = _take(frees, MILLI_PER_GPU, demand.gpus) if demand.gpus else frees
+            return {0: self._score(before, model.fragmentation((class_id, cpu_after, after)))}
+        return {
+            free: self._score(
+                before,
+                model.fragmentation(
+                    (class_id, cpu_after, _take(frees, free, 1, share=demand.gpu_milli))
+                ),
+            )
+            for free in set(frees)
+            if free >= demand.gpu_milli
+        }
+
+    def _score(self, before: float, after: float) -> float:
+        return float(_sigmoid_score(before - after))
+
+
+def _take(
+    frees: tuple[int, ...], free: int, count: int, *, share: int | None = None
+) -> tuple[int, ...]:
+    """Sorted free list after taking ``share`` (default: all) from ``count`` GPUs at ``free``."""
+    result = list(frees)
+    for _ in range(count):
+        position = result.index(free)
+        result[position] = free - (free if share is None else share)
+    return tuple(sorted(result))
+
+
+class FragmentationPackingPolicy(FragmentationGradientPolicy):
+    """Ours: FGD's integer score, ties broken towards the node left with the least idle GPU
+    and then the least free CPU (best fit) instead of by node name."""
+
+    name = "fgd_pack"
+
+    def scores(
+        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
+    ) -> np.ndarray:
+        fgd = super().scores(cluster=cluster, candidates=candidates, demand=demand)
+        idle_after = _idle_gpu_milli(cluster, candidates) - demand.total_gpu_milli
+        cpu_after = cluster.cpu_free[candidates] - demand.cpu_milli
+        tightness = 1.0 - (idle_after / (MAX_SPEC_GPU_MILLI + 1) + cpu_after / 1e9)
+        return fgd + tightness
+
+
+PLACEMENT_POLICIES = ("random", "dotprod", "clustering", "packing", "bestfit", "fgd", "fgd_pack")
+
+
+def make_policy(
+    *, name: str, seed: int = 0, workload: Sequence[tuple[TaskType, float]] = ()
+) -> PlacementPolicy:
+    match name:
+        case "random":
+            return RandomPolicy(seed=seed)
+        case "dotprod":
+            return DotProductPolicy()
+        case "clustering":
+            return ClusteringPolicy()
+        case "packing":
+            return PackingPolicy()
+        case "bestfit":
+            return BestFitPolicy()
+        case "fgd":
+            return FragmentationGradientPolicy(workload=workload)
+        case "fgd_pack":
+            return FragmentationPackingPolicy(workload=workload)
+    raise ValueError(f"unknown placement policy {name!r}; choose from {PLACEMENT_POLICIES}")

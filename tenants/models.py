@@ -1,0 +1,233 @@
+"""Organizations (tenants), their members, projects, invitations, API tokens and audit trail."""
+
+import uuid
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+# A DNS-1123 label that starts with a letter: safe inside Kubernetes names and URLs.
+SLUG_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+slug_validator = RegexValidator(
+    SLUG_PATTERN,
+    "Use lowercase letters, digits and hyphens; start with a letter, end with a letter or digit.",
+    code="invalid_slug",
+)
+ORGANIZATION_SLUG_MAX = 30
+PROJECT_SLUG_MAX = 32
+NAMESPACE_MAX = 63
+
+
+class Role(models.TextChoices):
+    OWNER = "owner", "Owner"
+    ADMIN = "admin", "Admin"
+    MEMBER = "member", "Member"
+    VIEWER = "viewer", "Viewer"
+
+
+class Organization(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        SUSPENDED = "suspended", "Suspended"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    slug = models.CharField(
+        max_length=ORGANIZATION_SLUG_MAX, unique=True, validators=[slug_validator]
+    )
+    name = models.CharField(max_length=100)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    status_reason = models.CharField(max_length=200, blank=True)
+    fair_share_weight = models.DecimalField(
+        max_digits=6,
+        decimal_places=2,
+        default=1,
+        validators=[MinValueValidator(Decimal("0.01")), MaxValueValidator(Decimal(1000))],
+        help_text="Relative share of the cluster when tenants compete; set by operators.",
+    )
+    billing_email = models.EmailField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(fair_share_weight__gt=0), name="organization_weight_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == self.Status.ACTIVE
+
+
+class Membership(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="memberships"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["organization__slug", "user__email"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "user"], name="membership_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.organization} as {self.role}"
+
+
+class Project(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(
+        Organization, on_delete=models.PROTECT, related_name="projects"
+    )
+    slug = models.CharField(max_length=PROJECT_SLUG_MAX, validators=[slug_validator])
+    name = models.CharField(max_length=100)
+    description = models.TextField(max_length=2000, blank=True)
+    # The Kubernetes namespace: "<organization>-<project>", a DNS-1123 label.
+    namespace = models.CharField(max_length=NAMESPACE_MAX, unique=True, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["organization__slug", "slug"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "slug"], name="project_slug_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.organization.slug}/{self.slug}"
+
+
+class Invitation(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="invitations"
+    )
+    email = models.EmailField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    sent_at = models.DateTimeField(null=True, blank=True)
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="accepted_invitations",
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # One open invitation per address and organization; accepted or revoked ones stay
+            # as history.
+            models.UniqueConstraint(
+                "organization",
+                Lower("email"),
+                condition=models.Q(accepted_at__isnull=True, revoked_at__isnull=True),
+                name="invitation_open_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} to {self.organization} as {self.role}"
+
+    def state(self, now=None) -> str:
+        now = now or timezone.now()
+        if self.accepted_at:
+            return "accepted"
+        if self.revoked_at:
+            return "revoked"
+        if self.expires_at <= now:
+            return "expired"
+        return "pending"
+
+
+class ApiToken(models.Model):
+    class Scope(models.TextChoices):
+        READ = "read", "Read"
+        WRITE = "write", "Read and write"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.READ)
+    # The secret is shown once; only its prefix (to find it) and SHA-256 digest are kept.
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    digest = models.CharField(max_length=64, editable=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    def state(self, now=None) -> str:
+        now = now or timezone.now()
+        if self.revoked_at:
+            return "revoked"
+        if self.expires_at and self.expires_at <= now:
+            return "expired"
+        return "active"
+
+    @property
+    def can_write(self) -> bool:
+        return self.scope == self.Scope.WRITE
+
+
+class AuditEvent(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(
+        Organization, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_events"
+    )
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Kept as text too, so the trail still names who acted after the account is gone.
+    actor_email = models.CharField(max_length=254, blank=True)
+    via_token = models.ForeignKey(
+        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    action = models.CharField(max_length=64, db_index=True)
+    target_type = models.CharField(max_length=32)
+    target_id = models.CharField(max_length=64)
+    target_label = models.CharField(max_length=200)
+    payload = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-at"]
+        indexes = [models.Index(fields=["organization", "-at"], name="audit_org_at")]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.actor_email} {self.action} {self.target_label}"

@@ -1,0 +1,144 @@
+"""Who may do what: the one permission matrix of the portal, and the caller it is checked for.
+
+Every service that reads or writes tenant data calls `authorize` (writes) or scopes its query with
+`organization_ids_visible_to` (reads). A caller outside the organization gets NotFound, never
+PermissionDenied, so that an answer never confirms that another tenant's object exists.
+"""
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import Http404
+
+from .models import ApiToken, Membership, Organization, Role
+
+
+class Action(StrEnum):
+    ORGANIZATION_VIEW = "organization.view"
+    ORGANIZATION_UPDATE = "organization.update"
+    ORGANIZATION_DELETE = "organization.delete"
+    MEMBER_VIEW = "member.view"
+    INVITATION_VIEW = "invitation.view"
+    MEMBER_INVITE = "member.invite"
+    MEMBER_ROLE_CHANGE = "member.role_change"
+    MEMBER_REMOVE = "member.remove"
+    # Granting, changing or removing the owner role.
+    OWNER_MANAGE = "owner.manage"
+    PROJECT_VIEW = "project.view"
+    PROJECT_CREATE = "project.create"
+    PROJECT_UPDATE = "project.update"
+    PROJECT_DELETE = "project.delete"
+    TOKEN_ISSUE_READ = "token.issue_read"
+    TOKEN_ISSUE_WRITE = "token.issue_write"
+    # Seeing and revoking the tokens of other members.
+    TOKEN_MANAGE_ALL = "token.manage_all"
+    AUDIT_VIEW = "audit.view"
+
+
+_EVERYONE = frozenset(Role)
+_WRITERS = frozenset({Role.OWNER, Role.ADMIN, Role.MEMBER})
+_MANAGERS = frozenset({Role.OWNER, Role.ADMIN})
+_OWNERS = frozenset({Role.OWNER})
+
+PERMISSIONS: dict[Action, frozenset[Role]] = {
+    Action.ORGANIZATION_VIEW: _EVERYONE,
+    Action.ORGANIZATION_UPDATE: _MANAGERS,
+    Action.ORGANIZATION_DELETE: _OWNERS,
+    Action.MEMBER_VIEW: _EVERYONE,
+    Action.INVITATION_VIEW: _MANAGERS,
+    Action.MEMBER_INVITE: _MANAGERS,
+    Action.MEMBER_ROLE_CHANGE: _MANAGERS,
+    Action.MEMBER_REMOVE: _MANAGERS,
+    Action.OWNER_MANAGE: _OWNERS,
+    Action.PROJECT_VIEW: _EVERYONE,
+    Action.PROJECT_CREATE: _MANAGERS,
+    Action.PROJECT_UPDATE: _MANAGERS,
+    Action.PROJECT_DELETE: _MANAGERS,
+    Action.TOKEN_ISSUE_READ: _EVERYONE,
+    Action.TOKEN_ISSUE_WRITE: _WRITERS,
+    Action.TOKEN_MANAGE_ALL: _MANAGERS,
+    Action.AUDIT_VIEW: _MANAGERS,
+}
+
+# Actions that change nothing: allowed to read-only tokens and in suspended organizations.
+READ_ACTIONS = frozenset(
+    {
+        Action.ORGANIZATION_VIEW,
+        Action.MEMBER_VIEW,
+        Action.INVITATION_VIEW,
+        Action.PROJECT_VIEW,
+        Action.AUDIT_VIEW,
+    }
+)
+
+
+def role_allows(role: str, action: Action) -> bool:
+    return role in PERMISSIONS[action]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is acting: a signed-in user, possibly through an API token.
+
+    A token narrows the user's rights: it reaches only its own organization, and a read token
+    changes nothing.
+    """
+
+    user: object
+    token: ApiToken | None = None
+
+    @property
+    def can_write(self) -> bool:
+        return self.token is None or self.token.can_write
+
+    @property
+    def is_operator(self) -> bool:
+        return self.token is None and bool(getattr(self.user, "is_staff", False))
+
+
+def organization_ids_visible_to(caller: Caller) -> QuerySet:
+    """The organizations whose data the caller may read, as a subquery of ids."""
+    memberships = Membership.objects.filter(user_id=caller.user.pk)
+    if caller.token is not None:
+        memberships = memberships.filter(organization_id=caller.token.organization_id)
+    return memberships.values("organization_id")
+
+
+def caller_role(*, caller: Caller, organization: Organization) -> str:
+    """The caller's role in the organization; NotFound when the caller cannot see it."""
+    if caller.token is not None and caller.token.organization_id != organization.pk:
+        raise Http404("No such organization.")
+    role = (
+        Membership.objects.filter(organization=organization, user_id=caller.user.pk)
+        .values_list("role", flat=True)
+        .first()
+    )
+    if role is None:
+        raise Http404("No such organization.")
+    return role
+
+
+class OrganizationSuspended(PermissionDenied):
+    pass
+
+
+def authorize(*, caller: Caller, organization: Organization, action: Action) -> str:
+    """Raise unless the caller may do `action` in `organization`; return the caller's role."""
+    role = caller_role(caller=caller, organization=organization)
+    if not role_allows(role, action):
+        raise PermissionDenied(f"Your role ({role}) does not allow {action}.")
+    if action not in READ_ACTIONS:
+        if not caller.can_write:
+            raise PermissionDenied("This API token is read-only.")
+        if not organization.is_active:
+            raise OrganizationSuspended(
+                f"Organization {organization.slug} is suspended; nothing can be changed."
+            )
+    return role
+
+
+def require_operator(caller: Caller) -> None:
+    if not caller.is_operator:
+        raise PermissionDenied("Only operators (staff) may do this.")

@@ -1,0 +1,121 @@
+"""Reads of tenancy data, always through the caller's memberships.
+
+An object of an organization the caller does not belong to is indistinguishable from one that
+does not exist: the getters raise Http404 for both.
+"""
+
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.http import Http404
+
+from .models import ApiToken, AuditEvent, Invitation, Membership, Organization, Project
+from .permissions import (
+    Action,
+    Caller,
+    authorize,
+    caller_role,
+    organization_ids_visible_to,
+    role_allows,
+)
+
+
+def organization_list(*, caller: Caller) -> QuerySet[Organization]:
+    role = Membership.objects.filter(organization=OuterRef("pk"), user_id=caller.user.pk)
+    return (
+        Organization.objects.filter(pk__in=organization_ids_visible_to(caller))
+        .annotate(
+            my_role=Subquery(role.values("role")[:1]),
+            project_count=Count("projects", distinct=True),
+            member_count=Count("memberships", distinct=True),
+        )
+        .order_by("slug")
+    )
+
+
+def organization_get(*, caller: Caller, slug: str) -> Organization:
+    organization = organization_list(caller=caller).filter(slug=slug).first()
+    if organization is None:
+        raise Http404("No such organization.")
+    return organization
+
+
+def member_list(*, caller: Caller, organization: Organization) -> QuerySet[Membership]:
+    authorize(caller=caller, organization=organization, action=Action.MEMBER_VIEW)
+    return (
+        Membership.objects.filter(organization=organization)
+        .select_related("user", "organization")
+        .order_by("user__email")
+    )
+
+
+def member_get(*, caller: Caller, organization: Organization, membership_id) -> Membership:
+    membership = (
+        member_list(caller=caller, organization=organization).filter(pk=membership_id).first()
+    )
+    if membership is None:
+        raise Http404("No such member.")
+    return membership
+
+
+def invitation_list(*, caller: Caller, organization: Organization) -> QuerySet[Invitation]:
+    authorize(caller=caller, organization=organization, action=Action.INVITATION_VIEW)
+    return Invitation.objects.filter(organization=organization).select_related(
+        "organization", "invited_by", "accepted_by"
+    )
+
+
+def invitation_get(*, caller: Caller, organization: Organization, invitation_id) -> Invitation:
+    invitation = (
+        invitation_list(caller=caller, organization=organization).filter(pk=invitation_id).first()
+    )
+    if invitation is None:
+        raise Http404("No such invitation.")
+    return invitation
+
+
+def project_list(*, caller: Caller, organization: Organization | None = None) -> QuerySet[Project]:
+    projects = Project.objects.filter(organization__in=organization_ids_visible_to(caller))
+    if organization is not None:
+        projects = projects.filter(organization=organization)
+    return projects.select_related("organization", "created_by").order_by(
+        "organization__slug", "slug"
+    )
+
+
+def project_get(*, caller: Caller, organization: Organization, slug: str) -> Project:
+    project = project_list(caller=caller, organization=organization).filter(slug=slug).first()
+    if project is None:
+        raise Http404("No such project.")
+    return project
+
+
+def token_list(*, caller: Caller, organization: Organization) -> QuerySet[ApiToken]:
+    """The caller's own tokens; owners and admins see every member's."""
+    role = caller_role(caller=caller, organization=organization)
+    tokens = ApiToken.objects.filter(organization=organization).select_related(
+        "owner", "organization"
+    )
+    if not role_allows(role, Action.TOKEN_MANAGE_ALL):
+        tokens = tokens.filter(owner_id=caller.user.pk)
+    return tokens.order_by("-created_at")
+
+
+def token_get(*, caller: Caller, organization: Organization, token_id) -> ApiToken:
+    token = token_list(caller=caller, organization=organization).filter(pk=token_id).first()
+    if token is None:
+        raise Http404("No such token.")
+    return token
+
+
+def audit_event_list(*, caller: Caller, organization: Organization) -> QuerySet[AuditEvent]:
+    authorize(caller=caller, organization=organization, action=Action.AUDIT_VIEW)
+    return AuditEvent.objects.filter(organization=organization).select_related("actor", "via_token")
+
+
+def membership_list_of_caller(*, caller: Caller) -> QuerySet[Membership]:
+    return (
+        Membership.objects.filter(
+            user_id=caller.user.pk, organization__in=organization_ids_visible_to(caller)
+        )
+        .select_related("user", "organization")
+        .order_by("organization__slug")
+    )

@@ -1,0 +1,271 @@
+"""The web console's tenancy pages: forms in, services called, messages out."""
+
+from collections.abc import Callable
+
+from allauth.account.adapter import get_adapter
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from . import selectors, services
+from .forms import (
+    InvitationForm,
+    OrganizationCreateForm,
+    ProjectCreateForm,
+    RoleChangeForm,
+    TokenIssueForm,
+)
+from .permissions import Action, Caller, role_allows
+
+# What _attempt returns when the service refused.
+REFUSED = object()
+
+
+def _caller(request) -> Caller:
+    return Caller(user=request.user)
+
+
+def _attempt(request, form, write: Callable[[], object]):
+    """Run a service; put its refusal on the form or in a message. Its result, or REFUSED."""
+    try:
+        return write()
+    except ValidationError as error:
+        if form is not None and hasattr(error, "error_dict"):
+            for field, field_messages in error.message_dict.items():
+                for message in field_messages:
+                    form.add_error(field if field in form.fields else None, message)
+        else:
+            messages.error(request, " ".join(error.messages))
+    except (PermissionDenied, services.Conflict) as error:
+        messages.error(request, str(error))
+    return REFUSED
+
+
+@login_required
+def home(request):
+    caller = _caller(request)
+    form = OrganizationCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        organization = _attempt(
+            request, form, lambda: services.organization_create(caller=caller, **form.cleaned_data)
+        )
+        if organization is not REFUSED:
+            messages.success(request, f"Organization {organization.name} created.")
+            return redirect("console:organization", org_slug=organization.slug)
+    return render(
+        request,
+        "tenants/home.html",
+        {"organizations": selectors.organization_list(caller=caller), "form": form},
+    )
+
+
+@login_required
+def organization_detail(request, org_slug: str):
+    caller = _caller(request)
+    organization = selectors.organization_get(caller=caller, slug=org_slug)
+    role = organization.my_role
+    project_form = ProjectCreateForm(request.POST if "create_project" in request.POST else None)
+    invite_form = InvitationForm(request.POST if "invite" in request.POST else None)
+    if request.method == "POST":
+        if project_form.is_bound and project_form.is_valid():
+            project = _attempt(
+                request,
+                project_form,
+                lambda: services.project_create(
+                    caller=caller, organization=organization, **project_form.cleaned_data
+                ),
+            )
+            if project is not REFUSED:
+                messages.success(request, f"Project {project.slug} created: {project.namespace}.")
+                return redirect("console:organization", org_slug=org_slug)
+        if invite_form.is_bound and invite_form.is_valid():
+            invitation = _attempt(
+                request,
+                invite_form,
+                lambda: services.member_invite(
+                    caller=caller, organization=organization, **invite_form.cleaned_data
+                ),
+            )
+            if invitation is not REFUSED:
+                messages.success(request, f"Invitation sent to {invitation.email}.")
+                return redirect("console:organization", org_slug=org_slug)
+    can_manage = role_allows(role, Action.MEMBER_INVITE)
+    context = {
+        "organization": organization,
+        "role": role,
+        "projects": selectors.project_list(caller=caller, organization=organization),
+        "members": selectors.member_list(caller=caller, organization=organization),
+        "invitations": (
+            selectors.invitation_list(caller=caller, organization=organization).filter(
+                accepted_at__isnull=True, revoked_at__isnull=True
+            )
+            if can_manage
+            else []
+        ),
+        "can_manage": can_manage,
+        "can_create_project": role_allows(role, Action.PROJECT_CREATE),
+        "role_form": RoleChangeForm(),
+        "project_form": project_form,
+        "invite_form": invite_form,
+    }
+    return render(request, "tenants/organization.html", context)
+
+
+@login_required
+def project_detail(request, org_slug: str, project_slug: str):
+    caller = _caller(request)
+    organization = selectors.organization_get(caller=caller, slug=org_slug)
+    project = selectors.project_get(caller=caller, organization=organization, slug=project_slug)
+    if request.method == "POST" and "delete" in request.POST:
+        deleted = _attempt(
+            request, None, lambda: services.project_delete(caller=caller, project=project)
+        )
+        if deleted is not REFUSED:
+            messages.success(request, f"Project {project.slug} deleted.")
+            return redirect("console:organization", org_slug=org_slug)
+    return render(
+        request,
+        "tenants/project.html",
+        {
+            "organization": organization,
+            "project": project,
+            "can_delete": role_allows(organization.my_role, Action.PROJECT_DELETE),
+        },
+    )
+
+
+@login_required
+@require_POST
+def member_role(request, org_slug: str, member_id):
+    caller = _caller(request)
+    organization = selectors.organization_get(caller=caller, slug=org_slug)
+    membership = selectors.member_get(
+        caller=caller, organization=organization, membership_id=member_id
+    )
+    form = RoleChangeForm(request.POST)
+    if form.is_valid():
+        changed = _attempt(
+            request,
+            None,
+            lambda: services.member_role_change(
+                caller=caller, membership=membership, role=form.cleaned_data["role"]
+            ),
+        )
+        if changed is not REFUSED:
+            messages.success(request, f"{membership.user.email} is now {changed.role}.")
+    return redirect("console:organization", org_slug=org_slug)
+
+
+@login_required
+@require_POST
+def member_remove(request, org_slug: str, member_id):
+    caller = _caller(request)
+    organization = selectors.organization_get(caller=caller, slug=org_slug)
+    membership = selectors.member_get(
+        caller=caller, organization=organization, membership_id=member_id
+    )
+    leaving = membership.user_id == request.user.pk
+
+    removed = _attempt(
+        request, None, lambda: services.member_remove(caller=caller, membership=membership)
+    )
+    if removed is not REFUSED:
+        if leaving:
+            messages.success(request, f"You left {organization.name}.")
+            return redirect("console:home")
+        messages.success(request, f"{membership.user.email} removed.")
+    return redirect("console:organization", org_slug=org_slug)
+
+
+@login_required
+@require_POST
+def invitation_revoke(request, org_slug: str, invitation_id):
+    caller = _caller(request)
+    organization = selectors.organization_get(caller=caller, slug=org_slug)
+    invitation = selectors.invitation_get(
+        caller=caller, organization=organization, invitation_id=invitation_id
+    )
+    revoked = _attempt(
+        request, None, lambda: services.invitation_revoke(caller=caller, invitation=invitation)
+    )
+    if revoked is not REFUSED:
+        messages.success(request, f"Invitation to {invitation.email} revoked.")
+    return redirect("console:organization", org_slug=org_slug)
+
+
+@login_required
+def tokens(request, org_slug: str):
+    caller = _caller(request)
+    organization = selectors.organization_get(caller=caller, slug=org_slug)
+    form = TokenIssueForm(request.POST or None)
+    issued_secret = None
+    if request.method == "POST" and form.is_valid():
+        issued = _attempt(
+            request,
+            form,
+            lambda: services.token_issue(
+                caller=caller, organization=organization, **form.cleaned_data
+            ),
+        )
+        if issued is not REFUSED:
+            _token, issued_secret = issued
+            form = TokenIssueForm()
+    return render(
+        request,
+        "tenants/tokens.html",
+        {
+            "organization": organization,
+            "tokens": selectors.token_list(caller=caller, organization=organization),
+            "form": form,
+            "issued_secret": issued_secret,
+        },
+    )
+
+
+@login_required
+@require_POST
+def token_revoke(request, org_slug: str, token_id):
+    caller = _caller(request)
+    organization = selectors.organization_get(caller=caller, slug=org_slug)
+    token = selectors.token_get(caller=caller, organization=organization, token_id=token_id)
+    revoked = _attempt(request, None, lambda: services.token_revoke(caller=caller, token=token))
+    if revoked is not REFUSED:
+        messages.success(request, f"Token {token.name} revoked.")
+    return redirect("console:tokens", org_slug=org_slug)
+
+
+@login_required
+def audit(request, org_slug: str):
+    caller = _caller(request)
+    organization = selectors.organization_get(caller=caller, slug=org_slug)
+    events = selectors.audit_event_list(caller=caller, organization=organization)[:200]
+    return render(request, "tenants/audit.html", {"organization": organization, "events": events})
+
+
+def invitation(request, token: str):
+    """The link in an invitation e-mail: sign up or sign in, then accept."""
+    try:
+        found = services.invitation_from_token(token)
+    except ValidationError as error:
+        return render(
+            request, "tenants/invitation.html", {"error": " ".join(error.messages)}, status=404
+        )
+    if not request.user.is_authenticated:
+        # The link reached this mailbox: a sign-up with that address needs no second check.
+        get_adapter(request).stash_verified_email(request, found.email)
+        return render(
+            request,
+            "tenants/invitation.html",
+            {"invitation": found, "next": reverse("console:invitation", kwargs={"token": token})},
+        )
+    if request.method == "POST":
+        membership = _attempt(
+            request, None, lambda: services.invitation_accept(user=request.user, token=token)
+        )
+        if membership is not REFUSED:
+            messages.success(request, f"Welcome to {membership.organization.name}.")
+            return redirect("console:organization", org_slug=membership.organization.slug)
+    return render(request, "tenants/invitation.html", {"invitation": found})
