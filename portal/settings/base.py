@@ -193,6 +193,7 @@ if CELERY_BROKER_URL.startswith("filesystem"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_FOLDER),
         "data_folder_out": str(BROKER_FOLDER),
+        "control_folder": str(BROKER_FOLDER / "control"),
         "store_processed": False,
     }
 else:
