@@ -63,8 +63,22 @@ def audit_record(
 
 
 def _validated(instance, *, exclude: list[str] | None = None):
-    """Run model validation (field validators, choices, uniqueness) before writing."""
-    instance.full_clean(exclude=exclude)
+    """Run field validation (validators, choices, unique fields) before writing.
+
+    Multi-column constraints are checked by each service with a message that names the field;
+    the database still enforces them against races.
+    """
+    instance.full_clean(exclude=exclude, validate_constraints=False)
+    return instance
+
+
+def _insert(instance, *, field: str, message: str):
+    """Save; a concurrent request that won the race on a unique key is a field error."""
+    try:
+        with transaction.atomic():
+            instance.save()
+    except IntegrityError as error:
+        raise ValidationError({field: message}) from error
     return instance
 
 
@@ -80,7 +94,7 @@ def organization_create(
     if caller.token is not None:
         raise PermissionDenied("API tokens belong to one organization; create others signed in.")
     organization = _validated(Organization(slug=slug, name=name, billing_email=billing_email))
-    organization.save()
+    _insert(organization, field="slug", message="This slug was just taken; choose another.")
     owner = Membership.objects.create(organization=organization, user=caller.user, role=Role.OWNER)
     audit_record(
         caller=caller,
@@ -231,6 +245,7 @@ def member_invite(
         email=email,
         role=role,
         invited_by=caller.user,
+        created_at=now,
         expires_at=now + INVITATION_LIFETIME,
     )
     _validated(invitation, exclude=["invited_by"])
@@ -241,7 +256,7 @@ def member_invite(
         revoked_at__isnull=True,
     ).exists():
         raise ValidationError({"email": f"{email} already has an open invitation."})
-    invitation.save()
+    _insert(invitation, field="email", message=f"{email} already has an open invitation.")
     audit_record(
         caller=caller,
         organization=organization,
@@ -455,6 +470,8 @@ def project_create(
         created_by=caller.user,
     )
     _validated(project, exclude=["namespace", "created_by"])
+    if Project.objects.filter(organization=organization, slug=slug).exists():
+        raise ValidationError({"slug": f"{organization.slug} already has a project {slug!r}."})
     if len(namespace) > NAMESPACE_MAX:
         raise ValidationError(
             {"slug": f"The namespace {namespace!r} would exceed {NAMESPACE_MAX} characters."}
@@ -463,12 +480,7 @@ def project_create(
         raise ValidationError(
             {"slug": f"The Kubernetes namespace {namespace!r} is taken; choose another slug."}
         )
-    try:
-        with transaction.atomic():
-            project.save()
-    except IntegrityError as error:
-        # A concurrent request took the same slug or namespace between the check and the insert.
-        raise ValidationError({"slug": "This slug was just taken; choose another."}) from error
+    _insert(project, field="slug", message="This slug was just taken; choose another.")
     audit_record(
         caller=caller,
         organization=organization,
@@ -593,7 +605,7 @@ TOKEN_LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 def token_authenticate(*, secret: str) -> ApiToken:
     """The active token with this secret; PermissionDenied with the reason otherwise."""
-    parts = secret.split("_")
+    parts = secret.split("_", 2)
     if len(parts) != 3 or parts[0] != TOKEN_PREFIX:
         raise PermissionDenied("Malformed API token.")
     token = ApiToken.objects.select_related("owner", "organization").filter(prefix=parts[1]).first()
