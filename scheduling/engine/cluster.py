@@ -118,21 +118,25 @@ class ClusterState:
             ok &= free[among] >= demand.mig_count
         return among[ok]
 
-    def replicas_that_fit(self, *, demand: Demand, node: int) -> int:
-        """How many replicas of ``demand`` one node could take at once."""
-        limits = []
+    def replica_capacity(self, *, demand: Demand, among: np.ndarray) -> np.ndarray:
+        """How many replicas of ``demand`` each node of ``among`` could take at once."""
+        capacity = np.full(len(among), np.iinfo(np.int64).max, dtype=np.int64)
         if demand.cpu_milli:
-            limits.append(int(self.cpu_free[node]) // demand.cpu_milli)
+            capacity = np.minimum(capacity, self.cpu_free[among] // demand.cpu_milli)
         if demand.memory_mib:
-            limits.append(int(self.memory_free[node]) // demand.memory_mib)
+            capacity = np.minimum(capacity, self.memory_free[among] // demand.memory_mib)
         if demand.gpus:
-            frees = self.gpu_free[node, : self.gpu_count[node]]
-            per_gpu = np.maximum(frees, 0) // demand.gpu_milli
-            limits.append(int(per_gpu.sum()) // demand.gpus)
+            frees = self.gpu_free[among]
+            if demand.is_shared:
+                per_node = (np.maximum(frees, 0) // demand.gpu_milli).sum(axis=1)
+            else:
+                per_node = (frees >= demand.gpu_milli).sum(axis=1) // demand.gpus
+            capacity = np.minimum(capacity, per_node)
         if demand.mig_count:
             free = self.mig_free.get(demand.mig_profile or "")
-            limits.append(0 if free is None else int(free[node]) // demand.mig_count)
-        return min(limits) if limits else 1_000_000
+            per_node = np.zeros(len(among), dtype=np.int64) if free is None else free[among]
+            capacity = np.minimum(capacity, per_node // demand.mig_count)
+        return capacity
 
     def best_fit_gpus(self, *, demand: Demand, node: int) -> tuple[int, ...]:
         """Whole GPUs: the lowest-numbered idle ones; a share: the fullest GPU it fits on."""

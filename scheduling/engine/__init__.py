@@ -1,0 +1,66 @@
+"""The scheduling engine: pure Python (no Django), deterministic, numpy where it pays.
+
+Django calls ``schedule`` once per cycle, ``validate_request`` at submission, and the
+capacity views for the console and /metrics.
+"""
+
+from .capacity import FragmentationView, PoolCapacity, fragmentation, pool_capacity
+from .explain import PendingCode
+from .fragmentation import typical_workload
+from .model import (
+    Admission,
+    ClusterSnapshot,
+    Decisions,
+    NodeSelectorRequirement,
+    NodeState,
+    PendingReason,
+    Policy,
+    Preemption,
+    PreferredAffinity,
+    Quota,
+    ReplicaPlacement,
+    Request,
+    Reservation,
+    RunningWorkload,
+    SelectorOperator,
+    Taint,
+    TaintEffect,
+    TaskType,
+    Toleration,
+    TolerationOperator,
+)
+from .policies import PLACEMENT_POLICIES
+from .quota import validate_request
+from .schedule import schedule
+
+__all__ = [
+    "PLACEMENT_POLICIES",
+    "Admission",
+    "ClusterSnapshot",
+    "Decisions",
+    "FragmentationView",
+    "NodeSelectorRequirement",
+    "NodeState",
+    "PendingCode",
+    "PendingReason",
+    "Policy",
+    "PoolCapacity",
+    "Preemption",
+    "PreferredAffinity",
+    "Quota",
+    "ReplicaPlacement",
+    "Request",
+    "Reservation",
+    "RunningWorkload",
+    "SelectorOperator",
+    "Taint",
+    "TaintEffect",
+    "TaskType",
+    "Toleration",
+    "TolerationOperator",
+    "fragmentation",
+    "pool_capacity",
+    "schedule",
+    "typical_workload",
+    "validate_request",
+]

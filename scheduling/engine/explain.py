@@ -1,0 +1,80 @@
+"""Why a workload stays pending: a reason code and a sentence with the binding numbers."""
+
+from __future__ import annotations
+
+from collections import Counter
+from enum import StrEnum
+
+import numpy as np
+
+from .cluster import ClusterState, Demand
+from .gang import GangShape
+from .model import MILLI_PER_GPU
+
+
+class PendingCode(StrEnum):
+    QUOTA = "quota"
+    NO_ELIGIBLE_NODE = "no_eligible_node"
+    CAPACITY = "capacity"
+    FRAGMENTATION = "fragmentation"
+    GANG = "gang"
+    TOPOLOGY = "topology"
+    RESERVATION = "reservation"
+    PRIORITY = "priority"
+    INVALID = "invalid"
+
+
+def no_eligible_node(*, gpu_class: str, reasons: Counter[str]) -> tuple[PendingCode, str]:
+    if not reasons:
+        return PendingCode.NO_ELIGIBLE_NODE, f"{gpu_class}: the cluster has no such node."
+    shown = "; ".join(f"{reason} ({count} nodes)" for reason, count in reasons.most_common(3))
+    return PendingCode.NO_ELIGIBLE_NODE, f"{gpu_class}: no eligible node: {shown}."
+
+
+def _amount(milli: int, demand: Demand, gpu_class: str) -> str:
+    if demand.is_shared:
+        return f"{milli} milli-GPU of {gpu_class}"
+    return f"{milli // MILLI_PER_GPU} {gpu_class}"
+
+
+def capacity_shortfall(
+    *, cluster: ClusterState, shape: GangShape, gpu_class: str, among: np.ndarray
+) -> tuple[PendingCode, str]:
+    """Classify a gang that did not fit on its eligible nodes (``among``)."""
+    demand = shape.demand
+    capacity = cluster.replica_capacity(demand=demand, among=among)
+    if shape.anti_affinity:
+        capacity = np.minimum(capacity, 1)
+    fitting = int(capacity.sum())
+    frees = cluster.gpu_free[among]
+    if demand.is_shared:
+        idle = np.maximum(frees, 0)
+    else:
+        idle = np.where(frees >= MILLI_PER_GPU, MILLI_PER_GPU, 0)
+    total, largest = int(idle.sum()), int(idle.sum(axis=1).max(initial=0))
+    need = demand.total_gpu_milli
+    if fitting == 0:
+        if demand.gpus and total < need:
+            return PendingCode.CAPACITY, (
+                f"{gpu_class}: {_amount(total, demand, gpu_class)} free on eligible nodes,"
+                f" {_amount(need, demand, gpu_class)} needed per replica."
+            )
+        if demand.gpus and largest < need:
+            return PendingCode.FRAGMENTATION, (
+                f"{_amount(total, demand, gpu_class)} free in total, but no node has"
+                f" {_amount(need, demand, gpu_class).split(' of ')[0]} free."
+            )
+        return PendingCode.CAPACITY, (
+            f"{gpu_class}: no eligible node has {demand.cpu_milli / 1000:g} CPU and"
+            f" {demand.memory_mib} MiB free next to the GPUs a replica needs."
+        )
+    if fitting < shape.min_replicas:
+        return PendingCode.GANG, (
+            f"{gpu_class}: only {fitting} of {shape.min_replicas} replicas fit at once"
+            f" ({_amount(total, demand, gpu_class)} free); a gang starts whole or not at all."
+        )
+    level = shape.required_level or "topology domain"
+    return PendingCode.TOPOLOGY, (
+        f"{gpu_class}: {fitting} replicas fit in the cluster, but no single {level} has room"
+        f" for {shape.min_replicas}."
+    )

@@ -1,0 +1,66 @@
+"""Choosing whom to evict so that a pending gang fits: the cheapest allowed victim set."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from .cluster import ClusterState
+from .model import ReplicaPlacement, RunningWorkload
+
+MAX_CANDIDATES = 32  # bounds the search; the cheapest victims come first anyway
+
+
+@dataclass(frozen=True)
+class Victim:
+    workload: RunningWorkload
+    reason: str
+
+
+def eviction_cost(*, workload: RunningWorkload, now: datetime) -> tuple[int, float, str]:
+    """Lowest tier first, then least work lost (GPU-milli x seconds run), then by id."""
+    elapsed = max((now - workload.started_at).total_seconds(), 0.0)
+    gpu_milli = workload.request.gpu_milli_per_replica * len(workload.placements)
+    return workload.request.tier, gpu_milli * elapsed, workload.request.id
+
+
+def choose_victims(
+    *,
+    cluster: ClusterState,
+    candidates: Sequence[Victim],
+    now: datetime,
+    place: Callable[[], tuple[ReplicaPlacement, ...] | None],
+) -> tuple[list[Victim], tuple[ReplicaPlacement, ...]] | None:
+    """The smallest-cost set of ``candidates`` whose eviction lets ``place()`` succeed.
+
+    Victims are added in cost order until the gang fits, then each one that turns out not to
+    be needed is dropped again (most expensive first). On success the cluster holds the
+    gang's placements with the victims' capacity released; on failure it is unchanged.
+    """
+    ranked = sorted(candidates, key=lambda v: eviction_cost(workload=v.workload, now=now))
+    ranked = ranked[:MAX_CANDIDATES]
+    saved = cluster.checkpoint()
+
+    def attempt(victims: Sequence[Victim]) -> tuple[ReplicaPlacement, ...] | None:
+        cluster.restore(saved)
+        for victim in victims:
+            for placement in victim.workload.placements:
+                cluster.release(placement)
+        return place()
+
+    chosen: list[Victim] = []
+    for victim in ranked:
+        chosen.append(victim)
+        if attempt(chosen) is not None:
+            break
+    else:
+        cluster.restore(saved)
+        return None
+    for victim in reversed(chosen[:-1]):
+        trimmed = [v for v in chosen if v is not victim]
+        if attempt(trimmed) is not None:
+            chosen = trimmed
+    placements = attempt(chosen)
+    assert placements is not None, "a victim set that fitted no longer fits"
+    return chosen, placements

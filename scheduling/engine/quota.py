@@ -1,0 +1,178 @@
+"""Quotas per tenant (and project) per GPU class: a guarantee, a limit, and a cohort.
+
+A tenant may use up to its guarantee at any time; above it, up to its limit, only by borrowing
+guarantees its cohort leaves unused. Borrowed work is reclaimable: a tenant back under its
+guarantee may preempt it. Amounts are kept in milli-GPU.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .model import MILLI_PER_GPU, NodeState, Quota, Request, RunningWorkload
+
+
+@dataclass(frozen=True)
+class QuotaVerdict:
+    allowed: bool
+    borrowed: bool = False
+    reason: str = ""
+
+
+def _gpus(milli: int) -> str:
+    return f"{milli / MILLI_PER_GPU:g}"
+
+
+class QuotaLedger:
+    """Usage against quotas, updated as the cycle admits and preempts."""
+
+    def __init__(self, *, quotas: Sequence[Quota], running: Iterable[RunningWorkload]) -> None:
+        self._tenant = {(q.tenant, q.gpu_class): q for q in quotas if q.project is None}
+        self._project = {
+            (q.tenant, q.project, q.gpu_class): q for q in quotas if q.project is not None
+        }
+        self._cohort_guarantee: dict[tuple[str, str], int] = defaultdict(int)
+        for quota in self._tenant.values():
+            if quota.cohort:
+                key = (quota.cohort, quota.gpu_class)
+                self._cohort_guarantee[key] += quota.guarantee * MILLI_PER_GPU
+        self.tenant_usage: dict[tuple[str, str], int] = defaultdict(int)
+        self.project_usage: dict[tuple[str, str, str], int] = defaultdict(int)
+        for workload in running:
+            self.charge(
+                request=workload.request,
+                gpu_class=workload.gpu_class,
+                replicas=len(workload.placements),
+            )
+
+    def quota(self, *, tenant: str, gpu_class: str) -> Quota | None:
+        return self._tenant.get((tenant, gpu_class))
+
+    def cohort_usage(self, *, cohort: str, gpu_class: str) -> int:
+        return sum(
+            used
+            for (tenant, klass), used in self.tenant_usage.items()
+            if klass == gpu_class
+            and (q := self._tenant.get((tenant, klass)))
+            and q.cohort == cohort
+        )
+
+    def check(self, *, request: Request, gpu_class: str, replicas: int) -> QuotaVerdict:
+        need = request.gpu_milli_per_replica * replicas
+        if not need:
+            return QuotaVerdict(allowed=True)
+        quota = self._tenant.get((request.tenant, gpu_class))
+        if quota is None:
+            return QuotaVerdict(False, reason=f"{gpu_class}: no quota for {request.tenant}")
+        used = self.tenant_usage[(request.tenant, gpu_class)]
+        if used + need > quota.limit * MILLI_PER_GPU:
+            return QuotaVerdict(
+                False,
+                reason=f"{gpu_class}: {_gpus(used)} of {quota.limit} in use by {request.tenant}"
+                f", {_gpus(need)} more requested",
+            )
+        project_quota = self._project.get((request.tenant, request.project, gpu_class))
+        if project_quota is not None:
+            project_used = self.project_usage[(request.tenant, request.project, gpu_class)]
+            if project_used + need > project_quota.limit * MILLI_PER_GPU:
+                return QuotaVerdict(
+                    False,
+                    reason=f"{gpu_class}: {_gpus(project_used)} of {project_quota.limit} in use"
+                    f" by {request.tenant}/{request.project}, {_gpus(need)} more requested",
+                )
+        if used + need <= quota.guarantee * MILLI_PER_GPU:
+            return QuotaVerdict(allowed=True)
+        if not quota.cohort:
+            return QuotaVerdict(
+                False,
+                reason=f"{gpu_class}: {_gpus(used)} of {quota.guarantee} guaranteed in use by"
+                f" {request.tenant} and no cohort to borrow from",
+            )
+        pool = self._cohort_guarantee[(quota.cohort, gpu_class)]
+        cohort_used = self.cohort_usage(cohort=quota.cohort, gpu_class=gpu_class)
+        if cohort_used + need > pool:
+            return QuotaVerdict(
+                False,
+                reason=f"{gpu_class}: cohort {quota.cohort} has {_gpus(cohort_used)} of"
+                f" {_gpus(pool)} in use, nothing left to borrow",
+            )
+        return QuotaVerdict(allowed=True, borrowed=True)
+
+    def is_borrowing(self, *, tenant: str, gpu_class: str) -> bool:
+        quota = self._tenant.get((tenant, gpu_class))
+        used = self.tenant_usage[(tenant, gpu_class)]
+        return quota is not None and used > quota.guarantee * MILLI_PER_GPU
+
+    def charge(self, *, request: Request, gpu_class: str, replicas: int, sign: int = 1) -> None:
+        amount = sign * request.gpu_milli_per_replica * replicas
+        self.tenant_usage[(request.tenant, gpu_class)] += amount
+        self.project_usage[(request.tenant, request.project, gpu_class)] += amount
+
+
+def dominant_shares(
+    *,
+    ledger: QuotaLedger,
+    nodes: Sequence[NodeState],
+    weights: dict[str, float] | None = None,
+) -> dict[str, float]:
+    """DRF: each tenant's largest share of any GPU class's capacity, divided by its weight."""
+    capacity: dict[str, int] = defaultdict(int)
+    for node in nodes:
+        capacity[node.gpu_class] += len(node.gpu_free_milli) * MILLI_PER_GPU
+    shares: dict[str, float] = defaultdict(float)
+    for (tenant, gpu_class), used in ledger.tenant_usage.items():
+        if capacity[gpu_class]:
+            share = used / capacity[gpu_class] / (weights or {}).get(tenant, 1.0)
+            shares[tenant] = max(shares[tenant], share)
+    return shares
+
+
+def validate_request(
+    *, request: Request, quotas: Sequence[Quota], nodes: Sequence[NodeState] = ()
+) -> dict[str, list[str]]:
+    """Field errors that make a request impossible to ever admit (empty dict: valid).
+
+    Called at submission, so that a request bigger than its limit is rejected instead of
+    queued forever. ``nodes`` (optional) also rejects a replica larger than any node.
+    """
+    errors: dict[str, list[str]] = defaultdict(list)
+    forms = sum(bool(x) for x in (request.gpus, request.gpu_milli, request.mig_count))
+    if forms > 1:
+        errors["gpus"].append("Ask for whole GPUs, a GPU share or MIG instances, not several.")
+    if request.gpus < 0 or request.mig_count < 0:
+        errors["gpus"].append("GPU amounts cannot be negative.")
+    if request.gpu_milli and not 0 < request.gpu_milli < MILLI_PER_GPU:
+        errors["gpu_milli"].append("A GPU share is between 1 and 999 milli-GPU.")
+    if bool(request.mig_count) != bool(request.mig_profile):
+        errors["mig_profile"].append("A MIG request names a profile and a count.")
+    if request.replicas < 1:
+        errors["replicas"].append("At least one replica.")
+    if request.min_replicas is not None and not 1 <= request.min_replicas <= request.replicas:
+        errors["min_replicas"].append(f"Between 1 and replicas ({request.replicas}).")
+    needs_gpu = request.gpu_milli_per_replica > 0
+    if needs_gpu and not request.gpu_classes:
+        errors["gpu_classes"].append("Name at least one acceptable GPU class.")
+    if errors or not needs_gpu:
+        return dict(errors)
+    need = request.gpu_milli_per_replica * request.smallest_gang
+    limits = {
+        q.gpu_class: q.limit
+        for q in quotas
+        if q.tenant == request.tenant and q.project is None and q.gpu_class in request.gpu_classes
+    }
+    if not any(need <= limit * MILLI_PER_GPU for limit in limits.values()):
+        shown = ", ".join(f"{c}: {limits.get(c, 0)}" for c in request.gpu_classes)
+        errors["gpus"].append(
+            f"{_gpus(need)} GPUs exceed the quota limit of {request.tenant} ({shown})."
+        )
+    if nodes and request.gpus:
+        largest = max(
+            (len(n.gpu_free_milli) for n in nodes if n.gpu_class in request.gpu_classes), default=0
+        )
+        if request.gpus > largest:
+            errors["gpus"].append(
+                f"{request.gpus} GPUs per replica, but the largest node has {largest}."
+            )
+    return dict(errors)

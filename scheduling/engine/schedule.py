@@ -1,0 +1,572 @@
+"""One admission cycle: order the queue, admit what fits, preempt where allowed, explain the rest.
+
+Queue order: tier (highest first), then DRF fair share (lowest dominant share / weight first),
+then submit time, then id. Backfill is EASY-style per GPU class: the first workload blocked on
+capacity gets a planned start (its "shadow time", from running workloads' max runtimes) and
+planned nodes; a later workload may use those nodes only if its own max runtime ends before.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from .cluster import ClusterState, Demand
+from .eligibility import ineligibility, preference_score
+from .explain import PendingCode, capacity_shortfall, no_eligible_node
+from .fragmentation import typical_workload
+from .gang import GangShape, place_gang, topology_domains
+from .model import (
+    MILLI_PER_GPU,
+    Admission,
+    ClusterSnapshot,
+    Decisions,
+    PendingReason,
+    Policy,
+    Preemption,
+    ReplicaPlacement,
+    Request,
+    Reservation,
+    RunningWorkload,
+    TaskType,
+)
+from .policies import make_policy
+from .preemption import Victim, choose_victims
+from .quota import QuotaLedger, dominant_shares, validate_request
+
+CAPACITY_CODES = frozenset(
+    {PendingCode.CAPACITY, PendingCode.FRAGMENTATION, PendingCode.GANG, PendingCode.TOPOLOGY}
+)
+
+
+@dataclass(frozen=True)
+class _Shadow:
+    """A blocked head's planned start and the nodes it will need then."""
+
+    request_id: str
+    starts_at: datetime
+    nodes: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Failure:
+    code: PendingCode
+    message: str
+    gpu_class: str
+
+
+def task_type(request: Request) -> TaskType:
+    demand = Demand.of(request)
+    return TaskType(cpu_milli=demand.cpu_milli, gpus=demand.gpus, gpu_milli=demand.gpu_milli)
+
+
+def queue_order(*, pending: Sequence[Request], shares: dict[str, float]) -> list[Request]:
+    return sorted(
+        pending,
+        key=lambda r: (-r.tier, shares.get(r.tenant, 0.0), r.submitted_at, r.id),
+    )
+
+
+def schedule(
+    *,
+    snapshot: ClusterSnapshot,
+    pending: Sequence[Request],
+    running: Sequence[RunningWorkload],
+    now: datetime,
+    policy: Policy,
+) -> Decisions:
+    """Decide admissions, placements, preemptions and pending reasons for one cycle.
+
+    Pure: the same arguments give the same decisions. ``now`` must be timezone-aware.
+    A preemptor is admitted in the same cycle onto its victims' capacity: stop the victims
+    before starting it.
+    """
+    if now.tzinfo is None:
+        raise ValueError("now must be a timezone-aware datetime")
+    return _Cycle(snapshot=snapshot, running=running, now=now, policy=policy).run(pending)
+
+
+class _Cycle:
+    def __init__(
+        self,
+        *,
+        snapshot: ClusterSnapshot,
+        running: Sequence[RunningWorkload],
+        now: datetime,
+        policy: Policy,
+    ) -> None:
+        self.snapshot, self.now, self.policy = snapshot, now, policy
+        self.cluster = ClusterState(snapshot.nodes)
+        self.running = {w.request.id: w for w in running}
+        for workload in running:
+            for placement in workload.placements:
+                node = self.cluster.index.get(placement.node)
+                if node is not None:
+                    shape = Demand(gpus=len(placement.gpu_indices), gpu_milli=placement.gpu_milli)
+                    self.cluster.note_replica(node=node, demand=shape)
+        self.ledger = QuotaLedger(quotas=snapshot.quotas, running=running)
+        self.domains = topology_domains(cluster=self.cluster, levels=snapshot.topology_levels)
+        self.reservations = [r for r in snapshot.reservations if r.is_active(now=now)]
+        self.pools = np.array([n.pool for n in self.cluster.nodes])
+        self.shadows: dict[str, _Shadow] = {}
+        self.protected: set[str] = set()  # admitted or evicted this cycle: not victims again
+        self.preemptions: list[Preemption] = []
+        self._eligible_cache: dict[tuple, tuple[np.ndarray, Counter[str]]] = {}
+
+    def run(self, pending: Sequence[Request]) -> Decisions:
+        shares = dominant_shares(
+            ledger=self.ledger,
+            nodes=self.snapshot.nodes,
+            weights=dict(self.snapshot.tenant_weights),
+        )
+        ordered = queue_order(pending=pending, shares=shares)
+        workload = self.policy.target_workload or typical_workload(
+            [task_type(r) for r in ordered] + [task_type(w.request) for w in self.running.values()]
+        )
+        self.placement = make_policy(
+            name=self.policy.placement, seed=self.policy.seed, workload=workload
+        )
+        admissions: list[Admission] = []
+        failures: list[tuple[Request, _Failure]] = []
+        for request in ordered:
+            errors = validate_request(request=request, quotas=self.snapshot.quotas)
+            if errors:
+                text = " ".join(m for messages in errors.values() for m in messages)
+                failures.append((request, _Failure(PendingCode.INVALID, text, "")))
+                continue
+            outcome = self._admit(request)
+            if isinstance(outcome, Admission):
+                admissions.append(outcome)
+            else:
+                failures.append((request, outcome))
+        pending_reasons = self._explain(failures)
+        return Decisions(
+            admissions=tuple(admissions),
+            preemptions=tuple(self.preemptions),
+            pending=tuple(pending_reasons),
+        )
+
+    # -- eligibility ---------------------------------------------------------------------
+
+    def _eligible(self, request: Request, gpu_class: str) -> tuple[np.ndarray, Counter[str]]:
+        wants_gpu = bool(Demand.of(request).gpus or request.mig_count)
+        key = (
+            gpu_class if wants_gpu else None,
+            request.pools,
+            request.tolerations,
+            request.required_affinity,
+            wants_gpu,
+        )
+        cached = self._eligible_cache.get(key)
+        if cached is None:
+            reasons: Counter[str] = Counter()
+            indices = []
+            for i, node in enumerate(self.cluster.nodes):
+                why = ineligibility(node=node, request=request, gpu_class=gpu_class)
+                if why is None:
+                    indices.append(i)
+                elif not why.startswith("GPU class"):
+                    reasons[why] += 1
+            cached = self._eligible_cache[key] = (np.array(indices, dtype=np.int64), reasons)
+        return cached
+
+    def _preference(self, request: Request) -> np.ndarray | None:
+        owned = {r.pool for r in self.reservations if r.tenant == request.tenant}
+        if (
+            not request.preferred_affinity
+            and not owned
+            and not any(n.taints for n in self.cluster.nodes)
+        ):
+            return None
+        return np.array(
+            [
+                preference_score(node=n, request=request) + (1000 if n.pool in owned else 0)
+                for n in self.cluster.nodes
+            ]
+        )
+
+    # -- reservations ----------------------------------------------------------------------
+
+    def _reserved_for_others(self, request: Request, gpu_class: str) -> dict[str, int]:
+        """Per pool, whole GPUs of ``gpu_class`` held by other tenants' reservations and not
+        used by them."""
+        held: dict[str, int] = Counter()
+        for reservation in self.reservations:
+            if reservation.gpu_class == gpu_class and reservation.tenant != request.tenant:
+                used = self._owner_usage(reservation)
+                held[reservation.pool] += max(reservation.gpus * MILLI_PER_GPU - used, 0)
+        return {pool: milli // MILLI_PER_GPU for pool, milli in held.items() if milli}
+
+    def _owner_usage(self, reservation: Reservation) -> int:
+        return sum(
+            p.gpu_milli * len(p.gpu_indices)
+            for w in self.running.values()
+            if w.request.tenant == reservation.tenant and w.gpu_class == reservation.gpu_class
+            for p in w.placements
+            if self.cluster.nodes[self.cluster.index[p.node]].pool == reservation.pool
+        )
+
+    def _outside_reservations(
+        self, request: Request, gpu_class: str, among: np.ndarray, need_gpus: int
+    ) -> tuple[np.ndarray, str | None]:
+        """Drop pools whose idle GPUs are held for others, unless the request is preemptible."""
+        if request.preemptible:
+            return among, None
+        held = self._reserved_for_others(request, gpu_class)
+        blocked = []
+        for pool, gpus in held.items():
+            in_pool = among[self.pools[among] == pool]
+            idle = int((self.cluster.gpu_free[in_pool] >= MILLI_PER_GPU).sum())
+            if idle - need_gpus < gpus:
+                blocked.append(pool)
+        if not blocked:
+            return among, None
+        owners = sorted(
+            {r.tenant for r in self.reservations if r.pool in blocked and r.gpu_class == gpu_class}
+        )
+        note = (
+            f"{gpu_class}: {sum(held[p] for p in blocked)} GPUs in pool {', '.join(blocked)}"
+            f" are reserved for {', '.join(owners)}; only preemptible work may use them."
+        )
+        return among[~np.isin(self.pools[among], blocked)], note
+
+    # -- admission -----------------------------------------------------------------------
+
+    def _shape(self, request: Request, replicas: int) -> GangShape:
+        return GangShape(
+            demand=Demand.of(request),
+            replicas=replicas,
+            min_replicas=min(request.smallest_gang, replicas),
+            anti_affinity=request.anti_affinity,
+            required_level=request.required_topology,
+        )
+
+    def _place(self, request: Request, shape: GangShape, among: np.ndarray):
+        return place_gang(
+            cluster=self.cluster,
+            shape=shape,
+            among=among,
+            policy=self.placement,
+            domains=self.domains,
+            preference=self._preference(request),
+        )
+
+    def _admit(self, request: Request) -> Admission | _Failure:
+        demand = Demand.of(request)
+        classes = request.gpu_classes if (demand.gpus or request.mig_count) else ("",)
+        failures: list[_Failure] = []
+        for gpu_class in classes:
+            outcome = self._admit_on(request, gpu_class)
+            if isinstance(outcome, Admission):
+                return outcome
+            failures.append(outcome)
+        if self.policy.preemption:
+            for failure in failures:
+                if failure.code in CAPACITY_CODES or failure.code == PendingCode.RESERVATION:
+                    admitted = self._preempt_for(request, failure.gpu_class)
+                    if admitted is not None:
+                        return admitted
+        first = failures[0]
+        if first.code in CAPACITY_CODES and first.gpu_class not in self.shadows:
+            self._plan_shadow(request, first.gpu_class)
+        return first
+
+    def _replicas_within_quota(self, request: Request, gpu_class: str) -> tuple[int, bool, str]:
+        for count in range(request.replicas, request.smallest_gang - 1, -1):
+            verdict = self.ledger.check(request=request, gpu_class=gpu_class, replicas=count)
+            if verdict.allowed:
+                return count, verdict.borrowed, ""
+        verdict = self.ledger.check(
+            request=request, gpu_class=gpu_class, replicas=request.smallest_gang
+        )
+        return 0, False, verdict.reason
+
+    def _admit_on(self, request: Request, gpu_class: str) -> Admission | _Failure:
+        eligible, reasons = self._eligible(request, gpu_class)
+        if not len(eligible):
+            code, text = no_eligible_node(gpu_class=gpu_class, reasons=reasons)
+            return _Failure(code, text, gpu_class)
+        replicas, borrowed, quota_reason = self._replicas_within_quota(request, gpu_class)
+        if not replicas:
+            return _Failure(PendingCode.QUOTA, quota_reason, gpu_class)
+        shape = self._shape(request, replicas)
+        need_gpus = shape.demand.gpus * replicas if not shape.demand.is_shared else 0
+        among, reserved_note = self._outside_reservations(request, gpu_class, eligible, need_gpus)
+        among, shadow = self._outside_shadow(request, gpu_class, among)
+        placements = self._place(request, shape, among)
+        if placements is None:
+            return self._diagnose(request, gpu_class, shape, eligible, reserved_note, shadow)
+        return self._record(request, gpu_class, placements, borrowed)
+
+    def _record(
+        self,
+        request: Request,
+        gpu_class: str,
+        placements: tuple[ReplicaPlacement, ...],
+        borrowed: bool,
+    ) -> Admission:
+        self.ledger.charge(request=request, gpu_class=gpu_class, replicas=len(placements))
+        self.running[request.id] = RunningWorkload(
+            request=request,
+            gpu_class=gpu_class,
+            placements=placements,
+            started_at=self.now,
+            borrowed=borrowed,
+        )
+        self.protected.add(request.id)
+        return Admission(
+            request_id=request.id,
+            gpu_class=gpu_class,
+            placements=placements,
+            borrowed=borrowed,
+            preemptible=request.preemptible or borrowed,
+        )
+
+    # -- backfill --------------------------------------------------------------------------
+
+    def _outside_shadow(
+        self, request: Request, gpu_class: str, among: np.ndarray
+    ) -> tuple[np.ndarray, _Shadow | None]:
+        shadow = self.shadows.get(gpu_class)
+        if shadow is None or shadow.request_id == request.id:
+            return among, None
+        runtime = request.max_runtime
+        if runtime is not None and self.now + runtime <= shadow.starts_at:
+            return among, None
+        return among[~np.isin(among, shadow.nodes)], shadow
+
+    def _releases(self, gpu_class: str) -> list[RunningWorkload]:
+        ending = [
+            w
+            for w in self.running.values()
+            if w.expected_end is not None and (not gpu_class or w.gpu_class == gpu_class)
+        ]
+        return sorted(ending, key=lambda w: (w.expected_end, w.request.id))
+
+    def _plan_shadow(self, request: Request, gpu_class: str) -> None:
+        """Find the earliest release of running work after which the head fits (binary search
+        over the release order), and hold the nodes it would take."""
+        releases = self._releases(gpu_class)
+        eligible, _ = self._eligible(request, gpu_class)
+        replicas, _, _ = self._replicas_within_quota(request, gpu_class)
+        if not releases or not replicas:
+            return
+        shape = self._shape(request, replicas)
+        saved = self.cluster.checkpoint()
+
+        def fits_after(count: int) -> tuple[ReplicaPlacement, ...] | None:
+            self.cluster.restore(saved)
+            for workload in releases[:count]:
+                for placement in workload.placements:
+                    self.cluster.release(placement)
+            return self._place(request, shape, eligible)
+
+        low, high = 1, len(releases)
+        if fits_after(high) is None:
+            self.cluster.restore(saved)
+            return
+        while low < high:
+            middle = (low + high) // 2
+            if fits_after(middle) is None:
+                low = middle + 1
+            else:
+                high = middle
+        placements = fits_after(low)
+        self.cluster.restore(saved)
+        assert placements is not None
+        nodes = np.array(sorted({self.cluster.index[p.node] for p in placements}))
+        starts_at = releases[low - 1].expected_end
+        assert starts_at is not None
+        self.shadows[gpu_class] = _Shadow(request.id, starts_at, nodes)
+
+    # -- preemption ------------------------------------------------------------------------
+
+    def _victim_reason(
+        self, request: Request, victim: RunningWorkload, gpu_class: str
+    ) -> str | None:
+        other = victim.request
+        if not other.preemptible or other.id in request.evicted_by or other.id in self.protected:
+            return None
+        if other.tier < request.tier:
+            return "priority"
+        quota = self.ledger.quota(tenant=request.tenant, gpu_class=gpu_class)
+        victim_quota = self.ledger.quota(tenant=other.tenant, gpu_class=victim.gpu_class)
+        if (
+            other.tenant != request.tenant
+            and quota is not None
+            and victim_quota is not None
+            and quota.cohort
+            and quota.cohort == victim_quota.cohort
+            and (
+                victim.borrowed
+                or self.ledger.is_borrowing(tenant=other.tenant, gpu_class=gpu_class)
+            )
+        ):
+            verdict = self.ledger.check(
+                request=request, gpu_class=gpu_class, replicas=request.smallest_gang
+            )
+            if verdict.allowed and not verdict.borrowed:
+                return "reclaim"
+        owned_pools = {
+            r.pool
+            for r in self.reservations
+            if r.tenant == request.tenant and r.gpu_class == gpu_class
+        }
+        on_reserved = any(
+            self.cluster.nodes[self.cluster.index[p.node]].pool in owned_pools
+            for p in victim.placements
+            if p.node in self.cluster.index
+        )
+        if other.tenant != request.tenant and on_reserved:
+            return "reservation"
+        return None
+
+    def _preempt_for(self, request: Request, gpu_class: str) -> Admission | None:
+        eligible, _ = self._eligible(request, gpu_class)
+        replicas, borrowed, _ = self._replicas_within_quota(request, gpu_class)
+        if not replicas or not len(eligible):
+            return None
+        eligible_names = {self.cluster.nodes[i].name for i in eligible.tolist()}
+        candidates = []
+        for workload in self.running.values():
+            if workload.gpu_class != gpu_class:
+                continue
+            if not any(p.node in eligible_names for p in workload.placements):
+                continue
+            reason = self._victim_reason(request, workload, gpu_class)
+            if reason is not None:
+                candidates.append(Victim(workload=workload, reason=reason))
+        if not candidates:
+            return None
+        shape = self._shape(request, replicas)
+        chosen = choose_victims(
+            cluster=self.cluster,
+            candidates=candidates,
+            now=self.now,
+            place=lambda: self._place(request, shape, eligible),
+        )
+        if chosen is None:
+            return None
+        victims, placements = chosen
+        for victim in victims:
+            evicted = victim.workload
+            self.ledger.charge(
+                request=evicted.request,
+                gpu_class=evicted.gpu_class,
+                replicas=len(evicted.placements),
+                sign=-1,
+            )
+            del self.running[evicted.request.id]
+            self.protected.add(evicted.request.id)
+            self.preemptions.append(
+                Preemption(
+                    victim_id=evicted.request.id,
+                    preemptor_id=request.id,
+                    reason=victim.reason,
+                    message=_preemption_message(victim, request, gpu_class),
+                )
+            )
+        return self._record(request, gpu_class, placements, borrowed)
+
+    # -- explanations ----------------------------------------------------------------------
+
+    def _diagnose(
+        self,
+        request: Request,
+        gpu_class: str,
+        shape: GangShape,
+        eligible: np.ndarray,
+        reserved_note: str | None,
+        shadow: _Shadow | None,
+    ) -> _Failure:
+        label = gpu_class or "CPU"
+        if shadow is not None or reserved_note is not None:
+            unrestricted = self._place(request, shape, eligible)
+            if unrestricted is not None:
+                for placement in unrestricted:
+                    self.cluster.release(placement)
+                if shadow is not None:
+                    return _Failure(
+                        PendingCode.PRIORITY,
+                        f"{label}: waiting behind higher-priority {shadow.request_id}, planned"
+                        f" to start at {shadow.starts_at.isoformat()}; this workload's max"
+                        " runtime would delay it.",
+                        gpu_class,
+                    )
+                return _Failure(PendingCode.RESERVATION, reserved_note or "", gpu_class)
+        code, text = capacity_shortfall(
+            cluster=self.cluster, shape=shape, gpu_class=label, among=eligible
+        )
+        return _Failure(code, text, gpu_class)
+
+    def _explain(self, failures: list[tuple[Request, _Failure]]) -> list[PendingReason]:
+        reasons = []
+        ahead: Counter[str] = Counter()
+        for position, (request, failure) in enumerate(failures, start=1):
+            need = request.gpu_milli_per_replica * request.smallest_gang
+            estimate = self._estimate(request, failure, ahead[failure.gpu_class] + need)
+            if failure.code in CAPACITY_CODES or failure.code == PendingCode.PRIORITY:
+                ahead[failure.gpu_class] += need
+            reasons.append(
+                PendingReason(
+                    request_id=request.id,
+                    code=failure.code.value,
+                    message=failure.message,
+                    queue_position=position,
+                    estimated_start=estimate,
+                )
+            )
+        return reasons
+
+    def _estimate(self, request: Request, failure: _Failure, needed: int) -> datetime | None:
+        """``squeue --start``-like: when releases from max runtimes free enough for the work
+        queued ahead in the same class plus this one (None: no estimate)."""
+        shadow = self.shadows.get(failure.gpu_class)
+        if shadow is not None and shadow.request_id == request.id:
+            return shadow.starts_at
+        if failure.code == PendingCode.QUOTA:
+            quota = self.ledger.quota(tenant=request.tenant, gpu_class=failure.gpu_class)
+            if quota is None:
+                return None
+            used = self.ledger.tenant_usage[(request.tenant, failure.gpu_class)]
+            excess = used + request.gpu_milli_per_replica * request.smallest_gang
+            # Without a cohort there is nothing to borrow: the guarantee is the ceiling.
+            excess -= (quota.limit if quota.cohort else quota.guarantee) * MILLI_PER_GPU
+            for workload in self._releases(failure.gpu_class):
+                if workload.request.tenant == request.tenant:
+                    excess -= workload.request.gpu_milli_per_replica * len(workload.placements)
+                    if excess <= 0:
+                        return workload.expected_end
+            return None
+        if failure.code not in CAPACITY_CODES and failure.code != PendingCode.PRIORITY:
+            return None
+        eligible, _ = self._eligible(request, failure.gpu_class)
+        free = self.cluster.idle_gpu_milli(eligible)
+        for workload in self._releases(failure.gpu_class):
+            free += workload.request.gpu_milli_per_replica * len(workload.placements)
+            if free >= needed and workload.expected_end is not None:
+                return max(workload.expected_end, shadow.starts_at if shadow else self.now)
+        return None
+
+
+def _preemption_message(victim: Victim, request: Request, gpu_class: str) -> str:
+    other = victim.workload.request
+    match victim.reason:
+        case "priority":
+            return (
+                f"Evicted for {request.id} (tier {request.tier} over tier {other.tier})"
+                f" on {gpu_class}."
+            )
+        case "reclaim":
+            return (
+                f"{other.tenant} was borrowing {gpu_class} beyond its guarantee;"
+                f" {request.tenant} reclaimed it for {request.id}."
+            )
+        case _:
+            return (
+                f"Capacity on {gpu_class} is reserved for {request.tenant}; {request.id} needs it."
+            )
