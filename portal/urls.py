@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from portal.api.errors import api_not_found
@@ -13,7 +13,7 @@ urlpatterns = [
     path("api/v1/", include((api_v1, "api"), namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/<path:rest>", api_not_found),
+    re_path(r"^api/", api_not_found),
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
     path("healthz", health, name="health"),

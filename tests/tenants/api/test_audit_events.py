@@ -1,0 +1,42 @@
+import pytest
+
+from tenants import services
+from tenants.permissions import Caller
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/organizations/acme/audit-events/"
+
+
+@pytest.fixture
+def trail(alice, acme):
+    caller = Caller(user=alice)
+    services.project_create(caller=caller, organization=acme, slug="p1", name="P1")
+    services.project_create(caller=caller, organization=acme, slug="p2", name="P2")
+    services.organization_update(caller=caller, organization=acme, name="Renamed")
+
+
+def test_the_trail_lists_newest_first(alice, trail, api_as):
+    actions = [e["action"] for e in api_as(alice).get(URL).json()["results"]]
+    assert actions == ["organization.update", "project.create", "project.create"]
+
+
+def test_the_trail_filters_by_action(alice, trail, api_as):
+    body = api_as(alice).get(URL, {"action": "project.create"}).json()
+    assert body["count"] == 2
+
+
+def test_the_trail_filters_by_time(alice, trail, api_as):
+    assert api_as(alice).get(URL, {"since": "2100-01-01T00:00:00Z"}).json()["count"] == 0
+
+
+def test_a_malformed_time_filter_is_a_400_naming_it(alice, api_as):
+    response = api_as(alice).get(URL, {"since": "yesterday"})
+    assert response.status_code == 400
+    assert "since" in response.json()["error"]["fields"]
+
+
+def test_another_organizations_events_never_appear(alice, bruno, globex, trail, api_as):
+    services.project_create(caller=Caller(user=bruno), organization=globex, slug="g1", name="G")
+    labels = [e["target_label"] for e in api_as(alice).get(URL).json()["results"]]
+    assert "globex/g1" not in labels
