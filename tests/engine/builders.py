@@ -1,0 +1,132 @@
+"""Builders for engine tests (imported by the test modules): small clusters and requests with readable defaults.
+
+Every test cluster is made of ``node(...)`` values; every workload of ``request(...)``; a
+cycle runs through ``cycle(...)``, which fixes the clock and the policy unless told otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from scheduling.engine import (
+    ClusterSnapshot,
+    Decisions,
+    NodeState,
+    Policy,
+    Quota,
+    ReplicaPlacement,
+    Request,
+    Reservation,
+    RunningWorkload,
+    schedule,
+)
+
+NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def node(
+    name: str,
+    *,
+    gpus: int = 8,
+    gpu_class: str = "H100-80GB",
+    pool: str = "dgx",
+    free: Sequence[int] | None = None,
+    cpu: int = 224_000,
+    memory: int = 2_000_000,
+    **fields,
+) -> NodeState:
+    return NodeState(
+        name=name,
+        pool=pool,
+        gpu_class=gpu_class,
+        gpu_free_milli=tuple(free) if free is not None else (1000,) * gpus,
+        cpu_free_milli=cpu,
+        memory_free_mib=memory,
+        **fields,
+    )
+
+
+def request(
+    id: str,
+    *,
+    tenant: str = "acme",
+    project: str = "ai-dev",
+    tier: int = 1,
+    classes: Sequence[str] = ("H100-80GB",),
+    submitted_minutes_ago: int = 10,
+    **fields,
+) -> Request:
+    return Request(
+        id=id,
+        tenant=tenant,
+        project=project,
+        tier=tier,
+        gpu_classes=tuple(classes),
+        submitted_at=NOW - timedelta(minutes=submitted_minutes_ago),
+        **fields,
+    )
+
+
+def running(
+    workload: Request,
+    *placements: ReplicaPlacement,
+    gpu_class: str = "H100-80GB",
+    started_minutes_ago: int = 30,
+    borrowed: bool = False,
+) -> RunningWorkload:
+    return RunningWorkload(
+        request=workload,
+        gpu_class=gpu_class,
+        placements=placements,
+        started_at=NOW - timedelta(minutes=started_minutes_ago),
+        borrowed=borrowed,
+    )
+
+
+def on(node_name: str, *gpu_indices: int, milli: int = 1000) -> ReplicaPlacement:
+    return ReplicaPlacement(node=node_name, gpu_indices=gpu_indices, gpu_milli=milli)
+
+
+def quota(tenant: str = "acme", *, gpus: int = 1000, limit: int | None = None, **fields) -> Quota:
+    return Quota(
+        tenant=tenant,
+        gpu_class=fields.pop("gpu_class", "H100-80GB"),
+        guarantee=gpus,
+        limit=gpus if limit is None else limit,
+        **fields,
+    )
+
+
+def cycle(
+    *,
+    nodes: Sequence[NodeState],
+    pending: Sequence[Request] = (),
+    running: Sequence[RunningWorkload] = (),
+    quotas: Sequence[Quota] | None = None,
+    reservations: Sequence[Reservation] = (),
+    placement: str = "bestfit",
+    **policy_fields,
+) -> Decisions:
+    tenants = {r.tenant for r in pending} | {w.request.tenant for w in running}
+    classes = {node.gpu_class for node in nodes}
+    if quotas is None:
+        quotas = [quota(t, gpu_class=c) for t in sorted(tenants) for c in sorted(classes)]
+    snapshot = ClusterSnapshot(
+        nodes=tuple(nodes), quotas=tuple(quotas), reservations=tuple(reservations)
+    )
+    return schedule(
+        snapshot=snapshot,
+        pending=pending,
+        running=running,
+        now=NOW,
+        policy=Policy(placement=placement, **policy_fields),
+    )
+
+
+def admitted(decisions: Decisions) -> list[str]:
+    return [a.request_id for a in decisions.admissions]
+
+
+def reason(decisions: Decisions, request_id: str):
+    return next(p for p in decisions.pending if p.request_id == request_id)

@@ -1,0 +1,143 @@
+"""Quotas: guarantees, limits, cohort borrowing and reclaim, rejection at submission."""
+
+from scheduling.engine import validate_request
+
+from .builders import admitted, cycle, node, on, quota, reason, request, running
+
+
+def test_a_request_within_the_guarantee_is_admitted():
+    decisions = cycle(nodes=[node("a")], pending=[request("job", gpus=4)], quotas=[quota(gpus=4)])
+    assert admitted(decisions) == ["job"]
+
+
+def test_a_request_over_the_limit_waits_with_the_quota_numbers():
+    busy = running(request("old", gpus=8), on("a", *range(8)))
+    decisions = cycle(
+        nodes=[node("a", free=[0] * 8), node("b")],
+        pending=[request("job", gpus=1)],
+        running=[busy],
+        quotas=[quota(gpus=8, limit=8, cohort="lab")],
+    )
+    assert reason(decisions, "job").message.startswith("H100-80GB: 8 of 8 in use by acme")
+
+
+def test_a_tenant_without_quota_for_a_class_is_told_its_limit_is_zero():
+    decisions = cycle(nodes=[node("a")], pending=[request("job", gpus=1)], quotas=[])
+    assert "(H100-80GB: 0)" in reason(decisions, "job").message
+
+
+def test_unused_cohort_guarantees_may_be_borrowed_up_to_the_limit():
+    decisions = cycle(
+        nodes=[node("a")],
+        pending=[request("job", gpus=6)],
+        quotas=[
+            quota("acme", gpus=2, limit=6, cohort="lab"),
+            quota("globex", gpus=4, cohort="lab"),
+        ],
+    )
+    assert decisions.admissions[0].borrowed
+
+
+def test_borrowed_work_is_admitted_as_preemptible():
+    decisions = cycle(
+        nodes=[node("a")],
+        pending=[request("job", gpus=6, preemptible=False)],
+        quotas=[
+            quota("acme", gpus=2, limit=6, cohort="lab"),
+            quota("globex", gpus=4, cohort="lab"),
+        ],
+    )
+    assert decisions.admissions[0].preemptible
+
+
+def test_without_a_cohort_the_guarantee_is_the_ceiling():
+    decisions = cycle(
+        nodes=[node("a")], pending=[request("job", gpus=4)], quotas=[quota(gpus=2, limit=6)]
+    )
+    assert reason(decisions, "job").code == "quota"
+
+
+def test_borrowing_stops_when_the_cohort_guarantees_are_in_use():
+    theirs = running(request("theirs", tenant="globex", gpus=4), on("a", 0, 1, 2, 3))
+    decisions = cycle(
+        nodes=[node("a", free=[0, 0, 0, 0, 1000, 1000, 1000, 1000])],
+        pending=[request("job", gpus=4)],
+        running=[theirs],
+        quotas=[
+            quota("acme", gpus=2, limit=6, cohort="lab"),
+            quota("globex", gpus=4, cohort="lab"),
+        ],
+    )
+    assert "nothing left to borrow" in reason(decisions, "job").message
+
+
+def test_a_project_limit_caps_the_project_inside_its_tenant():
+    decisions = cycle(
+        nodes=[node("a")],
+        pending=[request("job", gpus=4)],
+        quotas=[quota(gpus=8), quota(gpus=2, project="ai-dev")],
+    )
+    assert "acme/ai-dev" in reason(decisions, "job").message
+
+
+def test_an_elastic_job_starts_with_the_replicas_its_quota_allows():
+    decisions = cycle(
+        nodes=[node("a")],
+        pending=[request("job", gpus=1, replicas=4, min_replicas=2)],
+        quotas=[quota(gpus=3)],
+    )
+    assert len(decisions.admissions[0].placements) == 3
+
+
+def test_a_tenant_under_its_guarantee_reclaims_borrowed_capacity():
+    borrower = running(
+        request("borrowed", tenant="globex", gpus=8), on("a", *range(8)), borrowed=True
+    )
+    decisions = cycle(
+        nodes=[node("a", free=[0] * 8)],
+        pending=[request("mine", gpus=4)],
+        running=[borrower],
+        quotas=[
+            quota("acme", gpus=4, cohort="lab"),
+            quota("globex", gpus=4, limit=8, cohort="lab"),
+        ],
+    )
+    assert [(p.victim_id, p.reason) for p in decisions.preemptions] == [("borrowed", "reclaim")]
+
+
+def test_validation_rejects_a_request_larger_than_its_limit():
+    errors = validate_request(request=request("big", gpus=8, replicas=2), quotas=[quota(gpus=8)])
+    assert "exceed the quota limit" in errors["gpus"][0]
+
+
+def test_validation_accepts_a_request_within_its_limit():
+    assert validate_request(request=request("ok", gpus=8), quotas=[quota(gpus=8)]) == {}
+
+
+def test_validation_rejects_two_gpu_forms_at_once():
+    errors = validate_request(request=request("odd", gpus=1, gpu_milli=500), quotas=[quota()])
+    assert "gpus" in errors
+
+
+def test_validation_rejects_a_share_of_a_whole_gpu_or_more():
+    errors = validate_request(request=request("odd", gpu_milli=1000), quotas=[quota()])
+    assert "gpu_milli" in errors
+
+
+def test_validation_rejects_min_replicas_above_replicas():
+    errors = validate_request(
+        request=request("odd", gpus=1, replicas=2, min_replicas=3), quotas=[quota()]
+    )
+    assert "min_replicas" in errors
+
+
+def test_validation_rejects_a_replica_bigger_than_any_node():
+    errors = validate_request(
+        request=request("wide", gpus=16), quotas=[quota(gpus=16)], nodes=[node("a")]
+    )
+    assert "largest node has 8" in errors["gpus"][0]
+
+
+def test_an_invalid_request_stays_pending_with_code_invalid():
+    decisions = cycle(nodes=[node("a")], pending=[request("big", gpus=9)], quotas=[quota(gpus=8)])
+    assert reason(decisions, "big").code == "invalid"
