@@ -108,11 +108,15 @@ def sample_workload(*, pods: list[Pod], capacity_milli: int, seed: int) -> list[
 
 
 def replay(*, nodes: list[NodeState], pods: list[Pod], policy_name: str, seed: int) -> dict:
-    """One seed of one policy: allocation at each checkpoint, frag rate at 90%, speed."""
+    """One seed of one policy: allocation at each checkpoint, frag rate at 90%, speed.
+
+    The expected workload mix (FGD's target) comes from the pod list itself; deriving it from
+    each seed's sample instead measured 0.06 points lower for fgd on the default list.
+    """
     cluster = ClusterState(nodes)
     capacity = int(cluster.gpu_count.sum()) * MILLI_PER_GPU
     workload = sample_workload(pods=pods, capacity_milli=capacity, seed=seed)
-    typical = typical_workload(pod.task for pod in workload)
+    typical = typical_workload(pod.task for pod in pods)
     policy = make_policy(name=policy_name, seed=seed, workload=typical)
     everywhere = np.arange(len(cluster))
     by_classes = {

@@ -47,12 +47,16 @@ def capacity_shortfall(
         capacity = np.minimum(capacity, 1)
     fitting = int(capacity.sum())
     frees = cluster.gpu_free[among]
+    need = demand.total_gpu_milli
     if demand.is_shared:
         idle = np.maximum(frees, 0)
+        largest = int(idle.max(initial=0))  # a share must fit on one GPU
+        short = f"no GPU has {need} milli-GPU free"
     else:
         idle = np.where(frees >= MILLI_PER_GPU, MILLI_PER_GPU, 0)
-    total, largest = int(idle.sum()), int(idle.sum(axis=1).max(initial=0))
-    need = demand.total_gpu_milli
+        largest = int(idle.sum(axis=1).max(initial=0))
+        short = f"no node has {need // MILLI_PER_GPU} free"
+    total = int(idle.sum())
     if fitting == 0:
         if demand.gpus and total < need:
             return PendingCode.CAPACITY, (
@@ -61,12 +65,11 @@ def capacity_shortfall(
             )
         if demand.gpus and largest < need:
             return PendingCode.FRAGMENTATION, (
-                f"{_amount(total, demand, gpu_class)} free in total, but no node has"
-                f" {_amount(need, demand, gpu_class).split(' of ')[0]} free."
+                f"{_amount(total, demand, gpu_class)} free in total, but {short}."
             )
         return PendingCode.CAPACITY, (
-            f"{gpu_class}: no eligible node has {demand.cpu_milli / 1000:g} CPU and"
-            f" {demand.memory_mib} MiB free next to the GPUs a replica needs."
+            f"{gpu_class}: no eligible node has {demand.cpu_milli / 1000:g} CPU,"
+            f" {demand.memory_mib} MiB and the GPU share of a replica free at once."
         )
     if fitting < shape.min_replicas:
         return PendingCode.GANG, (

@@ -1,4 +1,4 @@
-"""Builders for engine tests (imported by the test modules): small clusters and requests with readable defaults.
+"""Builders for engine tests: small clusters and requests with readable defaults.
 
 Every test cluster is made of ``node(...)`` values; every workload of ``request(...)``; a
 cycle runs through ``cycle(...)``, which fixes the clock and the policy unless told otherwise.

@@ -1,0 +1,96 @@
+"""Placement policies choose the node (and GPU) the paper's simulator would."""
+
+import numpy as np
+import pytest
+
+from scheduling.engine import TaskType
+from scheduling.engine.cluster import ClusterState, Demand
+from scheduling.engine.placement import place_replica
+from scheduling.engine.policies import PLACEMENT_POLICIES, make_policy
+
+from .builders import node
+
+SHARE = Demand(cpu_milli=1000, gpus=1, gpu_milli=500)
+WHOLE = Demand(cpu_milli=1000, gpus=1, gpu_milli=1000)
+MIX = ((TaskType(cpu_milli=1000, gpus=1, gpu_milli=500), 0.5), (TaskType(1000, 1, 1000), 0.5))
+
+
+def place(nodes, demand, policy="bestfit", **kwargs):
+    cluster = ClusterState(nodes)
+    chosen = make_policy(name=policy, workload=MIX, **kwargs)
+    placement = place_replica(
+        cluster=cluster, demand=demand, among=np.arange(len(cluster)), policy=chosen
+    )
+    return placement
+
+
+def test_bestfit_fills_the_node_left_with_the_least_free():
+    nodes = [node("a", free=[1000] * 4), node("b", free=[1000, 0, 0, 0])]
+    assert place(nodes, WHOLE).node == "b"
+
+
+def test_bestfit_puts_a_share_on_the_fullest_gpu_it_fits():
+    assert place([node("a", free=[1000, 600, 700])], SHARE).gpu_indices == (1,)
+
+
+def test_packing_prefers_a_partly_used_gpu_over_an_idle_one():
+    nodes = [node("a", free=[1000] * 2), node("b", free=[1000, 800])]
+    assert place(nodes, SHARE, policy="packing").node == "b"
+
+
+def test_clustering_groups_replicas_of_the_same_shape():
+    cluster = ClusterState([node("a", gpus=4), node("b", gpus=4)])
+    policy = make_policy(name="clustering")
+    everywhere = np.arange(2)
+    place_replica(cluster=cluster, demand=SHARE, among=np.array([1]), policy=policy)
+    second = place_replica(cluster=cluster, demand=SHARE, among=everywhere, policy=policy)
+    assert second.node == "b"
+
+
+def test_dotprod_prefers_the_node_whose_free_resources_align_least():
+    nodes = [node("a", free=[1000] * 8), node("b", free=[1000] * 2)]
+    assert place(nodes, WHOLE, policy="dotprod").node == "b"
+
+
+def test_fgd_keeps_whole_gpus_whole_when_a_share_fits_a_used_gpu():
+    nodes = [node("a", free=[1000, 1000]), node("b", free=[1000, 500])]
+    assert (
+        place(nodes, SHARE, policy="fgd").node,
+        place(nodes, SHARE, policy="fgd").gpu_indices,
+    ) == (
+        "b",
+        (1,),
+    )
+
+
+def test_equal_scores_go_to_the_smallest_node_name():
+    nodes = [node("b", gpus=2), node("a", gpus=2)]
+    assert place(nodes, WHOLE, policy="fgd").node == "a"
+
+
+def test_fgd_small_first_breaks_ties_towards_nodes_with_fewer_gpus():
+    nodes = [node("a", gpus=8), node("b", gpus=2)]
+    assert place(nodes, WHOLE, policy="fgd_small_first").node == "b"
+
+
+def test_random_is_the_same_for_the_same_seed():
+    nodes = [node(f"n{i}", gpus=2) for i in range(20)]
+    assert place(nodes, WHOLE, policy="random", seed=7) == place(
+        nodes, WHOLE, policy="random", seed=7
+    )
+
+
+def test_random_differs_between_seeds():
+    nodes = [node(f"n{i}", gpus=2) for i in range(50)]
+    picks = {place(nodes, WHOLE, policy="random", seed=s).node for s in range(5)}
+    assert len(picks) > 1
+
+
+@pytest.mark.parametrize("policy", PLACEMENT_POLICIES)
+def test_every_policy_returns_none_when_nothing_fits(policy):
+    assert place([node("a", free=[300])], SHARE, policy=policy) is None
+
+
+def test_an_unknown_policy_name_is_refused():
+    with pytest.raises(ValueError, match="unknown placement policy"):
+        make_policy(name="fastest")
