@@ -178,7 +178,7 @@ def test_no_gpu_cpu_or_memory_is_ever_over_allocated(nodes, first, second, quota
 @fast
 @scenario
 def test_no_quota_limit_is_ever_exceeded(nodes, first, second, quota_set, placement):
-    snapshot, running, decisions = two_cycles(nodes, first, second, quota_set, placement)
+    _, running, decisions = two_cycles(nodes, first, second, quota_set, placement)
     limits = {(q.tenant, q.gpu_class): q.limit * 1000 for q in quota_set}
     victims = {p.victim_id for p in decisions.preemptions}
     requests_by_id = {r.id: r for r in second}
