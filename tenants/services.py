@@ -208,8 +208,12 @@ def organization_reactivate(*, caller: Caller, organization: Organization) -> Or
 
 
 def invitation_token(invitation: Invitation) -> str:
-    """The secret part of the invitation link: the invitation's id, signed."""
-    return signing.dumps(str(invitation.pk), salt=INVITATION_SALT)
+    """The secret part of the invitation link: the invitation's id, signed.
+
+    No timestamp in it: the same invitation always has the same link; its expiry is kept in the
+    database, where revoking can end it too.
+    """
+    return signing.Signer(salt=INVITATION_SALT).sign_object(str(invitation.pk))
 
 
 def invitation_url(invitation: Invitation) -> str:
@@ -275,7 +279,7 @@ def invitation_email_send(*, invitation_id: str) -> bool:
     """Mail the invitation link; idempotent: an invitation is mailed at most once."""
     with transaction.atomic():
         invitation = (
-            Invitation.objects.select_for_update()
+            Invitation.objects.select_for_update(of=("self",))
             .select_related("organization", "invited_by")
             .filter(pk=invitation_id, sent_at__isnull=True)
             .first()
@@ -320,7 +324,7 @@ def invitation_revoke(*, caller: Caller, invitation: Invitation) -> Invitation:
 def invitation_from_token(token: str) -> Invitation:
     """The invitation a link points to; ValidationError for a forged or mangled link."""
     try:
-        invitation_id = signing.loads(token, salt=INVITATION_SALT)
+        invitation_id = signing.Signer(salt=INVITATION_SALT).unsign_object(token)
     except signing.BadSignature as error:
         raise ValidationError({"token": "This invitation link is not valid."}) from error
     invitation = (
@@ -337,7 +341,9 @@ def invitation_from_token(token: str) -> Invitation:
 def invitation_accept(*, user, token: str) -> Membership:
     invitation = invitation_from_token(token)
     invitation = (
-        Invitation.objects.select_for_update().select_related("organization").get(pk=invitation.pk)
+        Invitation.objects.select_for_update(of=("self",))
+        .select_related("organization")
+        .get(pk=invitation.pk)
     )
     state = invitation.state()
     if state != "pending":
@@ -424,7 +430,11 @@ def member_remove(*, caller: Caller, membership: Membership) -> None:
     else:
         authorize(caller=caller, organization=organization, action=Action.MEMBER_REMOVE)
     owners = _lock_owners(organization)
-    membership = Membership.objects.select_for_update().select_related("user").get(pk=membership.pk)
+    membership = (
+        Membership.objects.select_for_update(of=("self",))
+        .select_related("user")
+        .get(pk=membership.pk)
+    )
     if membership.role == Role.OWNER:
         if not leaving_self:
             authorize(caller=caller, organization=organization, action=Action.OWNER_MANAGE)

@@ -1,12 +1,15 @@
 """The test suite: fast hashing, in-memory e-mail, a file database a worker can share."""
 
+import os
+
 from .base import *  # noqa: F403
 from .base import BASE_DIR, DATABASES
 
 SECRET_KEY = "test-only-secret-key-not-for-production-use"
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+# A worker process started by a test sets EMAIL_BACKEND to write its mail where the test reads.
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.locmem.EmailBackend")
 ACCOUNT_DEFAULT_HTTP_PROTOCOL = "http"
 # SQLite test databases live in a file, so a Celery worker process can open the same one.
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

@@ -1,0 +1,45 @@
+import os
+import subprocess
+import sys
+
+from django.conf import settings
+
+from portal.celery import app
+
+
+def import_settings(module: str, **env) -> subprocess.CompletedProcess:
+    code = f"import django, os; os.environ['DJANGO_SETTINGS_MODULE']='{module}'; django.setup()"
+    clean = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DATABASE_URL")}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_production_refuses_to_start_without_a_secret_key():
+    result = import_settings("portal.settings.production")
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_production_starts_with_a_long_secret_key():
+    result = import_settings("portal.settings.production", SECRET_KEY="x" * 50)
+    assert result.returncode == 0, result.stderr
+
+
+def test_an_unknown_cluster_backend_is_refused_at_start():
+    result = import_settings("portal.settings.local", PORTAL_CLUSTER="mesos")
+    assert "PORTAL_CLUSTER" in result.stderr
+
+
+def test_time_is_timezone_aware_utc():
+    assert (settings.USE_TZ, settings.TIME_ZONE) == (True, "UTC")
+
+
+def test_celery_speaks_json_only_and_acknowledges_after_the_task():
+    conf = app.conf
+    assert (conf.task_serializer, conf.accept_content) == ("json", ["json"])
+    assert conf.task_acks_late and conf.task_reject_on_worker_lost

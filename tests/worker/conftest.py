@@ -1,0 +1,78 @@
+"""A real Celery worker process, on the broker of the settings (Redis in CI), sharing the test
+database with the test that starts it."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from portal.celery import app
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def database_url() -> str:
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    credentials = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    return f"postgres://{credentials}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+@pytest.fixture
+def celery_worker(transactional_db, tmp_path):
+    """Start a worker; yield the folder it writes mail to; stop it."""
+    app.control.purge()
+    mail_dir = tmp_path / "mail"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "portal.settings.test",
+        "DATABASE_URL": database_url(),
+        "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
+        "EMAIL_FILE_PATH": str(mail_dir),
+    }
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "portal",
+            "worker",
+            "--pool=solo",
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel=INFO",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        yield mail_dir
+    finally:
+        worker.terminate()
+        try:
+            output, _ = worker.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            output, _ = worker.communicate()
+        print(output)
+
+
+def wait_for(condition, *, timeout: float = 60.0, every: float = 0.2):
+    """Poll until condition() is truthy; the last value, or an AssertionError on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"condition not met within {timeout} s")
