@@ -22,6 +22,7 @@ from .permissions import Action, Caller, role_allows
 
 # What _attempt returns when the service refused.
 REFUSED = object()
+ISSUED_SECRET_KEY = "tenants.issued_token_secret"
 
 
 def _caller(request) -> Caller:
@@ -201,7 +202,6 @@ def tokens(request, org_slug: str):
     caller = _caller(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     form = TokenIssueForm(request.POST or None)
-    issued_secret = None
     if request.method == "POST" and form.is_valid():
         issued = _attempt(
             request,
@@ -211,8 +211,10 @@ def tokens(request, org_slug: str):
             ),
         )
         if issued is not REFUSED:
-            _token, issued_secret = issued
-            form = TokenIssueForm()
+            # Shown on the next page only (post, redirect, get): a reload issues no second
+            # token and shows the secret no more.
+            request.session[ISSUED_SECRET_KEY] = issued[1]
+            return redirect("console:tokens", org_slug=org_slug)
     return render(
         request,
         "tenants/tokens.html",
@@ -220,7 +222,7 @@ def tokens(request, org_slug: str):
             "organization": organization,
             "tokens": selectors.token_list(caller=caller, organization=organization),
             "form": form,
-            "issued_secret": issued_secret,
+            "issued_secret": request.session.pop(ISSUED_SECRET_KEY, None),
         },
     )
 

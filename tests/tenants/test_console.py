@@ -71,7 +71,9 @@ def test_another_tenants_organization_page_is_a_404(bruno, acme, signed_in):
 
 def test_issuing_a_token_shows_its_secret_once(mia, acme, signed_in):
     client = signed_in(mia)
-    page = client.post("/orgs/acme/tokens/", {"name": "laptop", "scope": "read"}).content.decode()
+    page = client.post(
+        "/orgs/acme/tokens/", {"name": "laptop", "scope": "read"}, follow=True
+    ).content.decode()
     secret = re.search(r'<pre id="issued-secret">([^<]+)</pre>', page).group(1)
     assert ApiToken.objects.get().prefix in secret
     assert secret not in client.get("/orgs/acme/tokens/").content.decode()

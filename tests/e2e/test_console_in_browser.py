@@ -1,0 +1,41 @@
+"""The console in headless Chromium: what a tenant user does on their first day."""
+
+import pytest
+
+from tenants.models import ApiToken, Project
+
+pytestmark = pytest.mark.e2e
+
+
+def test_an_owner_signs_in_and_creates_a_project(alice, acme, sign_in):
+    page = sign_in("alice@acme.example")
+    page.click("text=Acme AI")
+    page.click("summary:has-text('New project')")
+    page.fill("input[name=name]", "Computer vision")
+    page.fill("input[name=slug]", "vision")
+    page.click("button[name=create_project]")
+    page.wait_for_selector("text=Project vision created")
+    assert page.locator("td code", has_text="acme-vision").count() == 1
+    assert Project.objects.get(slug="vision").created_by == alice
+
+
+def test_a_bad_slug_is_explained_next_to_the_field(alice, acme, sign_in):
+    page = sign_in("alice@acme.example")
+    page.goto("/orgs/acme/")
+    page.click("summary:has-text('New project')")
+    page.fill("input[name=name]", "Bad")
+    page.fill("input[name=slug]", "Bad_Slug")
+    page.click("button[name=create_project]")
+    assert "Use lowercase letters" in page.locator(".errorlist").first.inner_text()
+    assert not Project.objects.exists()
+
+
+def test_a_member_issues_a_token_and_sees_its_secret_once(mia, acme, sign_in):
+    page = sign_in("mia@acme.example")
+    page.goto("/orgs/acme/tokens/")
+    page.fill("input[name=name]", "laptop")
+    page.click("text=Issue token")
+    secret = page.locator("#issued-secret").inner_text()
+    assert secret.startswith(f"gcp_{ApiToken.objects.get().prefix}_")
+    page.reload()
+    assert page.locator("#issued-secret").count() == 0
