@@ -43,3 +43,20 @@ def test_celery_speaks_json_only_and_acknowledges_after_the_task():
     conf = app.conf
     assert (conf.task_serializer, conf.accept_content) == ("json", ["json"])
     assert conf.task_acks_late and conf.task_reject_on_worker_lost
+
+
+def test_single_sign_on_is_offered_when_an_oidc_issuer_is_configured():
+    code = (
+        "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='portal.settings.local';"
+        "django.setup(); from django.conf import settings;"
+        "app = settings.SOCIALACCOUNT_PROVIDERS['openid_connect']['APPS'][0];"
+        "print(app['settings']['server_url'], app['client_id'])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "OIDC_SERVER_URL": "https://login.example.com", "OIDC_CLIENT_ID": "gpu"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.stdout.split() == ["https://login.example.com", "gpu"], result.stderr
