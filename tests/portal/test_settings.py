@@ -7,8 +7,12 @@ from django.conf import settings
 from portal.celery import app
 
 
-def import_settings(module: str, **env) -> subprocess.CompletedProcess:
-    code = f"import django, os; os.environ['DJANGO_SETTINGS_MODULE']='{module}'; django.setup()"
+def import_settings(module: str, then: str = "", **env) -> subprocess.CompletedProcess:
+    """Start Django with these settings in a fresh interpreter, then run the code `then`."""
+    code = (
+        f"import django, os; os.environ['DJANGO_SETTINGS_MODULE']='{module}'; django.setup()\n"
+        f"{then}"
+    )
     clean = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DATABASE_URL")}
     return subprocess.run(
         [sys.executable, "-c", code],
@@ -46,17 +50,14 @@ def test_celery_speaks_json_only_and_acknowledges_after_the_task():
 
 
 def test_single_sign_on_is_offered_when_an_oidc_issuer_is_configured():
-    code = (
-        "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='portal.settings.local';"
-        "django.setup(); from django.conf import settings;"
-        "app = settings.SOCIALACCOUNT_PROVIDERS['openid_connect']['APPS'][0];"
-        "print(app['settings']['server_url'], app['client_id'])"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "OIDC_SERVER_URL": "https://login.example.com", "OIDC_CLIENT_ID": "gpu"},
-        capture_output=True,
-        text=True,
-        check=False,
+    result = import_settings(
+        "portal.settings.local",
+        then=(
+            "from django.conf import settings\n"
+            "app = settings.SOCIALACCOUNT_PROVIDERS['openid_connect']['APPS'][0]\n"
+            "print(app['settings']['server_url'], app['client_id'])"
+        ),
+        OIDC_SERVER_URL="https://login.example.com",
+        OIDC_CLIENT_ID="gpu",
     )
     assert result.stdout.split() == ["https://login.example.com", "gpu"], result.stderr
