@@ -8,6 +8,7 @@ planned nodes; a later workload may use those nodes only if its own max runtime 
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -116,6 +117,13 @@ class _Cycle:
         self.protected: set[str] = set()  # admitted or evicted this cycle: not victims again
         self.preemptions: list[Preemption] = []
         self._eligible_cache: dict[tuple, tuple[np.ndarray, Counter[str]]] = {}
+        self._soft_taints = any(n.taints for n in self.cluster.nodes)
+        # Running work changes only on admission or eviction; caches below key on this count.
+        self._version = 0
+        self._release_cache: dict[str, tuple[int, list[RunningWorkload]]] = {}
+        self._hopeless: set[tuple] = set()
+        self._names: dict[int, set[str]] = {}
+        self._tier_cache: dict[str, tuple[int, list[int], list[RunningWorkload]]] = {}
 
     def run(self, pending: Sequence[Request]) -> Decisions:
         shares = dominant_shares(
@@ -176,11 +184,7 @@ class _Cycle:
 
     def _preference(self, request: Request) -> np.ndarray | None:
         owned = {r.pool for r in self.reservations if r.tenant == request.tenant}
-        if (
-            not request.preferred_affinity
-            and not owned
-            and not any(n.taints for n in self.cluster.nodes)
-        ):
+        if not request.preferred_affinity and not owned and not self._soft_taints:
             return None
         return np.array(
             [
@@ -310,6 +314,7 @@ class _Cycle:
         borrowed: bool,
     ) -> Admission:
         self.ledger.charge(request=request, gpu_class=gpu_class, replicas=len(placements))
+        self._version += 1
         self.running[request.id] = RunningWorkload(
             request=request,
             gpu_class=gpu_class,
@@ -340,12 +345,18 @@ class _Cycle:
         return among[~np.isin(among, shadow.nodes)], shadow
 
     def _releases(self, gpu_class: str) -> list[RunningWorkload]:
+        """Running work with a max runtime, in the order it will end."""
+        cached = self._release_cache.get(gpu_class)
+        if cached is not None and cached[0] == self._version:
+            return cached[1]
         ending = [
             w
             for w in self.running.values()
             if w.expected_end is not None and (not gpu_class or w.gpu_class == gpu_class)
         ]
-        return sorted(ending, key=lambda w: (w.expected_end, w.request.id))
+        ordered = sorted(ending, key=lambda w: (w.expected_end, w.request.id))
+        self._release_cache[gpu_class] = (self._version, ordered)
+        return ordered
 
     def _plan_shadow(self, request: Request, gpu_class: str) -> None:
         """Find the earliest release of running work after which the head fits (binary search
@@ -386,63 +397,85 @@ class _Cycle:
     # -- preemption ------------------------------------------------------------------------
 
     def _victim_reason(
-        self, request: Request, victim: RunningWorkload, gpu_class: str
+        self, request: Request, victim: RunningWorkload, *, may_reclaim: bool, owned_pools: set[str]
     ) -> str | None:
         other = victim.request
         if not other.preemptible or other.id in request.evicted_by or other.id in self.protected:
             return None
         if other.tier < request.tier:
             return "priority"
-        quota = self.ledger.quota(tenant=request.tenant, gpu_class=gpu_class)
-        victim_quota = self.ledger.quota(tenant=other.tenant, gpu_class=victim.gpu_class)
-        if (
-            other.tenant != request.tenant
-            and quota is not None
-            and victim_quota is not None
-            and quota.cohort
-            and quota.cohort == victim_quota.cohort
-            and (
-                victim.borrowed
-                or self.ledger.is_borrowing(tenant=other.tenant, gpu_class=gpu_class)
-            )
+        if other.tenant == request.tenant:
+            return None
+        if may_reclaim and (
+            victim.borrowed
+            or self.ledger.is_borrowing(tenant=other.tenant, gpu_class=victim.gpu_class)
         ):
-            verdict = self.ledger.check(
-                request=request, gpu_class=gpu_class, replicas=request.smallest_gang
-            )
-            if verdict.allowed and not verdict.borrowed:
+            mine = self.ledger.quota(tenant=request.tenant, gpu_class=victim.gpu_class)
+            theirs = self.ledger.quota(tenant=other.tenant, gpu_class=victim.gpu_class)
+            if mine and theirs and mine.cohort == theirs.cohort:
                 return "reclaim"
-        owned_pools = {
-            r.pool
-            for r in self.reservations
-            if r.tenant == request.tenant and r.gpu_class == gpu_class
-        }
-        on_reserved = any(
+        if owned_pools and any(
             self.cluster.nodes[self.cluster.index[p.node]].pool in owned_pools
             for p in victim.placements
             if p.node in self.cluster.index
-        )
-        if other.tenant != request.tenant and on_reserved:
+        ):
             return "reservation"
         return None
+
+    def _by_tier(self, gpu_class: str) -> tuple[list[int], list[RunningWorkload]]:
+        """Running work of a class, lowest tier first (cached until running work changes)."""
+        cached = self._tier_cache.get(gpu_class)
+        if cached is None or cached[0] != self._version:
+            ordered = sorted(
+                (w for w in self.running.values() if w.gpu_class == gpu_class),
+                key=lambda w: (w.request.tier, w.request.id),
+            )
+            cached = (self._version, [w.request.tier for w in ordered], ordered)
+            self._tier_cache[gpu_class] = cached
+        return cached[1], cached[2]
 
     def _preempt_for(self, request: Request, gpu_class: str) -> Admission | None:
         eligible, _ = self._eligible(request, gpu_class)
         replicas, borrowed, _ = self._replicas_within_quota(request, gpu_class)
         if not replicas or not len(eligible):
             return None
-        eligible_names = {self.cluster.nodes[i].name for i in eligible.tolist()}
+        eligible_names = self._names.get(id(eligible))
+        if eligible_names is None:
+            eligible_names = {self.cluster.nodes[i].name for i in eligible.tolist()}
+            self._names[id(eligible)] = eligible_names
+        quota = self.ledger.quota(tenant=request.tenant, gpu_class=gpu_class)
+        verdict = self.ledger.check(
+            request=request, gpu_class=gpu_class, replicas=request.smallest_gang
+        )
+        # Reclaiming needs a cohort and a request that stays within its own guarantee.
+        may_reclaim = bool(quota and quota.cohort and verdict.allowed and not verdict.borrowed)
+        owned_pools = {
+            r.pool
+            for r in self.reservations
+            if r.tenant == request.tenant and r.gpu_class == gpu_class
+        }
+        tiers, workloads = self._by_tier(gpu_class)
+        if not may_reclaim and not owned_pools:
+            workloads = workloads[: bisect_left(tiers, request.tier)]
         candidates = []
-        for workload in self.running.values():
-            if workload.gpu_class != gpu_class:
-                continue
-            if not any(p.node in eligible_names for p in workload.placements):
-                continue
-            reason = self._victim_reason(request, workload, gpu_class)
-            if reason is not None:
+        for workload in workloads:
+            reason = self._victim_reason(
+                request, workload, may_reclaim=may_reclaim, owned_pools=owned_pools
+            )
+            if reason is not None and any(p.node in eligible_names for p in workload.placements):
                 candidates.append(Victim(workload=workload, reason=reason))
         if not candidates:
             return None
         shape = self._shape(request, replicas)
+        # The same gang against the same victims and the same cluster fails the same way.
+        attempt = (
+            self._version,
+            id(eligible),
+            shape,
+            frozenset((v.workload.request.id, v.reason) for v in candidates),
+        )
+        if attempt in self._hopeless:
+            return None
         chosen = choose_victims(
             cluster=self.cluster,
             candidates=candidates,
@@ -450,6 +483,7 @@ class _Cycle:
             place=lambda: self._place(request, shape, eligible),
         )
         if chosen is None:
+            self._hopeless.add(attempt)
             return None
         victims, placements = chosen
         for victim in victims:
@@ -461,6 +495,7 @@ class _Cycle:
                 sign=-1,
             )
             del self.running[evicted.request.id]
+            self._version += 1
             self.protected.add(evicted.request.id)
             self.preemptions.append(
                 Preemption(
@@ -504,6 +539,9 @@ class _Cycle:
         return _Failure(code, text, gpu_class)
 
     def _explain(self, failures: list[tuple[Request, _Failure]]) -> list[PendingReason]:
+        # Admissions are over: capacity and releases stay fixed while estimates are made.
+        self._idle: dict[int, int] = {}
+        self._profiles: dict[str, tuple[list[datetime], np.ndarray]] = {}
         reasons = []
         ahead: Counter[str] = Counter()
         for position, (request, failure) in enumerate(failures, start=1):
@@ -545,12 +583,24 @@ class _Cycle:
         if failure.code not in CAPACITY_CODES and failure.code != PendingCode.PRIORITY:
             return None
         eligible, _ = self._eligible(request, failure.gpu_class)
-        free = self.cluster.idle_gpu_milli(eligible)
-        for workload in self._releases(failure.gpu_class):
-            free += workload.request.gpu_milli_per_replica * len(workload.placements)
-            if free >= needed and workload.expected_end is not None:
-                return max(workload.expected_end, shadow.starts_at if shadow else self.now)
-        return None
+        free = self._idle.get(id(eligible))
+        if free is None:
+            free = self._idle[id(eligible)] = self.cluster.idle_gpu_milli(eligible)
+        ends, released = self._release_profile(failure.gpu_class)
+        first = int(np.searchsorted(released, needed - free))
+        if first >= len(ends):
+            return None
+        return max(ends[first], shadow.starts_at if shadow else self.now)
+
+    def _release_profile(self, gpu_class: str) -> tuple[list[datetime], np.ndarray]:
+        """End times of running work and the GPU milli released by each of them, cumulated."""
+        profile = self._profiles.get(gpu_class)
+        if profile is None:
+            releases = self._releases(gpu_class)
+            amounts = [w.request.gpu_milli_per_replica * len(w.placements) for w in releases]
+            ends = [w.expected_end for w in releases if w.expected_end is not None]
+            profile = self._profiles[gpu_class] = (ends, np.cumsum(amounts, dtype=np.int64))
+        return profile
 
 
 def _preemption_message(victim: Victim, request: Request, gpu_class: str) -> str:
