@@ -423,11 +423,16 @@ class _Cycle:
         return None
 
     def _by_tier(self, gpu_class: str) -> tuple[list[int], list[RunningWorkload]]:
-        """Running work of a class, lowest tier first (cached until running work changes)."""
+        """Running work of a class that may still be evicted this cycle, lowest tier first
+        (cached until running work changes)."""
         cached = self._tier_cache.get(gpu_class)
         if cached is None or cached[0] != self._version:
             ordered = sorted(
-                (w for w in self.running.values() if w.gpu_class == gpu_class),
+                (
+                    w
+                    for w in self.running.values()
+                    if w.gpu_class == gpu_class and w.request.id not in self.protected
+                ),
                 key=lambda w: (w.request.tier, w.request.id),
             )
             cached = (self._version, [w.request.tier for w in ordered], ordered)
