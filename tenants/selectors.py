@@ -5,6 +5,7 @@ does not exist: the getters raise Http404 for both.
 """
 
 from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from .models import ApiToken, AuditEvent, Invitation, Membership, Organization, Project
@@ -18,14 +19,20 @@ from .permissions import (
 )
 
 
+def _count_of(model, **filters) -> Subquery:
+    """A correlated COUNT(*) subquery: no join that multiplies rows."""
+    rows = model.objects.filter(**filters).order_by().values("organization_id")
+    return Subquery(rows.annotate(total=Count("pk")).values("total")[:1])
+
+
 def organization_list(*, caller: Caller) -> QuerySet[Organization]:
     role = Membership.objects.filter(organization=OuterRef("pk"), user_id=caller.user.pk)
     return (
         Organization.objects.filter(pk__in=organization_ids_visible_to(caller))
         .annotate(
             my_role=Subquery(role.values("role")[:1]),
-            project_count=Count("projects", distinct=True),
-            member_count=Count("memberships", distinct=True),
+            project_count=Coalesce(_count_of(Project, organization=OuterRef("pk")), 0),
+            member_count=Coalesce(_count_of(Membership, organization=OuterRef("pk")), 0),
         )
         .order_by("slug")
     )

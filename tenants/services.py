@@ -4,6 +4,7 @@ import hashlib
 import secrets
 from datetime import datetime, timedelta
 
+from allauth.account.models import EmailAddress
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
@@ -72,6 +73,16 @@ def _validated(instance, *, exclude: list[str] | None = None):
     return instance
 
 
+def _apply_changes(instance, **values) -> dict:
+    """Set the values given (None: keep); what changed, as {field: {"from": …, "to": …}}."""
+    changes = {}
+    for field, value in values.items():
+        if value is not None and getattr(instance, field) != value:
+            changes[field] = {"from": getattr(instance, field), "to": value}
+            setattr(instance, field, value)
+    return changes
+
+
 def _insert(instance, *, field: str, message: str):
     """Save; a concurrent request that won the race on a unique key is a field error."""
     try:
@@ -122,11 +133,7 @@ def organization_update(
     billing_email: str | None = None,
 ) -> Organization:
     authorize(caller=caller, organization=organization, action=Action.ORGANIZATION_UPDATE)
-    changes = {}
-    for field, value in (("name", name), ("billing_email", billing_email)):
-        if value is not None and getattr(organization, field) != value:
-            changes[field] = {"from": getattr(organization, field), "to": value}
-            setattr(organization, field, value)
+    changes = _apply_changes(organization, name=name, billing_email=billing_email)
     if changes:
         _validated(organization).save()
         audit_record(
@@ -506,11 +513,7 @@ def project_update(
     *, caller: Caller, project: Project, name: str | None = None, description: str | None = None
 ) -> Project:
     authorize(caller=caller, organization=project.organization, action=Action.PROJECT_UPDATE)
-    changes = {}
-    for field, value in (("name", name), ("description", description)):
-        if value is not None and getattr(project, field) != value:
-            changes[field] = {"from": getattr(project, field), "to": value}
-            setattr(project, field, value)
+    changes = _apply_changes(project, name=name, description=description)
     if changes:
         _validated(project, exclude=["created_by"]).save()
         audit_record(
@@ -633,10 +636,9 @@ def token_authenticate(*, secret: str) -> ApiToken:
     return token
 
 
+@transaction.atomic
 def user_create(*, email: str, password: str, verified: bool = True, **extra):
     """A user whose e-mail address is known to allauth (verified when an operator says so)."""
-    from allauth.account.models import EmailAddress
-
     user = get_user_model().objects.create_user(
         username=email.split("@")[0][:150] + "-" + secrets.token_hex(3),
         email=email,

@@ -72,3 +72,12 @@ def test_deleting_an_organization_with_projects_is_a_409(alice, ai_dev, api_as):
     response = api_as(alice).delete(f"{URL}acme/")
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "organization_has_projects"
+
+
+def test_the_list_counts_projects_and_members(alice, mia, acme, api_as):
+    from ...factories import ProjectFactory
+
+    for slug in ("p1", "p2", "p3"):
+        ProjectFactory(organization=acme, slug=slug)
+    organization = api_as(alice).get(URL).json()["results"][0]
+    assert (organization["project_count"], organization["member_count"]) == (3, 2)
