@@ -38,11 +38,18 @@ def _amount(milli: int, demand: Demand, gpu_class: str) -> str:
 
 
 def capacity_shortfall(
-    *, cluster: ClusterState, shape: GangShape, gpu_class: str, among: np.ndarray
+    *,
+    cluster: ClusterState,
+    shape: GangShape,
+    gpu_class: str,
+    among: np.ndarray,
+    capacity: np.ndarray | None = None,
 ) -> tuple[PendingCode, str]:
-    """Classify a gang that did not fit on its eligible nodes (``among``)."""
+    """Classify a gang that did not fit on its eligible nodes (``among``); ``capacity`` as
+    in ``place_gang``."""
     demand = shape.demand
-    capacity = cluster.replica_capacity(demand=demand, among=among)
+    if capacity is None:
+        capacity = cluster.replica_capacity(demand=demand, among=among)
     if shape.anti_affinity:
         capacity = np.minimum(capacity, 1)
     fitting = int(capacity.sum())

@@ -52,10 +52,16 @@ def place_gang(
     policy: PlacementPolicy,
     domains: Mapping[str, np.ndarray],
     preference: np.ndarray | None = None,
+    capacity: np.ndarray | None = None,
 ) -> tuple[ReplicaPlacement, ...] | None:
     """Place the gang (or, for an elastic one, as many replicas as fit, at least the minimum);
-    on failure leave the cluster as it was and return None."""
-    capacity = cluster.replica_capacity(demand=shape.demand, among=among)
+    on failure leave the cluster as it was and return None.
+
+    ``capacity``: replicas of the demand each node of ``among`` takes now, if the caller
+    already knows (it is recomputed otherwise).
+    """
+    if capacity is None:
+        capacity = cluster.replica_capacity(demand=shape.demand, among=among)
     if shape.anti_affinity:
         capacity = np.minimum(capacity, 1)
     fitting = int(capacity.sum())

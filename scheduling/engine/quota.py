@@ -40,6 +40,8 @@ class QuotaLedger:
                 self._cohort_guarantee[key] += quota.guarantee * MILLI_PER_GPU
         self.tenant_usage: dict[tuple[str, str], int] = defaultdict(int)
         self.project_usage: dict[tuple[str, str, str], int] = defaultdict(int)
+        # Kept up to date by ``charge`` so that a borrowing check is O(1), not O(tenants).
+        self._cohort_usage: dict[tuple[str, str], int] = defaultdict(int)
         for workload in running:
             self.charge(
                 request=workload.request,
@@ -51,13 +53,8 @@ class QuotaLedger:
         return self._tenant.get((tenant, gpu_class))
 
     def cohort_usage(self, *, cohort: str, gpu_class: str) -> int:
-        return sum(
-            used
-            for (tenant, klass), used in self.tenant_usage.items()
-            if klass == gpu_class
-            and (q := self._tenant.get((tenant, klass)))
-            and q.cohort == cohort
-        )
+        """Usage of every tenant whose quota for ``gpu_class`` is in ``cohort``."""
+        return self._cohort_usage[(cohort, gpu_class)]
 
     def check(self, *, request: Request, gpu_class: str, replicas: int) -> QuotaVerdict:
         need = request.gpu_milli_per_replica * replicas
@@ -109,6 +106,9 @@ class QuotaLedger:
         amount = sign * request.gpu_milli_per_replica * replicas
         self.tenant_usage[(request.tenant, gpu_class)] += amount
         self.project_usage[(request.tenant, request.project, gpu_class)] += amount
+        quota = self._tenant.get((request.tenant, gpu_class))
+        if quota is not None and quota.cohort:
+            self._cohort_usage[(quota.cohort, gpu_class)] += amount
 
 
 def dominant_shares(

@@ -9,7 +9,7 @@ planned nodes; a later workload may use those nodes only if its own max runtime 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,6 +29,7 @@ from .model import (
     PendingReason,
     Policy,
     Preemption,
+    Quota,
     ReplicaPlacement,
     Request,
     Reservation,
@@ -50,7 +51,7 @@ class _Shadow:
 
     request_id: str
     starts_at: datetime
-    nodes: np.ndarray
+    held: np.ndarray  # one flag per node of the cluster
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,10 @@ class _Cycle:
                     shape = Demand(gpus=len(placement.gpu_indices), gpu_milli=placement.gpu_milli)
                     self.cluster.note_replica(node=node, demand=shape)
         self.ledger = QuotaLedger(quotas=snapshot.quotas, running=running)
+        self._tenant_quotas: dict[str, list[Quota]] = defaultdict(list)
+        for quota in snapshot.quotas:
+            self._tenant_quotas[quota.tenant].append(quota)
+        self._all_nodes = np.arange(len(self.cluster))
         self.domains = topology_domains(cluster=self.cluster, levels=snapshot.topology_levels)
         self.reservations = [r for r in snapshot.reservations if r.is_active(now=now)]
         self.pools = np.array([n.pool for n in self.cluster.nodes])
@@ -118,8 +123,12 @@ class _Cycle:
         self.preemptions: list[Preemption] = []
         self._eligible_cache: dict[tuple, tuple[np.ndarray, Counter[str]]] = {}
         self._soft_taints = any(n.taints for n in self.cluster.nodes)
-        # Running work changes only on admission or eviction; caches below key on this count.
+        # Running work and the cluster's free capacity change for good only on admission or
+        # eviction (trials restore what they change); caches below key on this count.
         self._version = 0
+        self._settled_version = 0
+        self._capacity: dict[Demand, np.ndarray] = {}
+        self._shortfalls: dict[tuple[GangShape, str, int], tuple[PendingCode, str]] = {}
         self._release_cache: dict[str, tuple[int, list[RunningWorkload]]] = {}
         self._hopeless: set[tuple] = set()
         self._names: dict[int, set[str]] = {}
@@ -141,7 +150,7 @@ class _Cycle:
         admissions: list[Admission] = []
         failures: list[tuple[Request, _Failure]] = []
         for request in ordered:
-            errors = validate_request(request=request, quotas=self.snapshot.quotas)
+            errors = validate_request(request=request, quotas=self._tenant_quotas[request.tenant])
             if errors:
                 text = " ".join(m for messages in errors.values() for m in messages)
                 failures.append((request, _Failure(PendingCode.INVALID, text, "")))
@@ -249,7 +258,14 @@ class _Cycle:
             required_level=request.required_topology,
         )
 
-    def _place(self, request: Request, shape: GangShape, among: np.ndarray):
+    def _place(
+        self,
+        request: Request,
+        shape: GangShape,
+        among: np.ndarray,
+        *,
+        capacity: np.ndarray | None = None,
+    ):
         return place_gang(
             cluster=self.cluster,
             shape=shape,
@@ -257,7 +273,25 @@ class _Cycle:
             policy=self.placement,
             domains=self.domains,
             preference=self._preference(request),
+            capacity=capacity,
         )
+
+    def _settled(self) -> None:
+        """Drop what was computed from the cluster before the last admission or eviction."""
+        if self._settled_version != self._version:
+            self._settled_version = self._version
+            self._capacity.clear()
+            self._shortfalls.clear()
+
+    def _capacity_now(self, demand: Demand, among: np.ndarray) -> np.ndarray:
+        """Replicas of ``demand`` each node of ``among`` takes on the settled cluster (not
+        during a trial), computed once per demand for all nodes: queued work repeats shapes."""
+        self._settled()
+        capacity = self._capacity.get(demand)
+        if capacity is None:
+            capacity = self.cluster.replica_capacity(demand=demand, among=self._all_nodes)
+            self._capacity[demand] = capacity
+        return capacity[among]
 
     def _admit(self, request: Request) -> Admission | _Failure:
         demand = Demand.of(request)
@@ -301,7 +335,9 @@ class _Cycle:
         need_gpus = shape.demand.gpus * replicas if not shape.demand.is_shared else 0
         among, reserved_note = self._outside_reservations(request, gpu_class, eligible, need_gpus)
         among, shadow = self._outside_shadow(request, gpu_class, among)
-        placements = self._place(request, shape, among)
+        placements = self._place(
+            request, shape, among, capacity=self._capacity_now(shape.demand, among)
+        )
         if placements is None:
             return self._diagnose(request, gpu_class, shape, eligible, reserved_note, shadow)
         return self._record(request, gpu_class, placements, borrowed)
@@ -342,7 +378,7 @@ class _Cycle:
         runtime = request.max_runtime
         if runtime is not None and self.now + runtime <= shadow.starts_at:
             return among, None
-        return among[~np.isin(among, shadow.nodes)], shadow
+        return among[~shadow.held[among]], shadow
 
     def _releases(self, gpu_class: str) -> list[RunningWorkload]:
         """Running work with a max runtime, in the order it will end."""
@@ -389,10 +425,11 @@ class _Cycle:
         placements = fits_after(low)
         self.cluster.restore(saved)
         assert placements is not None
-        nodes = np.array(sorted({self.cluster.index[p.node] for p in placements}))
+        held = np.zeros(len(self.cluster), dtype=bool)
+        held[[self.cluster.index[p.node] for p in placements]] = True
         starts_at = releases[low - 1].expected_end
         assert starts_at is not None
-        self.shadows[gpu_class] = _Shadow(request.id, starts_at, nodes)
+        self.shadows[gpu_class] = _Shadow(request.id, starts_at, held)
 
     # -- preemption ------------------------------------------------------------------------
 
@@ -525,7 +562,9 @@ class _Cycle:
     ) -> _Failure:
         label = gpu_class or "CPU"
         if shadow is not None or reserved_note is not None:
-            unrestricted = self._place(request, shape, eligible)
+            unrestricted = self._place(
+                request, shape, eligible, capacity=self._capacity_now(shape.demand, eligible)
+            )
             if unrestricted is not None:
                 for placement in unrestricted:
                     self.cluster.release(placement)
@@ -538,10 +577,18 @@ class _Cycle:
                         gpu_class,
                     )
                 return _Failure(PendingCode.RESERVATION, reserved_note or "", gpu_class)
-        code, text = capacity_shortfall(
-            cluster=self.cluster, shape=shape, gpu_class=label, among=eligible
-        )
-        return _Failure(code, text, gpu_class)
+        self._settled()
+        key = (shape, label, id(eligible))  # eligible arrays live as long as the cycle
+        shortfall = self._shortfalls.get(key)
+        if shortfall is None:
+            shortfall = self._shortfalls[key] = capacity_shortfall(
+                cluster=self.cluster,
+                shape=shape,
+                gpu_class=label,
+                among=eligible,
+                capacity=self._capacity_now(shape.demand, eligible),
+            )
+        return _Failure(*shortfall, gpu_class)
 
     def _explain(self, failures: list[tuple[Request, _Failure]]) -> list[PendingReason]:
         # Admissions are over: capacity and releases stay fixed while estimates are made.
