@@ -1,0 +1,553 @@
+"""The real cluster, through the official Kubernetes client.
+
+Every call goes through one retrying request: 429, 5xx, timeouts and broken connections are
+retried with exponential backoff and full jitter (honouring Retry-After); anything else the API
+server refuses is reported at once. Objects are applied create-first: an AlreadyExists answer
+means read the live object and bring what the portal owns back to the manifest.
+"""
+
+import copy
+import json
+import logging
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.utils import parse_quantity
+
+from .base import ClusterError
+from .checks import manifest_problems
+from .manifests import WORKLOAD_LABEL
+from .specs import LABEL_PREFIX, NodeInventory, Phase, TaintSpec, WorkloadStatus
+
+logger = logging.getLogger(__name__)
+
+# kind -> (plural, namespaced): the objects the portal sends or reads.
+_RESOURCES = {
+    "Namespace": ("namespaces", False),
+    "Node": ("nodes", False),
+    "PriorityClass": ("priorityclasses", False),
+    "ResourceQuota": ("resourcequotas", True),
+    "LimitRange": ("limitranges", True),
+    "ServiceAccount": ("serviceaccounts", True),
+    "Role": ("roles", True),
+    "RoleBinding": ("rolebindings", True),
+    "NetworkPolicy": ("networkpolicies", True),
+    "Service": ("services", True),
+    "Pod": ("pods", True),
+    "Job": ("jobs", True),
+    "Deployment": ("deployments", True),
+}
+_WORKLOAD_API_VERSIONS = {"Job": "batch/v1", "Deployment": "apps/v1", "Pod": "v1"}
+# Kubernetes refuses changes to these kinds' spec (a Job's template and selector, a Pod's
+# containers): a different spec cannot be reconciled, only replaced by delete and create.
+_IMMUTABLE_SPEC_KINDS = frozenset({"Job", "Pod"})
+# Fields whose values the API server rewrites in canonical form ("2048Mi" comes back "2Gi").
+_QUANTITY_MAPS = frozenset({"requests", "limits", "hard", "default", "defaultRequest", "max"})
+_NOT_OWNED = frozenset({"apiVersion", "kind", "metadata", "status"})
+_CONFLICT_ATTEMPTS = 3
+_NODE_PAGE_SIZE = 500
+MANAGED_LABELS_ANNOTATION = f"{LABEL_PREFIX}/managed-labels"
+MANAGED_TAINTS_ANNOTATION = f"{LABEL_PREFIX}/managed-taints"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+class _Refused(ClusterError):
+    """The API server answered with a final error; `reason` is its Status reason."""
+
+    def __init__(self, message: str, *, status: int, reason: str):
+        super().__init__(message, status=status)
+        self.reason = reason
+
+
+def _is_retryable(status: int) -> bool:
+    return status == 429 or 500 <= status <= 599
+
+
+def _server_message(error: ApiException) -> tuple[str, str]:
+    """The Status message and reason of an error answer, when the body is a Status."""
+    try:
+        status = json.loads(error.body or "")
+    except (TypeError, ValueError):
+        return (error.reason or f"HTTP {error.status}"), ""
+    if not isinstance(status, dict):
+        return (error.reason or f"HTTP {error.status}"), ""
+    return status.get("message") or error.reason or "", status.get("reason") or ""
+
+
+def _retry_after_seconds(error: ApiException) -> float | None:
+    value = (error.headers or {}).get("Retry-After")
+    try:
+        return max(float(value), 0.0) if value is not None else None
+    except ValueError:  # an HTTP date: fall back to our own backoff
+        return None
+
+
+def _api_prefix(api_version: str) -> str:
+    return f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+
+
+def resource_path(*, api_version: str, kind: str, namespace: str | None, name: str = "") -> str:
+    """The REST path of a collection (no name) or of one object."""
+    if kind not in _RESOURCES:
+        raise ClusterError(f"The portal does not manage {kind} objects.")
+    plural, namespaced = _RESOURCES[kind]
+    if namespaced and not namespace:
+        raise ClusterError(f"{kind} {name} needs a namespace.")
+    path = _api_prefix(api_version)
+    if namespaced:
+        path += f"/namespaces/{namespace}"
+    path += f"/{plural}"
+    return f"{path}/{name}" if name else path
+
+
+def _contains(live: Any, desired: Any, *, quantities: bool = False) -> bool:
+    """Whether the live value already holds everything the desired one says (the server adds
+    defaults and fields of its own, which are not differences)."""
+    if isinstance(desired, Mapping):
+        return isinstance(live, Mapping) and all(
+            key in live and _contains(live[key], value, quantities=key in _QUANTITY_MAPS)
+            for key, value in desired.items()
+        )
+    if isinstance(desired, list):
+        return (
+            isinstance(live, list)
+            and len(live) == len(desired)
+            and all(
+                _contains(a, b, quantities=quantities) for a, b in zip(live, desired, strict=True)
+            )
+        )
+    if quantities and live != desired:
+        try:
+            return parse_quantity(live) == parse_quantity(desired)
+        except (ValueError, TypeError):
+            return False
+    return live == desired
+
+
+def _owned(manifest: Mapping) -> dict:
+    """What the portal owns of an object: its labels, annotations and everything but status."""
+    metadata = manifest.get("metadata") or {}
+    owned = {key: value for key, value in manifest.items() if key not in _NOT_OWNED}
+    owned["metadata"] = {key: metadata[key] for key in ("labels", "annotations") if key in metadata}
+    return owned
+
+
+def _merged(live: Any, desired: Any) -> Any:
+    """The live object with the desired values laid over it; maps merge, lists are replaced,
+    so fields the server set (a Service's clusterIP, a Namespace's finalizers) stay."""
+    if isinstance(live, Mapping) and isinstance(desired, Mapping):
+        merged = dict(live)
+        for key, value in desired.items():
+            merged[key] = _merged(live.get(key), value)
+        return merged
+    return copy.deepcopy(desired)
+
+
+def _taint_dict(taint: TaintSpec) -> dict:
+    return {"key": taint.key, "value": taint.value, "effect": taint.effect}
+
+
+def _taint_id(taint: Mapping) -> str:
+    return f"{taint['key']}:{taint['effect']}"
+
+
+def _annotation_set(annotations: Mapping, key: str) -> set[str]:
+    return {item for item in annotations.get(key, "").split(",") if item}
+
+
+def _node_inventory(node: Mapping) -> NodeInventory:
+    metadata, spec, status = node["metadata"], node.get("spec") or {}, node.get("status") or {}
+    ready = any(
+        condition.get("type") == "Ready" and condition.get("status") == "True"
+        for condition in status.get("conditions") or []
+    )
+    return NodeInventory(
+        name=metadata["name"],
+        labels=dict(metadata.get("labels") or {}),
+        allocatable=dict(status.get("allocatable") or {}),
+        taints=tuple(
+            TaintSpec(key=taint["key"], value=taint.get("value", ""), effect=taint["effect"])
+            for taint in spec.get("taints") or []
+        ),
+        unschedulable=bool(spec.get("unschedulable", False)),
+        ready=ready,
+    )
+
+
+def _condition(status: Mapping, kind: str) -> Mapping | None:
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == kind and condition.get("status") == "True":
+            return condition
+    return None
+
+
+def _job_status(job: Mapping, nodes: tuple[str, ...]) -> WorkloadStatus:
+    status = job.get("status") or {}
+    ready = status.get("ready", 0)
+    if status.get("succeeded", 0) >= job["spec"].get("completions", 1):
+        return WorkloadStatus(phase=Phase.SUCCEEDED, nodes=nodes)
+    failed = _condition(status, "Failed")
+    if failed is not None:
+        return WorkloadStatus(
+            phase=Phase.FAILED,
+            reason=failed.get("reason", ""),
+            message=failed.get("message", ""),
+            nodes=nodes,
+        )
+    phase = Phase.RUNNING if status.get("active", 0) > 0 else Phase.PENDING
+    return WorkloadStatus(phase=phase, ready_replicas=ready, nodes=nodes)
+
+
+def _deployment_status(deployment: Mapping, nodes: tuple[str, ...]) -> WorkloadStatus:
+    status = deployment.get("status") or {}
+    ready = status.get("readyReplicas", 0)
+    if ready >= 1:
+        return WorkloadStatus(phase=Phase.RUNNING, ready_replicas=ready, nodes=nodes)
+    # Why no replica is ready yet (e.g. ProgressDeadlineExceeded), for the user to read.
+    stalled = next((c for c in status.get("conditions") or [] if c.get("status") == "False"), {})
+    return WorkloadStatus(
+        phase=Phase.PENDING,
+        reason=stalled.get("reason", ""),
+        message=stalled.get("message", ""),
+        nodes=nodes,
+    )
+
+
+def _pod_status(pod: Mapping, nodes: tuple[str, ...]) -> WorkloadStatus:
+    status = pod.get("status") or {}
+    phase = status.get("phase", "Pending")
+    reason, message = status.get("reason", ""), status.get("message", "")
+    for container in status.get("containerStatuses") or []:
+        waiting = (container.get("state") or {}).get("waiting")
+        if waiting and not reason:  # ImagePullBackOff, CrashLoopBackOff: what users look for
+            reason, message = waiting.get("reason", ""), waiting.get("message", "")
+    known = phase in {"Pending", "Running", "Succeeded", "Failed"}
+    return WorkloadStatus(
+        # Unknown: the node stopped reporting; the pod's node list lets the portal see that.
+        phase=Phase(phase) if known else Phase.PENDING,
+        reason=reason or ("" if known else phase),
+        message=message,
+        ready_replicas=1 if _condition(status, "Ready") else 0,
+        nodes=nodes,
+    )
+
+
+_STATUS_READERS = {"Job": _job_status, "Deployment": _deployment_status, "Pod": _pod_status}
+
+
+class KubernetesBackend:
+    """`ClusterBackend` over the Kubernetes API."""
+
+    def __init__(
+        self,
+        *,
+        api_client: client.ApiClient,
+        prometheus_url: str | None = None,
+        request_timeout: tuple[float, float] = (5.0, 30.0),
+        max_attempts: int = 5,
+        base_delay: float = 0.5,
+        max_delay: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.api_client = api_client
+        self.prometheus_url = prometheus_url.rstrip("/") if prometheus_url else None
+        self.request_timeout = request_timeout  # (connect, read) seconds, on every call
+        self.max_attempts = max_attempts
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self.sleep = sleep
+        self.rng = rng or random.Random()
+        self.http = urllib3.PoolManager()
+
+    @classmethod
+    def from_configuration(
+        cls, *, configuration: client.Configuration, **options: Any
+    ) -> "KubernetesBackend":
+        """A backend for a client configuration. urllib3's own retries are switched off: the
+        backend retries, with backoff, and counts every attempt."""
+        configuration = copy.copy(configuration)
+        configuration.retries = False
+        return cls(api_client=client.ApiClient(configuration), **options)
+
+    @classmethod
+    def from_environment(cls, **options: Any) -> "KubernetesBackend":
+        """In a pod, the service account's in-cluster config; elsewhere KUBECONFIG (or
+        ~/.kube/config)."""
+        configuration = client.Configuration()
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            config.load_incluster_config(client_configuration=configuration)
+        else:
+            config.load_kube_config(
+                config_file=os.environ.get("KUBECONFIG", "~/.kube/config"),
+                client_configuration=configuration,
+            )
+        return cls.from_configuration(configuration=configuration, **options)
+
+    # --- one request, retried -------------------------------------------------------------
+
+    def _backoff(self, *, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.max_delay)
+        # Full jitter: many workers retrying after one outage do not come back in step.
+        return self.rng.uniform(0, min(self.max_delay, self.base_delay * 2 ** (attempt - 1)))
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> dict:
+        failure = ""
+        last_status: int | None = None
+        for attempt in range(1, self.max_attempts + 1):
+            retry_after = None
+            try:
+                response = self.api_client.call_api(
+                    path,
+                    method,
+                    query_params=query or [],
+                    header_params={"Accept": "application/json", "Content-Type": content_type},
+                    body=body,
+                    auth_settings=["BearerToken"],
+                    _preload_content=False,
+                    _request_timeout=self.request_timeout,
+                )
+                return json.loads(response.data or b"{}")
+            except ApiException as error:
+                message, reason = _server_message(error)
+                if not _is_retryable(error.status):
+                    raise _Refused(
+                        f"{method} {path}: {message}", status=error.status, reason=reason
+                    ) from error
+                failure, last_status = f"HTTP {error.status} {message}", error.status
+                retry_after = _retry_after_seconds(error)
+            except urllib3.exceptions.HTTPError as error:  # timeouts, refused or reset
+                failure, last_status = f"{type(error).__name__}: {error}", None
+            if attempt < self.max_attempts:
+                logger.info("%s %s failed (%s); retrying", method, path, failure)
+                self.sleep(self._backoff(attempt=attempt, retry_after=retry_after))
+        raise ClusterError(
+            f"{method} {path} failed {self.max_attempts} times, last: {failure}",
+            status=last_status,
+            retryable=True,
+        )
+
+    # --- the protocol ---------------------------------------------------------------------
+
+    def list_nodes(self) -> list[NodeInventory]:
+        nodes: list[NodeInventory] = []
+        query = [("limit", str(_NODE_PAGE_SIZE))]
+        while True:
+            page = self._request("GET", "/api/v1/nodes", query=query)
+            nodes += [_node_inventory(node) for node in page.get("items") or []]
+            next_page = (page.get("metadata") or {}).get("continue")
+            if not next_page:
+                return nodes
+            query = [("limit", str(_NODE_PAGE_SIZE)), ("continue", next_page)]
+
+    def apply(self, manifest: dict) -> dict:
+        problems = manifest_problems(manifest)
+        if problems:
+            raise ClusterError("; ".join(problems), status=422)
+        api_version, kind = manifest["apiVersion"], manifest["kind"]
+        metadata = manifest["metadata"]
+        namespace = metadata.get("namespace")
+        collection = resource_path(api_version=api_version, kind=kind, namespace=namespace)
+        try:
+            return self._request("POST", collection, body=manifest)
+        except _Refused as error:
+            if error.status != 409 or error.reason != "AlreadyExists":
+                raise
+        path = resource_path(
+            api_version=api_version, kind=kind, namespace=namespace, name=metadata["name"]
+        )
+        return self._reconcile(manifest, path=path)
+
+    def _reconcile(self, manifest: dict, *, path: str) -> dict:
+        owned = _owned(manifest)
+        kind, name = manifest["kind"], manifest["metadata"]["name"]
+        for _ in range(_CONFLICT_ATTEMPTS):
+            live = self._request("GET", path)
+            if live["metadata"].get("deletionTimestamp"):
+                raise ClusterError(
+                    f"{kind} {name} is still being deleted; it is created again on a later try.",
+                    status=409,
+                    retryable=True,
+                )
+            if _contains(live, owned):
+                return live
+            if kind in _IMMUTABLE_SPEC_KINDS and not _contains(live.get("spec"), owned.get("spec")):
+                raise ClusterError(
+                    f"{kind} {name} already exists with a different spec, which Kubernetes "
+                    "does not allow to change: delete it, then apply again.",
+                    status=409,
+                )
+            desired = _merged(live, owned)
+            desired["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
+            try:
+                return self._request("PUT", path, body=desired)
+            except _Refused as error:
+                if error.status != 409:  # 409 here: changed since read; read again
+                    raise
+        raise ClusterError(
+            f"{kind} {name} kept changing while being updated.", status=409, retryable=True
+        )
+
+    def delete(self, *, api_version: str, kind: str, name: str, namespace: str | None) -> None:
+        path = resource_path(api_version=api_version, kind=kind, namespace=namespace, name=name)
+        # Background: the call returns at once and the garbage collector removes the pods.
+        options = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        try:
+            self._request("DELETE", path, body=options)
+        except _Refused as error:
+            if error.status != 404:
+                raise
+
+    def label_node(
+        self, *, name: str, labels: dict[str, str], taints: tuple[TaintSpec, ...]
+    ) -> None:
+        """Set the portal's labels and taints, removing those it set before and no longer
+        wants (remembered in annotations); other labels and taints on the node are kept."""
+        wanted_taints = [_taint_dict(taint) for taint in taints]
+        problems = manifest_problems(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": labels},
+                "spec": {"taints": wanted_taints},
+            }
+        )
+        if problems:
+            raise ClusterError("; ".join(problems), status=422)
+        path = resource_path(api_version="v1", kind="Node", namespace=None, name=name)
+        for _ in range(_CONFLICT_ATTEMPTS):
+            patch = self._node_patch(
+                self._request("GET", path), labels=labels, taints=wanted_taints
+            )
+            if patch is None:
+                return
+            try:
+                self._request("PATCH", path, body=patch, content_type=STRATEGIC_MERGE_PATCH)
+                return
+            except _Refused as error:
+                if error.status != 409:
+                    raise
+        raise ClusterError(f"Node {name} kept changing while being labeled.", retryable=True)
+
+    @staticmethod
+    def _node_patch(node: Mapping, *, labels: dict[str, str], taints: list[dict]) -> dict | None:
+        metadata = node["metadata"]
+        live_labels = metadata.get("labels") or {}
+        annotations = metadata.get("annotations") or {}
+        stale_labels = _annotation_set(annotations, MANAGED_LABELS_ANNOTATION) - labels.keys()
+        label_changes: dict[str, str | None] = {
+            key: value for key, value in labels.items() if live_labels.get(key) != value
+        }
+        # null deletes a key in a merge patch
+        label_changes.update({key: None for key in stale_labels if key in live_labels})
+        ours = {_taint_id(taint) for taint in taints}
+        replaced = ours | _annotation_set(annotations, MANAGED_TAINTS_ANNOTATION)
+        live_taints = (node.get("spec") or {}).get("taints") or []
+        # Node taints have no merge key: the list is sent whole, others' taints included.
+        new_taints = [t for t in live_taints if _taint_id(t) not in replaced] + taints
+        managed = {
+            MANAGED_LABELS_ANNOTATION: ",".join(sorted(labels)),
+            MANAGED_TAINTS_ANNOTATION: ",".join(sorted(ours)),
+        }
+        annotation_changes = {
+            key: value for key, value in managed.items() if annotations.get(key) != value
+        }
+        taints_change = not _contains(live_taints, new_taints)
+        if not (label_changes or annotation_changes or taints_change):
+            return None
+        patch: dict = {"metadata": {"resourceVersion": metadata["resourceVersion"]}}
+        if label_changes:
+            patch["metadata"]["labels"] = label_changes
+        if annotation_changes:
+            patch["metadata"]["annotations"] = annotation_changes
+        if taints_change:
+            patch["spec"] = {"taints": new_taints}
+        return patch
+
+    def workload_status(self, *, kind: str, name: str, namespace: str) -> WorkloadStatus:
+        """Status of a workload's Job, Deployment or Pod, with the nodes its live pods are on
+        (so that the portal notices a lost node)."""
+        if kind not in _STATUS_READERS:
+            raise ClusterError(f"{kind} is not a workload kind.")
+        path = resource_path(
+            api_version=_WORKLOAD_API_VERSIONS[kind], kind=kind, namespace=namespace, name=name
+        )
+        try:
+            workload = self._request("GET", path)
+        except _Refused as error:
+            if error.status == 404:
+                return WorkloadStatus(phase=Phase.MISSING)
+            raise
+        return _STATUS_READERS[kind](workload, self._pod_nodes(name=name, namespace=namespace))
+
+    def _pod_nodes(self, *, name: str, namespace: str) -> tuple[str, ...]:
+        pods = self._request(
+            "GET",
+            resource_path(api_version="v1", kind="Pod", namespace=namespace),
+            query=[("labelSelector", f"{WORKLOAD_LABEL}={name}")],
+        )
+        return tuple(
+            sorted(
+                {
+                    pod["spec"]["nodeName"]
+                    for pod in pods.get("items") or []
+                    if (pod.get("spec") or {}).get("nodeName")
+                    and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+                }
+            )
+        )
+
+    def gpu_utilization(self, *, namespace: str, workload: str) -> float | None:
+        """Mean utilization from DCGM exporter metrics in Prometheus. A monitoring outage
+        answers None (unknown), never 0: idle detection must not stop work it cannot see."""
+        if self.prometheus_url is None:
+            return None
+        # Job and Deployment pods are <name>-<suffix>; a notebook Pod is <name> itself.
+        selector = f'namespace="{namespace}",pod=~"{workload}(-.*)?"'
+        queries = (
+            (f"avg(DCGM_FI_DEV_GPU_UTIL{{{selector}}})", 100.0),  # percent
+            (f"avg(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{selector}}})", 1.0),  # ratio
+        )
+        for query, scale in queries:
+            value = self._prometheus_value(query)
+            if value is not None:
+                return min(max(value / scale, 0.0), 1.0)
+        return None
+
+    def _prometheus_value(self, query: str) -> float | None:
+        try:
+            response = self.http.request(
+                "GET",
+                f"{self.prometheus_url}/api/v1/query",
+                fields={"query": query},
+                timeout=urllib3.Timeout(
+                    connect=self.request_timeout[0], read=self.request_timeout[1]
+                ),
+                retries=False,
+            )
+            if response.status != 200:
+                raise ValueError(f"HTTP {response.status}")
+            result = json.loads(response.data)["data"]["result"]
+        except (urllib3.exceptions.HTTPError, ValueError, KeyError, TypeError) as error:
+            logger.warning("Prometheus query %s failed: %s", query, error)
+            return None
+        if not result:
+            return None
+        value = float(result[0]["value"][1])
+        return None if math.isnan(value) else value
