@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
@@ -37,33 +38,42 @@ def _amount(milli: int, demand: Demand, gpu_class: str) -> str:
     return f"{milli // MILLI_PER_GPU} {gpu_class}"
 
 
-def capacity_shortfall(
-    *,
-    cluster: ClusterState,
-    shape: GangShape,
-    gpu_class: str,
-    among: np.ndarray,
-    capacity: np.ndarray | None = None,
-) -> tuple[PendingCode, str]:
-    """Classify a gang that did not fit on its eligible nodes (``among``); ``capacity`` as
-    in ``place_gang``."""
-    demand = shape.demand
-    if capacity is None:
-        capacity = cluster.replica_capacity(demand=demand, among=among)
-    if shape.anti_affinity:
-        capacity = np.minimum(capacity, 1)
-    fitting = int(capacity.sum())
+@dataclass(frozen=True)
+class FreeGpus:
+    """Free GPU capacity of some nodes as a shortfall sentence counts it, in milli-GPU.
+
+    For a share: every free milli, and the most on one GPU (a share sits on one GPU).
+    For whole GPUs: idle GPUs only, and the most idle on one node.
+    """
+
+    total: int
+    largest: int
+
+
+def free_gpus(*, cluster: ClusterState, among: np.ndarray, shared: bool) -> FreeGpus:
     frees = cluster.gpu_free[among]
-    need = demand.total_gpu_milli
-    if demand.is_shared:
+    if shared:
         idle = np.maximum(frees, 0)
-        largest = int(idle.max(initial=0))  # a share must fit on one GPU
-        short = f"no GPU has {need} milli-GPU free"
+        largest = int(idle.max(initial=0))
     else:
         idle = np.where(frees >= MILLI_PER_GPU, MILLI_PER_GPU, 0)
         largest = int(idle.sum(axis=1).max(initial=0))
-        short = f"no node has {need // MILLI_PER_GPU} free"
-    total = int(idle.sum())
+    return FreeGpus(total=int(idle.sum()), largest=largest)
+
+
+def capacity_shortfall(
+    *, shape: GangShape, gpu_class: str, fitting: int, free: FreeGpus
+) -> tuple[PendingCode, str]:
+    """Classify a gang that did not fit on its eligible nodes, given how many of its replicas
+    fit there at once (``fitting``) and their free GPUs (``free``, counted for its demand)."""
+    demand = shape.demand
+    need = demand.total_gpu_milli
+    total, largest = free.total, free.largest
+    short = (
+        f"no GPU has {need} milli-GPU free"
+        if demand.is_shared
+        else f"no node has {need // MILLI_PER_GPU} free"
+    )
     if fitting == 0:
         if demand.gpus and total < need:
             return PendingCode.CAPACITY, (

@@ -44,6 +44,20 @@ def topology_domains(*, cluster: ClusterState, levels: tuple[str, ...]) -> dict[
     return domains
 
 
+def gang_capacity(
+    *,
+    cluster: ClusterState,
+    shape: GangShape,
+    among: np.ndarray,
+    capacity: np.ndarray | None = None,
+) -> np.ndarray:
+    """Replicas of the gang each node of ``among`` could take at once (one at most under
+    anti-affinity); ``capacity``: the plain replica capacity, if the caller already knows."""
+    if capacity is None:
+        capacity = cluster.replica_capacity(demand=shape.demand, among=among)
+    return np.minimum(capacity, 1) if shape.anti_affinity else capacity
+
+
 def place_gang(
     *,
     cluster: ClusterState,
@@ -60,10 +74,7 @@ def place_gang(
     ``capacity``: replicas of the demand each node of ``among`` takes now, if the caller
     already knows (it is recomputed otherwise).
     """
-    if capacity is None:
-        capacity = cluster.replica_capacity(demand=shape.demand, among=among)
-    if shape.anti_affinity:
-        capacity = np.minimum(capacity, 1)
+    capacity = gang_capacity(cluster=cluster, shape=shape, among=among, capacity=capacity)
     fitting = int(capacity.sum())
     if fitting < shape.min_replicas:
         return None

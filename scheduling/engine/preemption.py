@@ -31,29 +31,44 @@ def choose_victims(
     candidates: Sequence[Victim],
     now: datetime,
     place: Callable[[], tuple[ReplicaPlacement, ...] | None],
+    could_fit: Callable[[], bool],
 ) -> tuple[list[Victim], tuple[ReplicaPlacement, ...]] | None:
     """The smallest-cost set of ``candidates`` whose eviction lets ``place()`` succeed.
 
     Victims are added in cost order until the gang fits, then each one that turns out not to
     be needed is dropped again (most expensive first). On success the cluster holds the
     gang's placements with the victims' capacity released; on failure it is unchanged.
+
+    ``could_fit()`` is a cheap test that ``place()`` cannot succeed without. Free capacity
+    only grows with more victims, so if the cheapest victim alone is not enough and the test
+    fails with every candidate evicted, no victim set helps: the search stops there.
     """
     ranked = sorted(candidates, key=lambda v: eviction_cost(workload=v.workload, now=now))
     ranked = ranked[:MAX_CANDIDATES]
     saved = cluster.checkpoint()
 
-    def attempt(victims: Sequence[Victim]) -> tuple[ReplicaPlacement, ...] | None:
+    def release(victims: Sequence[Victim]) -> None:
         cluster.restore(saved)
         for victim in victims:
             for placement in victim.workload.placements:
                 cluster.release(placement)
+
+    def attempt(victims: Sequence[Victim]) -> tuple[ReplicaPlacement, ...] | None:
+        release(victims)
         return place()
+
+    def hopeless() -> bool:
+        release(ranked)
+        return not could_fit()
 
     chosen: list[Victim] = []
     for victim in ranked:
         chosen.append(victim)
         if attempt(chosen) is not None:
             break
+        if len(chosen) == 1 and len(ranked) > 1 and hopeless():
+            cluster.restore(saved)
+            return None
     else:
         cluster.restore(saved)
         return None

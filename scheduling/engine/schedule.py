@@ -18,9 +18,9 @@ import numpy as np
 
 from .cluster import ClusterState, Demand
 from .eligibility import ineligibility, preference_score
-from .explain import PendingCode, capacity_shortfall, no_eligible_node
+from .explain import FreeGpus, PendingCode, capacity_shortfall, free_gpus, no_eligible_node
 from .fragmentation import typical_workload
-from .gang import GangShape, place_gang, topology_domains
+from .gang import GangShape, gang_capacity, place_gang, topology_domains
 from .model import (
     MILLI_PER_GPU,
     Admission,
@@ -128,7 +128,7 @@ class _Cycle:
         self._version = 0
         self._settled_version = 0
         self._capacity: dict[Demand, np.ndarray] = {}
-        self._shortfalls: dict[tuple[GangShape, str, int], tuple[PendingCode, str]] = {}
+        self._free: dict[tuple[int, bool], FreeGpus] = {}
         self._release_cache: dict[str, tuple[int, list[RunningWorkload]]] = {}
         self._hopeless: set[tuple] = set()
         self._names: dict[int, set[str]] = {}
@@ -170,7 +170,7 @@ class _Cycle:
     # -- eligibility ---------------------------------------------------------------------
 
     def _eligible(self, request: Request, gpu_class: str) -> tuple[np.ndarray, Counter[str]]:
-        wants_gpu = bool(Demand.of(request).gpus or request.mig_count)
+        wants_gpu = bool(request.gpus or request.gpu_milli or request.mig_count)
         key = (
             gpu_class if wants_gpu else None,
             request.pools,
@@ -249,9 +249,9 @@ class _Cycle:
 
     # -- admission -----------------------------------------------------------------------
 
-    def _shape(self, request: Request, replicas: int) -> GangShape:
+    def _shape(self, request: Request, demand: Demand, replicas: int) -> GangShape:
         return GangShape(
-            demand=Demand.of(request),
+            demand=demand,
             replicas=replicas,
             min_replicas=min(request.smallest_gang, replicas),
             anti_affinity=request.anti_affinity,
@@ -281,7 +281,7 @@ class _Cycle:
         if self._settled_version != self._version:
             self._settled_version = self._version
             self._capacity.clear()
-            self._shortfalls.clear()
+            self._free.clear()
 
     def _capacity_now(self, demand: Demand, among: np.ndarray) -> np.ndarray:
         """Replicas of ``demand`` each node of ``among`` takes on the settled cluster (not
@@ -298,32 +298,48 @@ class _Cycle:
         classes = request.gpu_classes if (demand.gpus or request.mig_count) else ("",)
         failures: list[_Failure] = []
         for gpu_class in classes:
-            outcome = self._admit_on(request, gpu_class)
+            outcome = self._admit_on(request, demand, gpu_class)
             if isinstance(outcome, Admission):
                 return outcome
             failures.append(outcome)
         if self.policy.preemption:
             for failure in failures:
                 if failure.code in CAPACITY_CODES or failure.code == PendingCode.RESERVATION:
-                    admitted = self._preempt_for(request, failure.gpu_class)
+                    admitted = self._preempt_for(request, demand, failure.gpu_class)
                     if admitted is not None:
                         return admitted
         first = failures[0]
         if first.code in CAPACITY_CODES and first.gpu_class not in self.shadows:
-            self._plan_shadow(request, first.gpu_class)
+            self._plan_shadow(request, demand, first.gpu_class)
         return first
 
     def _replicas_within_quota(self, request: Request, gpu_class: str) -> tuple[int, bool, str]:
-        for count in range(request.replicas, request.smallest_gang - 1, -1):
-            verdict = self.ledger.check(request=request, gpu_class=gpu_class, replicas=count)
-            if verdict.allowed:
-                return count, verdict.borrowed, ""
-        verdict = self.ledger.check(
-            request=request, gpu_class=gpu_class, replicas=request.smallest_gang
-        )
-        return 0, False, verdict.reason
+        """The most replicas (at least the gang's minimum) the quota allows now, whether they
+        borrow, and the quota's reason when not even the minimum is allowed.
 
-    def _admit_on(self, request: Request, gpu_class: str) -> Admission | _Failure:
+        A quota that allows some replicas allows fewer too, so a binary search between the
+        minimum and the full count finds the most."""
+
+        def check(count: int):
+            return self.ledger.check(request=request, gpu_class=gpu_class, replicas=count)
+
+        verdict = check(request.replicas)
+        if verdict.allowed:
+            return request.replicas, verdict.borrowed, ""
+        low, high = request.smallest_gang, request.replicas - 1
+        if low < request.replicas:
+            verdict = check(low)
+        if not verdict.allowed:
+            return 0, False, verdict.reason
+        while low < high:  # check(low) is allowed, check(high + 1) is not
+            middle = (low + high + 1) // 2
+            if check(middle).allowed:
+                low = middle
+            else:
+                high = middle - 1
+        return low, check(low).borrowed, ""
+
+    def _admit_on(self, request: Request, demand: Demand, gpu_class: str) -> Admission | _Failure:
         eligible, reasons = self._eligible(request, gpu_class)
         if not len(eligible):
             code, text = no_eligible_node(gpu_class=gpu_class, reasons=reasons)
@@ -331,7 +347,7 @@ class _Cycle:
         replicas, borrowed, quota_reason = self._replicas_within_quota(request, gpu_class)
         if not replicas:
             return _Failure(PendingCode.QUOTA, quota_reason, gpu_class)
-        shape = self._shape(request, replicas)
+        shape = self._shape(request, demand, replicas)
         need_gpus = shape.demand.gpus * replicas if not shape.demand.is_shared else 0
         among, reserved_note = self._outside_reservations(request, gpu_class, eligible, need_gpus)
         among, shadow = self._outside_shadow(request, gpu_class, among)
@@ -394,7 +410,7 @@ class _Cycle:
         self._release_cache[gpu_class] = (self._version, ordered)
         return ordered
 
-    def _plan_shadow(self, request: Request, gpu_class: str) -> None:
+    def _plan_shadow(self, request: Request, demand: Demand, gpu_class: str) -> None:
         """Find the earliest release of running work after which the head fits (binary search
         over the release order), and hold the nodes it would take."""
         releases = self._releases(gpu_class)
@@ -402,7 +418,7 @@ class _Cycle:
         replicas, _, _ = self._replicas_within_quota(request, gpu_class)
         if not releases or not replicas:
             return
-        shape = self._shape(request, replicas)
+        shape = self._shape(request, demand, replicas)
         saved = self.cluster.checkpoint()
 
         def fits_after(count: int) -> tuple[ReplicaPlacement, ...] | None:
@@ -476,7 +492,10 @@ class _Cycle:
             self._tier_cache[gpu_class] = cached
         return cached[1], cached[2]
 
-    def _preempt_for(self, request: Request, gpu_class: str) -> Admission | None:
+    def _preempt_for(self, request: Request, demand: Demand, gpu_class: str) -> Admission | None:
+        tiers, workloads = self._by_tier(gpu_class)
+        if not workloads:
+            return None
         eligible, _ = self._eligible(request, gpu_class)
         replicas, borrowed, _ = self._replicas_within_quota(request, gpu_class)
         if not replicas or not len(eligible):
@@ -496,7 +515,6 @@ class _Cycle:
             for r in self.reservations
             if r.tenant == request.tenant and r.gpu_class == gpu_class
         }
-        tiers, workloads = self._by_tier(gpu_class)
         if not may_reclaim and not owned_pools:
             workloads = workloads[: bisect_left(tiers, request.tier)]
         candidates = []
@@ -508,7 +526,7 @@ class _Cycle:
                 candidates.append(Victim(workload=workload, reason=reason))
         if not candidates:
             return None
-        shape = self._shape(request, replicas)
+        shape = self._shape(request, demand, replicas)
         # The same gang against the same victims and the same cluster fails the same way.
         attempt = (
             self._version,
@@ -523,6 +541,7 @@ class _Cycle:
             candidates=candidates,
             now=self.now,
             place=lambda: self._place(request, shape, eligible),
+            could_fit=lambda: self._could_fit(shape, eligible),
         )
         if chosen is None:
             self._hopeless.add(attempt)
@@ -548,6 +567,12 @@ class _Cycle:
                 )
             )
         return self._record(request, gpu_class, placements, borrowed)
+
+    def _could_fit(self, shape: GangShape, among: np.ndarray) -> bool:
+        """Whether ``among`` has room for the gang's minimum on the cluster as it is now (a
+        trial's too): necessary for ``_place`` to succeed, and far cheaper."""
+        capacity = gang_capacity(cluster=self.cluster, shape=shape, among=among)
+        return int(capacity.sum()) >= shape.min_replicas
 
     # -- explanations ----------------------------------------------------------------------
 
@@ -577,23 +602,25 @@ class _Cycle:
                         gpu_class,
                     )
                 return _Failure(PendingCode.RESERVATION, reserved_note or "", gpu_class)
-        self._settled()
-        key = (shape, label, id(eligible))  # eligible arrays live as long as the cycle
-        shortfall = self._shortfalls.get(key)
-        if shortfall is None:
-            shortfall = self._shortfalls[key] = capacity_shortfall(
-                cluster=self.cluster,
-                shape=shape,
-                gpu_class=label,
-                among=eligible,
-                capacity=self._capacity_now(shape.demand, eligible),
-            )
-        return _Failure(*shortfall, gpu_class)
+        capacity = self._capacity_now(shape.demand, eligible)
+        fitting = int(
+            gang_capacity(
+                cluster=self.cluster, shape=shape, among=eligible, capacity=capacity
+            ).sum()
+        )
+        # Eligible arrays live as long as the cycle, so their id names them.
+        key = (id(eligible), shape.demand.is_shared)
+        free = self._free.get(key)
+        if free is None:
+            free = self._free[key] = free_gpus(cluster=self.cluster, among=eligible, shared=key[1])
+        code, text = capacity_shortfall(shape=shape, gpu_class=label, fitting=fitting, free=free)
+        return _Failure(code, text, gpu_class)
 
     def _explain(self, failures: list[tuple[Request, _Failure]]) -> list[PendingReason]:
         # Admissions are over: capacity and releases stay fixed while estimates are made.
         self._idle: dict[int, int] = {}
         self._profiles: dict[str, tuple[list[datetime], np.ndarray]] = {}
+        self._releases_by_tenant: dict[str, dict[str, list[RunningWorkload]]] = {}
         reasons = []
         ahead: Counter[str] = Counter()
         for position, (request, failure) in enumerate(failures, start=1):
@@ -626,11 +653,10 @@ class _Cycle:
             excess = used + request.gpu_milli_per_replica * request.smallest_gang
             # Without a cohort there is nothing to borrow: the guarantee is the ceiling.
             excess -= (quota.limit if quota.cohort else quota.guarantee) * MILLI_PER_GPU
-            for workload in self._releases(failure.gpu_class):
-                if workload.request.tenant == request.tenant:
-                    excess -= workload.request.gpu_milli_per_replica * len(workload.placements)
-                    if excess <= 0:
-                        return workload.expected_end
+            for workload in self._tenant_releases(request.tenant, failure.gpu_class):
+                excess -= workload.request.gpu_milli_per_replica * len(workload.placements)
+                if excess <= 0:
+                    return workload.expected_end
             return None
         if failure.code not in CAPACITY_CODES and failure.code != PendingCode.PRIORITY:
             return None
@@ -643,6 +669,15 @@ class _Cycle:
         if first >= len(ends):
             return None
         return max(ends[first], shadow.starts_at if shadow else self.now)
+
+    def _tenant_releases(self, tenant: str, gpu_class: str) -> list[RunningWorkload]:
+        """``_releases`` of one tenant (grouped once per class: releases are fixed by now)."""
+        by_tenant = self._releases_by_tenant.get(gpu_class)
+        if by_tenant is None:
+            by_tenant = self._releases_by_tenant[gpu_class] = defaultdict(list)
+            for workload in self._releases(gpu_class):
+                by_tenant[workload.request.tenant].append(workload)
+        return by_tenant.get(tenant, [])
 
     def _release_profile(self, gpu_class: str) -> tuple[list[datetime], np.ndarray]:
         """End times of running work and the GPU milli released by each of them, cumulated."""
