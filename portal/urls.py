@@ -7,6 +7,7 @@ from portal.views import health
 
 api_v1 = [
     path("", include(("tenants.api.urls", "tenants"), namespace="tenants")),
+    path("", include(("scheduling.api.urls", "scheduling"), namespace="scheduling")),
 ]
 
 urlpatterns = [

@@ -97,17 +97,29 @@ class Project(models.Model):
     name = models.CharField(max_length=100)
     description = models.TextField(max_length=2000, blank=True)
     # The Kubernetes namespace: "<organization>-<project>", a DNS-1123 label.
-    namespace = models.CharField(max_length=NAMESPACE_MAX, unique=True, editable=False)
+    namespace = models.CharField(max_length=NAMESPACE_MAX, editable=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
+    # Deleting keeps the row for the workloads' history (and billing); its namespace is removed
+    # from the cluster, and its slug may be used again.
+    deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["organization__slug", "slug"]
         constraints = [
-            models.UniqueConstraint(fields=["organization", "slug"], name="project_slug_unique"),
+            models.UniqueConstraint(
+                fields=["organization", "slug"],
+                condition=models.Q(deleted_at__isnull=True),
+                name="project_slug_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["namespace"],
+                condition=models.Q(deleted_at__isnull=True),
+                name="project_namespace_unique",
+            ),
         ]
 
     def __str__(self) -> str:

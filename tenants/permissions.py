@@ -35,6 +35,10 @@ class Action(StrEnum):
     # Seeing and revoking the tokens of other members.
     TOKEN_MANAGE_ALL = "token.manage_all"
     AUDIT_VIEW = "audit.view"
+    WORKLOAD_VIEW = "workload.view"
+    WORKLOAD_SUBMIT = "workload.submit"
+    # Cancelling the workloads of other members.
+    WORKLOAD_CANCEL_ANY = "workload.cancel_any"
 
 
 _EVERYONE = frozenset(Role)
@@ -60,6 +64,9 @@ PERMISSIONS: dict[Action, frozenset[Role]] = {
     Action.TOKEN_ISSUE_WRITE: _WRITERS,
     Action.TOKEN_MANAGE_ALL: _MANAGERS,
     Action.AUDIT_VIEW: _MANAGERS,
+    Action.WORKLOAD_VIEW: _EVERYONE,
+    Action.WORKLOAD_SUBMIT: _WRITERS,
+    Action.WORKLOAD_CANCEL_ANY: _MANAGERS,
 }
 
 # Actions that change nothing: allowed to read-only tokens and in suspended organizations.
@@ -70,6 +77,7 @@ READ_ACTIONS = frozenset(
         Action.INVITATION_VIEW,
         Action.PROJECT_VIEW,
         Action.AUDIT_VIEW,
+        Action.WORKLOAD_VIEW,
     }
 )
 

@@ -31,7 +31,7 @@ def organization_list(*, caller: Caller) -> QuerySet[Organization]:
         Organization.objects.filter(pk__in=organization_ids_visible_to(caller))
         .annotate(
             my_role=Subquery(role.values("role")[:1]),
-            project_count=Coalesce(_count_of(Project, organization=OuterRef("pk")), 0),
+            project_count=Coalesce(_count_of(Project, organization=OuterRef("pk"), deleted_at__isnull=True), 0),
             member_count=Coalesce(_count_of(Membership, organization=OuterRef("pk")), 0),
         )
         .order_by("slug")
@@ -80,7 +80,9 @@ def invitation_get(*, caller: Caller, organization: Organization, invitation_id)
 
 
 def project_list(*, caller: Caller, organization: Organization | None = None) -> QuerySet[Project]:
-    projects = Project.objects.filter(organization__in=organization_ids_visible_to(caller))
+    projects = Project.objects.filter(
+        organization__in=organization_ids_visible_to(caller), deleted_at__isnull=True
+    )
     if organization is not None:
         projects = projects.filter(organization=organization)
     return projects.select_related("organization", "created_by").order_by(

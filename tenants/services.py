@@ -149,7 +149,7 @@ def organization_update(
 @transaction.atomic
 def organization_delete(*, caller: Caller, organization: Organization) -> None:
     authorize(caller=caller, organization=organization, action=Action.ORGANIZATION_DELETE)
-    if organization.projects.exists():
+    if organization.projects.filter(deleted_at__isnull=True).exists():
         raise Conflict(
             "Delete the organization's projects first; their workloads and namespaces go with "
             "them.",
@@ -487,17 +487,22 @@ def project_create(
         created_by=caller.user,
     )
     _validated(project, exclude=["namespace", "created_by"])
-    if Project.objects.filter(organization=organization, slug=slug).exists():
+    live = Project.objects.filter(deleted_at__isnull=True)
+    if live.filter(organization=organization, slug=slug).exists():
         raise ValidationError({"slug": f"{organization.slug} already has a project {slug!r}."})
     if len(namespace) > NAMESPACE_MAX:
         raise ValidationError(
             {"slug": f"The namespace {namespace!r} would exceed {NAMESPACE_MAX} characters."}
         )
-    if Project.objects.filter(namespace=namespace).exists():
+    if live.filter(namespace=namespace).exists():
         raise ValidationError(
             {"slug": f"The Kubernetes namespace {namespace!r} is taken; choose another slug."}
         )
     _insert(project, field="slug", message="This slug was just taken; choose another.")
+    from scheduling.tasks import project_provision
+
+    project_id = str(project.pk)
+    transaction.on_commit(lambda: project_provision.delay(project_id))
     audit_record(
         caller=caller,
         organization=organization,
@@ -528,7 +533,10 @@ def project_update(
 
 @transaction.atomic
 def project_delete(*, caller: Caller, project: Project) -> None:
+    """Hide the project at once; a worker then stops its workloads and removes its namespace."""
     authorize(caller=caller, organization=project.organization, action=Action.PROJECT_DELETE)
+    project.deleted_at = timezone.now()
+    project.save(update_fields=["deleted_at", "updated_at"])
     audit_record(
         caller=caller,
         organization=project.organization,
@@ -536,7 +544,10 @@ def project_delete(*, caller: Caller, project: Project) -> None:
         target=project,
         payload={"namespace": project.namespace},
     )
-    project.delete()
+    from scheduling.tasks import project_deprovision
+
+    project_id = str(project.pk)
+    transaction.on_commit(lambda: project_deprovision.delay(project_id))
 
 
 # API tokens

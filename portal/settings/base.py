@@ -80,6 +80,10 @@ DATABASES = {
         conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The demo's web server, worker and beat share one SQLite file: wait for each other's
+    # writes instead of failing at once.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {
@@ -209,6 +213,15 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TIMEZONE = "UTC"
 
 PORTAL_CLUSTER = os.environ.get("PORTAL_CLUSTER", "simulated")
+PORTAL_SIMULATED_CLUSTER = os.environ.get(
+    "PORTAL_SIMULATED_CLUSTER", str(BASE_DIR / "deploy" / "clusters" / "demo.yaml")
+)
+# Prometheus with NVIDIA DCGM exporter metrics, for idle detection on a real cluster.
+PORTAL_PROMETHEUS_URL = os.environ.get("PORTAL_PROMETHEUS_URL", "")
+# The placement policy of the scheduling engine (see scheduling/engine/policies.py).
+PORTAL_PLACEMENT_POLICY = os.environ.get("PORTAL_PLACEMENT_POLICY", "fgd")
+# How often beat runs the scheduling cycle and follows workloads, in seconds.
+PORTAL_CYCLE_SECONDS = float(os.environ.get("PORTAL_CYCLE_SECONDS", "5"))
 if PORTAL_CLUSTER not in {"simulated", "kubernetes"}:
     raise ValueError(f"PORTAL_CLUSTER must be 'simulated' or 'kubernetes', not {PORTAL_CLUSTER!r}")
 
@@ -218,3 +231,16 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
+
+CELERY_BEAT_SCHEDULE = {
+    "scheduling-cycle": {
+        "task": "scheduling.tasks.scheduling_cycle",
+        "schedule": PORTAL_CYCLE_SECONDS,
+    },
+    "workloads-sync": {"task": "scheduling.tasks.workloads_sync", "schedule": PORTAL_CYCLE_SECONDS},
+    "inventory-sync": {"task": "scheduling.tasks.inventory_sync", "schedule": 60.0},
+    "idle-and-runtime-check": {"task": "scheduling.tasks.idle_and_runtime_check", "schedule": 60.0},
+    # Re-applies priority classes and node labels, repairing drift made by hand.
+    "cluster-provision": {"task": "scheduling.tasks.cluster_provision", "schedule": 600.0},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(BASE_DIR / "var" / "celerybeat-schedule")

@@ -1,7 +1,7 @@
 import pytest
 from django.core.exceptions import ValidationError
 
-from tenants import services
+from tenants import selectors, services
 from tenants.models import AuditEvent, Project
 from tenants.permissions import Caller
 
@@ -73,5 +73,19 @@ def test_updating_a_project_changes_name_and_description_only(alice, acme, ai_de
 
 def test_deleting_a_project_is_audited_with_its_namespace(alice, acme, ai_dev):
     services.project_delete(caller=Caller(user=alice), project=ai_dev)
-    assert not Project.objects.filter(pk=ai_dev.pk).exists()
     assert AuditEvent.objects.get(action="project.delete").payload == {"namespace": "acme-ai-dev"}
+
+
+def test_a_deleted_project_is_hidden_but_kept_for_its_history(alice, acme, ai_dev):
+    services.project_delete(caller=Caller(user=alice), project=ai_dev)
+    ai_dev.refresh_from_db()
+    assert ai_dev.deleted_at is not None
+    assert not selectors.project_list(caller=Caller(user=alice), organization=acme).exists()
+
+
+def test_the_slug_of_a_deleted_project_can_be_used_again(alice, acme, ai_dev):
+    services.project_delete(caller=Caller(user=alice), project=ai_dev)
+    again = services.project_create(
+        caller=Caller(user=alice), organization=acme, slug="ai-dev", name="Again"
+    )
+    assert again.namespace == "acme-ai-dev"

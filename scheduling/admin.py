@@ -1,0 +1,216 @@
+"""Operator screens for the GPU inventory, quotas, tiers and workloads. Actions call services."""
+
+from django.contrib import admin, messages
+
+from tenants.permissions import Caller
+
+from . import services
+from .cluster import get_backend
+from .models import (
+    GpuClass,
+    Node,
+    NodePool,
+    Placement,
+    PriorityTier,
+    ProvisioningRecord,
+    QuotaGrant,
+    SchedulerState,
+    SimulatedNodeState,
+    Workload,
+    WorkloadEvent,
+)
+from .tasks import cluster_provision, project_provision
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(GpuClass)
+class GpuClassAdmin(admin.ModelAdmin):
+    list_display = ["name", "memory_gib", "products", "mig_profiles", "resource_name"]
+    search_fields = ["name"]
+
+
+@admin.register(NodePool)
+class NodePoolAdmin(admin.ModelAdmin):
+    list_display = ["name", "gpu_class", "purpose", "taint_key", "taint_effect", "topology_keys"]
+    list_filter = ["purpose", "gpu_class"]
+    search_fields = ["name"]
+
+
+@admin.register(Node)
+class NodeAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "pool",
+        "gpu_count",
+        "mig_layout",
+        "ready",
+        "cordoned",
+        "topology",
+        "last_seen_at",
+    ]
+    list_filter = ["pool", "ready", "cordoned"]
+    search_fields = ["name"]
+    list_select_related = ["pool"]
+    readonly_fields = ["last_seen_at"]
+    actions = ["cordon", "uncordon", "drain"]
+
+    @admin.action(description="Cordon: place nothing new on them")
+    def cordon(self, request, queryset):
+        for node in queryset:
+            services.node_cordon(caller=Caller(user=request.user), node=node)
+        self.message_user(request, f"Cordoned {queryset.count()} node(s).", messages.SUCCESS)
+
+    @admin.action(description="Uncordon")
+    def uncordon(self, request, queryset):
+        for node in queryset:
+            services.node_cordon(caller=Caller(user=request.user), node=node, cordoned=False)
+        self.message_user(request, f"Uncordoned {queryset.count()} node(s).", messages.SUCCESS)
+
+    @admin.action(description="Drain: cordon and requeue their workloads")
+    def drain(self, request, queryset):
+        drained = sum(
+            len(services.node_drain(caller=Caller(user=request.user), node=node))
+            for node in queryset
+        )
+        self.message_user(request, f"Requeued {drained} workload(s).", messages.SUCCESS)
+
+
+@admin.register(PriorityTier)
+class PriorityTierAdmin(admin.ModelAdmin):
+    list_display = ["name", "value", "preemptible", "idle_warn_after", "idle_stop_after"]
+
+
+@admin.register(QuotaGrant)
+class QuotaGrantAdmin(admin.ModelAdmin):
+    list_display = ["organization", "project", "gpu_class", "guarantee", "limit", "cohort"]
+    list_filter = ["gpu_class", "cohort"]
+    search_fields = ["organization__slug", "project__slug"]
+    list_select_related = ["organization", "project", "gpu_class"]
+    autocomplete_fields = ["organization"]
+
+
+class PlacementInline(admin.TabularInline):
+    model = Placement
+    extra = 0
+    can_delete = False
+    fields = [
+        "replica",
+        "node",
+        "gpu_indices",
+        "gpu_milli",
+        "mig_profile",
+        "started_at",
+        "ended_at",
+    ]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class WorkloadEventInline(admin.TabularInline):
+    model = WorkloadEvent
+    extra = 0
+    can_delete = False
+    fields = ["at", "kind", "message"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Workload)
+class WorkloadAdmin(ReadOnlyAdmin):
+    list_display = [
+        "name",
+        "project",
+        "kind",
+        "tier",
+        "state",
+        "gpus",
+        "gpu_milli",
+        "replicas",
+        "gpu_class",
+        "pending_code",
+        "submitted_at",
+    ]
+    list_filter = ["state", "kind", "tier", "gpu_class"]
+    search_fields = ["name", "project__slug", "project__organization__slug"]
+    list_select_related = ["project__organization", "tier", "gpu_class"]
+    inlines = [PlacementInline, WorkloadEventInline]
+    actions = ["requeue", "stop"]
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        # Viewable (with inlines) but not editable: state changes go through the actions.
+        return request.method in ("GET", "HEAD") or obj is None
+
+    @admin.action(description="Requeue: stop and queue again")
+    def requeue(self, request, queryset):
+        caller = Caller(user=request.user)
+        for workload in queryset.filter(state__in=Workload.ACTIVE_STATES):
+            services.workload_requeue_by_operator(caller=caller, workload=workload)
+        self.message_user(request, "Requeued.", messages.SUCCESS)
+
+    @admin.action(description="Stop")
+    def stop(self, request, queryset):
+        caller = Caller(user=request.user)
+        for workload in queryset.exclude(state__in=Workload.FINAL_STATES):
+            services.workload_stop_by_operator(caller=caller, workload=workload)
+        self.message_user(request, "Stopped.", messages.SUCCESS)
+
+
+@admin.register(ProvisioningRecord)
+class ProvisioningRecordAdmin(ReadOnlyAdmin):
+    list_display = ["__str__", "state", "attempts", "error", "updated_at", "provisioned_at"]
+    list_filter = ["state", "scope"]
+    actions = ["reprovision"]
+
+    @admin.action(description="Run provisioning again")
+    def reprovision(self, request, queryset):
+        for record in queryset:
+            if record.project_id:
+                project_provision.delay(str(record.project_id))
+            else:
+                cluster_provision.delay()
+        self.message_user(request, "Provisioning queued.", messages.SUCCESS)
+
+
+@admin.register(SchedulerState)
+class SchedulerStateAdmin(ReadOnlyAdmin):
+    list_display = [
+        "last_cycle_at",
+        "last_cycle_ms",
+        "last_admitted",
+        "last_preempted",
+        "last_pending",
+    ]
+
+
+@admin.register(SimulatedNodeState)
+class SimulatedNodeStateAdmin(admin.ModelAdmin):
+    """Failure injection on the simulated cluster (demo and tests)."""
+
+    list_display = ["name", "failed"]
+    actions = ["fail", "recover"]
+
+    @admin.action(description="Fail these simulated nodes")
+    def fail(self, request, queryset):
+        backend = get_backend()
+        for state in queryset:
+            backend.node_fail(name=state.name)
+
+    @admin.action(description="Recover these simulated nodes")
+    def recover(self, request, queryset):
+        backend = get_backend()
+        for state in queryset:
+            backend.node_recover(name=state.name)

@@ -1,0 +1,149 @@
+import re
+from datetime import timedelta
+
+from rest_framework import serializers
+
+from portal.api.serializers import InputSerializer
+from scheduling.models import GpuClass, PriorityTier, QuotaGrant, Workload, WorkloadEvent
+from tenants.models import SLUG_PATTERN
+
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class GpuClassOutput(serializers.ModelSerializer):
+    class Meta:
+        model = GpuClass
+        fields = ["name", "memory_gib", "mig_profiles"]
+
+
+class PriorityTierOutput(serializers.ModelSerializer):
+    class Meta:
+        model = PriorityTier
+        fields = ["name", "value", "preemptible", "description"]
+
+
+class QuotaOutput(serializers.ModelSerializer):
+    project = serializers.CharField(source="project.slug", default=None, read_only=True)
+    gpu_class = serializers.CharField(source="gpu_class.name", read_only=True)
+
+    class Meta:
+        model = QuotaGrant
+        fields = ["project", "gpu_class", "guarantee", "limit", "cohort"]
+
+
+class PlacementOutput(serializers.Serializer):
+    replica = serializers.IntegerField()
+    node = serializers.CharField(source="node.name")
+    gpu_indices = serializers.ListField(child=serializers.IntegerField())
+    gpu_milli = serializers.IntegerField()
+    mig_profile = serializers.CharField()
+    mig_count = serializers.IntegerField()
+
+
+class WorkloadOutput(serializers.ModelSerializer):
+    project = serializers.CharField(source="project.slug", read_only=True)
+    tier = serializers.CharField(source="tier.name", read_only=True)
+    gpu_class = serializers.CharField(source="gpu_class.name", default=None, read_only=True)
+    submitted_by = serializers.EmailField(source="submitted_by.email", default=None, read_only=True)
+    max_runtime_seconds = serializers.SerializerMethodField()
+    pending = serializers.SerializerMethodField()
+    placements = PlacementOutput(source="active_placements", many=True, read_only=True)
+
+    class Meta:
+        model = Workload
+        fields = [
+            "id",
+            "name",
+            "project",
+            "kind",
+            "tier",
+            "state",
+            "status_reason",
+            "gpu_classes",
+            "gpu_class",
+            "gpus",
+            "gpu_milli",
+            "mig_profile",
+            "mig_count",
+            "replicas",
+            "min_replicas",
+            "cpu_milli",
+            "memory_mib",
+            "image",
+            "command",
+            "env",
+            "max_runtime_seconds",
+            "required_topology",
+            "preemptible",
+            "borrowed",
+            "pending",
+            "placements",
+            "submitted_by",
+            "submitted_at",
+            "admitted_at",
+            "started_at",
+            "finished_at",
+        ]
+
+    def get_max_runtime_seconds(self, workload) -> int | None:
+        return int(workload.max_runtime.total_seconds()) if workload.max_runtime else None
+
+    def get_pending(self, workload) -> dict | None:
+        if workload.state != Workload.State.PENDING or not workload.pending_code:
+            return None
+        return {
+            "code": workload.pending_code,
+            "message": workload.pending_message,
+            "queue_position": workload.queue_position,
+            "estimated_start": workload.estimated_start,
+        }
+
+
+class WorkloadSubmitInput(InputSerializer):
+    name = serializers.RegexField(SLUG_PATTERN, min_length=2, max_length=40)
+    kind = serializers.ChoiceField(choices=Workload.Kind.choices)
+    tier = serializers.RegexField(SLUG_PATTERN, max_length=40)
+    image = serializers.CharField(max_length=500)
+    gpu_classes = serializers.ListField(
+        child=serializers.CharField(max_length=40), max_length=8, required=False, default=list
+    )
+    gpus = serializers.IntegerField(min_value=0, max_value=64, default=0)
+    gpu_milli = serializers.IntegerField(min_value=0, max_value=999, default=0)
+    mig_profile = serializers.RegexField(
+        r"^mig-[1-7]g\.[0-9]+gb$", max_length=20, required=False, default=""
+    )
+    mig_count = serializers.IntegerField(min_value=0, max_value=56, default=0)
+    replicas = serializers.IntegerField(min_value=1, max_value=256, default=1)
+    min_replicas = serializers.IntegerField(min_value=1, max_value=256, required=False)
+    cpu_milli = serializers.IntegerField(min_value=100, max_value=1_000_000, default=1000)
+    memory_mib = serializers.IntegerField(min_value=128, max_value=8_388_608, default=4096)
+    command = serializers.ListField(
+        child=serializers.CharField(max_length=4096), max_length=64, required=False, default=list
+    )
+    env = serializers.DictField(
+        child=serializers.CharField(max_length=4096, allow_blank=True), required=False, default=dict
+    )
+    max_runtime_seconds = serializers.IntegerField(
+        min_value=60, max_value=30 * 24 * 3600, required=False
+    )
+    required_topology = serializers.CharField(max_length=63, required=False, default="")
+
+    def validate_env(self, env: dict) -> dict:
+        bad = [key for key in env if not re.match(ENV_NAME, key)]
+        if bad:
+            raise serializers.ValidationError(f"Not environment variable names: {', '.join(bad)}.")
+        return env
+
+    def to_request_fields(self) -> dict:
+        data = dict(self.validated_data)
+        seconds = data.pop("max_runtime_seconds", None)
+        data["max_runtime"] = timedelta(seconds=seconds) if seconds else None
+        data["gpu_classes"] = tuple(data["gpu_classes"])
+        data["command"] = tuple(data["command"])
+        return data
+
+
+class WorkloadEventOutput(serializers.ModelSerializer):
+    class Meta:
+        model = WorkloadEvent
+        fields = ["at", "kind", "message", "data"]

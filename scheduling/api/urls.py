@@ -1,0 +1,23 @@
+from django.urls import path
+
+from . import views
+
+workloads = "organizations/<slug:org_slug>/projects/<slug:project_slug>/workloads"
+
+urlpatterns = [
+    path("gpu-classes/", views.GpuClassListApi.as_view(), name="gpu-classes"),
+    path("priority-tiers/", views.PriorityTierListApi.as_view(), name="priority-tiers"),
+    path("organizations/<slug:org_slug>/quotas/", views.QuotaListApi.as_view(), name="quotas"),
+    path(f"{workloads}/", views.WorkloadCollectionApi.as_view(), name="workloads"),
+    path(f"{workloads}/<slug:name>/", views.WorkloadDetailApi.as_view(), name="workload"),
+    path(
+        f"{workloads}/<slug:name>/cancel/",
+        views.WorkloadCancelApi.as_view(),
+        name="workload-cancel",
+    ),
+    path(
+        f"{workloads}/<slug:name>/events/",
+        views.WorkloadEventListApi.as_view(),
+        name="workload-events",
+    ),
+]

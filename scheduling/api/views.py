@@ -1,0 +1,118 @@
+"""REST endpoints of scheduling: the GPU catalog, quotas, and workloads of a project."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.generics import GenericAPIView
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.api.permissions import caller_of
+from portal.api.views import list_response
+from scheduling import selectors, services
+from scheduling.models import QuotaGrant, Workload
+from tenants import selectors as tenant_selectors
+
+from .filters import WorkloadFilter
+from .serializers import (
+    GpuClassOutput,
+    PriorityTierOutput,
+    QuotaOutput,
+    WorkloadEventOutput,
+    WorkloadOutput,
+    WorkloadSubmitInput,
+)
+
+
+def _project(request, org_slug: str, project_slug: str):
+    caller = caller_of(request)
+    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    return tenant_selectors.project_get(caller=caller, organization=organization, slug=project_slug)
+
+
+class GpuClassListApi(APIView):
+    @extend_schema(operation_id="gpu_classes_list", responses=GpuClassOutput(many=True))
+    def get(self, request):
+        return Response(GpuClassOutput(selectors.gpu_class_list(), many=True).data)
+
+
+class PriorityTierListApi(APIView):
+    @extend_schema(operation_id="priority_tiers_list", responses=PriorityTierOutput(many=True))
+    def get(self, request):
+        return Response(PriorityTierOutput(selectors.tier_list(), many=True).data)
+
+
+class QuotaListApi(GenericAPIView):
+    queryset = QuotaGrant.objects.none()
+
+    @extend_schema(operation_id="quotas_list", responses=QuotaOutput(many=True))
+    def get(self, request, org_slug: str):
+        caller = caller_of(request)
+        organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+        return list_response(
+            view=self,
+            queryset=selectors.quota_list(caller=caller, organization=organization),
+            serializer_class=QuotaOutput,
+        )
+
+
+class WorkloadCollectionApi(GenericAPIView):
+    queryset = Workload.objects.none()
+    filterset_class = WorkloadFilter
+    ordering_fields = ["submitted_at", "name", "state"]
+
+    @extend_schema(operation_id="workloads_list", responses=WorkloadOutput(many=True))
+    def get(self, request, org_slug: str, project_slug: str):
+        project = _project(request, org_slug, project_slug)
+        return list_response(
+            view=self,
+            queryset=selectors.workload_list(caller=caller_of(request), project=project),
+            serializer_class=WorkloadOutput,
+        )
+
+    @extend_schema(
+        operation_id="workloads_submit",
+        request=WorkloadSubmitInput,
+        responses={201: WorkloadOutput},
+    )
+    def post(self, request, org_slug: str, project_slug: str):
+        project = _project(request, org_slug, project_slug)
+        serializer = WorkloadSubmitInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        workload = services.workload_submit(
+            caller=caller_of(request),
+            project=project,
+            request=services.WorkloadRequest(**serializer.to_request_fields()),
+        )
+        workload = selectors.workload_get(
+            caller=caller_of(request), project=project, name=workload.name
+        )
+        return Response(WorkloadOutput(workload).data, status=status.HTTP_201_CREATED)
+
+
+class WorkloadDetailApi(APIView):
+    @extend_schema(operation_id="workloads_retrieve", responses=WorkloadOutput)
+    def get(self, request, org_slug: str, project_slug: str, name: str):
+        project = _project(request, org_slug, project_slug)
+        workload = selectors.workload_get(caller=caller_of(request), project=project, name=name)
+        return Response(WorkloadOutput(workload).data)
+
+
+class WorkloadCancelApi(APIView):
+    @extend_schema(operation_id="workloads_cancel", request=None, responses=WorkloadOutput)
+    def post(self, request, org_slug: str, project_slug: str, name: str):
+        caller = caller_of(request)
+        project = _project(request, org_slug, project_slug)
+        workload = selectors.workload_get(caller=caller, project=project, name=name)
+        services.workload_cancel(caller=caller, workload=workload)
+        workload = selectors.workload_get(caller=caller, project=project, name=name)
+        return Response(WorkloadOutput(workload).data)
+
+
+class WorkloadEventListApi(APIView):
+    @extend_schema(operation_id="workload_events_list", responses=WorkloadEventOutput(many=True))
+    def get(self, request, org_slug: str, project_slug: str, name: str):
+        project = _project(request, org_slug, project_slug)
+        workload = selectors.workload_get(caller=caller_of(request), project=project, name=name)
+        return Response(
+            WorkloadEventOutput(selectors.workload_events(workload=workload), many=True).data
+        )

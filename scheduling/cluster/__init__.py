@@ -1,0 +1,20 @@
+"""Cluster backends: `simulated` (the default) or `kubernetes`, chosen by PORTAL_CLUSTER."""
+
+from pathlib import Path
+
+from django.conf import settings
+
+from .base import ClusterBackend, ClusterError
+
+
+def get_backend() -> ClusterBackend:
+    if settings.PORTAL_CLUSTER == "kubernetes":
+        from .kubernetes import KubernetesBackend
+
+        return KubernetesBackend.from_environment(prometheus_url=settings.PORTAL_PROMETHEUS_URL)
+    from .simulated import SimulatedBackend
+
+    return SimulatedBackend(description_path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+
+
+__all__ = ["ClusterBackend", "ClusterError", "get_backend"]

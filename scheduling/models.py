@@ -1,0 +1,376 @@
+"""GPU inventory, quotas, priority tiers and workloads, with their placements and timeline."""
+
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from tenants.models import Organization, Project, slug_validator
+
+gpu_class_name_validator = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9.-]{0,39}$",
+    "Letters, digits, dots and hyphens, e.g. H100-80GB.",
+)
+mig_profile_validator = RegexValidator(
+    r"^mig-[1-7]g\.[0-9]+gb$", "A MIG profile, e.g. mig-1g.10gb."
+)
+
+
+class GpuClass(models.Model):
+    """A kind of GPU as the portal sells it; maps the product names drivers report."""
+
+    name = models.CharField(max_length=40, unique=True, validators=[gpu_class_name_validator])
+    memory_gib = models.PositiveIntegerField()
+    # The `nvidia.com/gpu.product` values of GPU Feature Discovery that are this class:
+    # driver versions name the same card differently, so operators keep this list.
+    products = models.JSONField(default=list, blank=True)
+    mig_profiles = models.JSONField(default=list, blank=True)
+    resource_name = models.CharField(max_length=100, default="nvidia.com/gpu")
+    # Time-sliced sharing exposes a separate resource (device plugin `renameByDefault`).
+    shared_resource_name = models.CharField(max_length=100, default="nvidia.com/gpu.shared")
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "GPU classes"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class NodePool(models.Model):
+    class Purpose(models.TextChoices):
+        TRAINING = "training", "Training"
+        INFERENCE = "inference", "Inference"
+        DEV = "dev", "Development"
+
+    name = models.CharField(max_length=40, unique=True, validators=[slug_validator])
+    gpu_class = models.ForeignKey(GpuClass, on_delete=models.PROTECT, related_name="pools")
+    purpose = models.CharField(max_length=16, choices=Purpose.choices)
+    labels = models.JSONField(default=dict, blank=True)
+    taint_key = models.CharField(max_length=100, default="nvidia.com/gpu", blank=True)
+    taint_value = models.CharField(max_length=63, default="present", blank=True)
+    taint_effect = models.CharField(
+        max_length=20,
+        default="NoSchedule",
+        choices=[(e, e) for e in ("NoSchedule", "PreferNoSchedule", "NoExecute")],
+    )
+    # Topology label keys of the pool's nodes, narrowest first (e.g. nvlink-domain, rack, block).
+    topology_keys = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Node(models.Model):
+    name = models.CharField(max_length=253, unique=True)
+    pool = models.ForeignKey(NodePool, on_delete=models.PROTECT, related_name="nodes")
+    gpu_count = models.PositiveSmallIntegerField(help_text="Whole GPUs (not split by MIG).")
+    mig_layout = models.JSONField(default=dict, blank=True, help_text="MIG instances by profile.")
+    cpu_milli = models.PositiveIntegerField()
+    memory_mib = models.PositiveBigIntegerField()
+    topology = models.JSONField(default=dict, blank=True)
+    labels = models.JSONField(default=dict, blank=True)
+    cordoned = models.BooleanField(default=False)
+    ready = models.BooleanField(default=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["pool__name", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PriorityTier(models.Model):
+    name = models.CharField(max_length=40, unique=True, validators=[slug_validator])
+    value = models.IntegerField(unique=True, help_text="Higher runs first.")
+    preemptible = models.BooleanField(default=True)
+    description = models.CharField(max_length=200, blank=True)
+    idle_warn_after = models.DurationField(null=True, blank=True)
+    idle_stop_after = models.DurationField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-value"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class QuotaGrant(models.Model):
+    """GPUs of one class for an organization, or for one of its projects."""
+
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="quota_grants"
+    )
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="quota_grants"
+    )
+    gpu_class = models.ForeignKey(GpuClass, on_delete=models.PROTECT, related_name="quota_grants")
+    guarantee = models.PositiveIntegerField(help_text="GPUs always available to the tenant.")
+    limit = models.PositiveIntegerField(help_text="Guarantee plus what may be borrowed.")
+    cohort = models.CharField(max_length=40, blank=True, help_text="Tenants that lend each other.")
+
+    class Meta:
+        ordering = ["organization__slug", "gpu_class__name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(limit__gte=models.F("guarantee")), name="quota_limit_ge_guarantee"
+            ),
+            models.UniqueConstraint(
+                fields=["organization", "gpu_class"],
+                condition=Q(project__isnull=True),
+                name="quota_organization_class_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["project", "gpu_class"],
+                condition=Q(project__isnull=False),
+                name="quota_project_class_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        scope = (
+            f"{self.organization.slug}/{self.project.slug}"
+            if self.project_id
+            else self.organization.slug
+        )
+        return f"{scope} {self.gpu_class}: {self.guarantee}/{self.limit}"
+
+
+class Workload(models.Model):
+    class Kind(models.TextChoices):
+        TRAINING = "training", "Training"
+        FINE_TUNING = "fine-tuning", "Fine-tuning"
+        BATCH_INFERENCE = "batch-inference", "Batch inference"
+        INFERENCE = "inference", "Inference service"
+        NOTEBOOK = "notebook", "Notebook"
+
+    class State(models.TextChoices):
+        PENDING = "Pending"
+        ADMITTED = "Admitted"
+        RUNNING = "Running"
+        SUCCEEDED = "Succeeded"
+        FAILED = "Failed"
+        PREEMPTED = "Preempted"
+        CANCELLED = "Cancelled"
+        EXPIRED = "Expired"
+
+    ACTIVE_STATES = (State.ADMITTED, State.RUNNING)
+    FINAL_STATES = (State.SUCCEEDED, State.FAILED, State.PREEMPTED, State.CANCELLED, State.EXPIRED)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="workloads")
+    name = models.CharField(max_length=40, validators=[slug_validator])
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    tier = models.ForeignKey(PriorityTier, on_delete=models.PROTECT, related_name="workloads")
+    # Acceptable GPU classes in order of preference; the engine takes the first that fits.
+    gpu_classes = models.JSONField(default=list, blank=True)
+    gpus = models.PositiveSmallIntegerField(default=0)
+    gpu_milli = models.PositiveSmallIntegerField(default=0, validators=[MaxValueValidator(999)])
+    mig_profile = models.CharField(max_length=20, blank=True, validators=[mig_profile_validator])
+    mig_count = models.PositiveSmallIntegerField(default=0)
+    replicas = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    min_replicas = models.PositiveSmallIntegerField(null=True, blank=True)
+    cpu_milli = models.PositiveIntegerField(default=1000)
+    memory_mib = models.PositiveIntegerField(default=4096)
+    required_topology = models.CharField(max_length=63, blank=True)
+    image = models.CharField(max_length=500)
+    command = models.JSONField(default=list, blank=True)
+    env = models.JSONField(default=dict, blank=True)
+    max_runtime = models.DurationField(null=True, blank=True)
+
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    status_reason = models.CharField(max_length=500, blank=True)
+    preemptible = models.BooleanField(default=True)
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="workloads"
+    )
+    submitted_at = models.DateTimeField(default=timezone.now)
+    admitted_at = models.DateTimeField(null=True, blank=True)
+    launched_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    gpu_class = models.ForeignKey(
+        GpuClass, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    borrowed = models.BooleanField(default=False)
+    # Why it waits, from the last scheduling cycle.
+    pending_code = models.CharField(max_length=32, blank=True)
+    pending_message = models.CharField(max_length=500, blank=True)
+    queue_position = models.PositiveIntegerField(null=True, blank=True)
+    estimated_start = models.DateTimeField(null=True, blank=True)
+    idle_since = models.DateTimeField(null=True, blank=True)
+    idle_warned_at = models.DateTimeField(null=True, blank=True)
+    preempted_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="victims"
+    )
+    # When its Kubernetes objects were deleted (None while they may exist).
+    objects_deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-submitted_at"]
+        indexes = [models.Index(fields=["state", "submitted_at"], name="workload_state_submitted")]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="workload_name_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project}/{self.name}"
+
+    @property
+    def object_name(self) -> str:
+        """The Kubernetes objects' name: the workload's name, unique in its namespace."""
+        return self.name
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in self.FINAL_STATES
+
+    @property
+    def expected_end(self):
+        if self.started_at and self.max_runtime:
+            return self.started_at + self.max_runtime
+        return None
+
+    @property
+    def runtime(self) -> timedelta | None:
+        if not self.started_at:
+            return None
+        return (self.finished_at or timezone.now()) - self.started_at
+
+
+class Placement(models.Model):
+    """One replica of a workload on one node, from admission until it releases its GPUs."""
+
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="placements")
+    replica = models.PositiveSmallIntegerField()
+    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="placements")
+    gpu_indices = models.JSONField(default=list, blank=True)
+    gpu_milli = models.PositiveSmallIntegerField(default=0)
+    mig_profile = models.CharField(max_length=20, blank=True)
+    mig_count = models.PositiveSmallIntegerField(default=0)
+    cpu_milli = models.PositiveIntegerField(default=0)
+    memory_mib = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["workload", "replica"]
+        indexes = [
+            models.Index(
+                fields=["node"], condition=Q(ended_at__isnull=True), name="placement_active_node"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workload} #{self.replica} on {self.node}"
+
+
+class WorkloadEvent(models.Model):
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField(default=timezone.now)
+    kind = models.CharField(max_length=32)
+    message = models.CharField(max_length=500)
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%H:%M:%S} {self.kind}: {self.message}"
+
+
+class ProvisioningRecord(models.Model):
+    """Whether the cluster holds what the portal wants for a project (or cluster-wide)."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+        REMOVED = "removed", "Removed"
+
+    project = models.OneToOneField(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="provisioning"
+    )
+    # The cluster-wide record (priority classes, node labels) has no project.
+    scope = models.CharField(max_length=16, default="project")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+    provisioned_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["scope"],
+                condition=Q(project__isnull=True),
+                name="provisioning_cluster_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project or 'cluster'}: {self.state}"
+
+
+class SchedulerState(models.Model):
+    """The one row the scheduling cycle writes first (it serialises cycles on SQLite, where
+    there are no advisory locks) and its last figures, for operators."""
+
+    last_cycle_at = models.DateTimeField(null=True, blank=True)
+    last_cycle_ms = models.FloatField(default=0)
+    last_admitted = models.PositiveIntegerField(default=0)
+    last_preempted = models.PositiveIntegerField(default=0)
+    last_pending = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"last cycle {self.last_cycle_at}: {self.last_cycle_ms:.0f} ms"
+
+
+# The simulated cluster: the embedded default keeps its objects in the database, so that the web
+# process and the workers see the same cluster.
+
+
+class SimulatedObject(models.Model):
+    api_version = models.CharField(max_length=64)
+    kind = models.CharField(max_length=64)
+    namespace = models.CharField(max_length=63, blank=True)
+    name = models.CharField(max_length=253)
+    manifest = models.JSONField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["kind", "namespace", "name"], name="simulated_object_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+class SimulatedNodeState(models.Model):
+    name = models.CharField(max_length=253, unique=True)
+    failed = models.BooleanField(default=False)
+    labels = models.JSONField(default=dict, blank=True)
+    taints = models.JSONField(default=list, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name}{' (failed)' if self.failed else ''}"
+
+
+class SimulatedClock(models.Model):
+    """How far tests (or the demo) have moved the simulated cluster's time forward."""
+
+    offset_seconds = models.FloatField(default=0)
+
+    def __str__(self) -> str:
+        return f"+{self.offset_seconds:g} s"

@@ -1,0 +1,59 @@
+"""Reads of scheduling data, scoped to the caller's organizations like every tenant read."""
+
+from django.db.models import Prefetch, QuerySet
+from django.http import Http404
+
+from tenants.models import Organization, Project
+from tenants.permissions import Action, Caller, authorize, organization_ids_visible_to
+
+from .models import GpuClass, Placement, PriorityTier, QuotaGrant, Workload, WorkloadEvent
+
+
+def workload_list(*, caller: Caller, project: Project) -> QuerySet[Workload]:
+    authorize(caller=caller, organization=project.organization, action=Action.WORKLOAD_VIEW)
+    return (
+        Workload.objects.filter(project=project)
+        .select_related("project__organization", "tier", "gpu_class", "submitted_by")
+        .prefetch_related(
+            Prefetch(
+                "placements",
+                queryset=Placement.objects.filter(ended_at__isnull=True).select_related("node"),
+                to_attr="active_placements",
+            )
+        )
+        .order_by("-submitted_at")
+    )
+
+
+def workload_get(*, caller: Caller, project: Project, name: str) -> Workload:
+    workload = workload_list(caller=caller, project=project).filter(name=name).first()
+    if workload is None:
+        raise Http404("No such workload.")
+    return workload
+
+
+def workload_events(*, workload: Workload) -> QuerySet[WorkloadEvent]:
+    """The timeline of a workload the caller already reached through `workload_get`."""
+    return workload.events.order_by("at", "id")
+
+
+def quota_list(*, caller: Caller, organization: Organization) -> QuerySet[QuotaGrant]:
+    authorize(caller=caller, organization=organization, action=Action.ORGANIZATION_VIEW)
+    return QuotaGrant.objects.filter(organization=organization).select_related(
+        "organization", "project", "gpu_class"
+    )
+
+
+def workloads_visible_to(*, caller: Caller) -> QuerySet[Workload]:
+    return Workload.objects.filter(
+        project__organization__in=organization_ids_visible_to(caller),
+        project__deleted_at__isnull=True,
+    )
+
+
+def gpu_class_list() -> QuerySet[GpuClass]:
+    return GpuClass.objects.order_by("name")
+
+
+def tier_list() -> QuerySet[PriorityTier]:
+    return PriorityTier.objects.order_by("-value")

@@ -1,0 +1,266 @@
+"""Conversions from the database to the plain data of the engine and of the cluster backends.
+
+`scheduling/services.py` is the only caller: it loads rows, converts them here, and hands the
+result to the engine (`scheduling.engine`) or to a backend (`scheduling.cluster`).
+"""
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from django.db.models import Q
+
+from tenants.models import Project
+
+from . import engine
+from .cluster.specs import NodeSpec, PoolSpec, ProjectSpec, TaintSpec, TierSpec, WorkloadSpec
+from .models import GpuClass, Node, NodePool, Placement, PriorityTier, QuotaGrant, Workload
+
+POOL_LABEL = "gpu-cloud.io/pool"
+MILLI_PER_GPU = engine.model.MILLI_PER_GPU
+
+
+# Cluster specs
+
+
+def pool_spec(pool: NodePool) -> PoolSpec:
+    taint = (
+        TaintSpec(key=pool.taint_key, value=pool.taint_value, effect=pool.taint_effect)
+        if pool.taint_key
+        else None
+    )
+    return PoolSpec(
+        name=pool.name,
+        gpu_class=pool.gpu_class.name,
+        purpose=pool.purpose,
+        labels=dict(pool.labels),
+        taint=taint,
+    )
+
+
+def node_spec(node: Node) -> NodeSpec:
+    return NodeSpec(name=node.name, pool=pool_spec(node.pool), topology=dict(node.topology))
+
+
+def tier_spec(tier: PriorityTier) -> TierSpec:
+    return TierSpec(
+        name=tier.name, value=tier.value, preemptible=tier.preemptible, description=tier.description
+    )
+
+
+def project_spec(project: Project) -> ProjectSpec:
+    """The namespace of a project, its GPU quota the sum of its organization's limits (or the
+    project's own grants where the operator set them)."""
+    grants = QuotaGrant.objects.filter(organization_id=project.organization_id).filter(
+        Q(project__isnull=True) | Q(project=project)
+    )
+    per_class: dict[int, QuotaGrant] = {}
+    for grant in grants.select_related("gpu_class"):
+        if grant.project_id or grant.gpu_class_id not in per_class:
+            per_class[grant.gpu_class_id] = grant
+    quota: dict[str, int] = defaultdict(int)
+    for grant in per_class.values():
+        quota[grant.gpu_class.resource_name] += grant.limit
+        quota[grant.gpu_class.shared_resource_name] += grant.limit
+        for profile in grant.gpu_class.mig_profiles:
+            # A MIG instance is at least 1/7 GPU: a limit of N GPUs allows 7N instances.
+            quota[f"nvidia.com/{profile}"] += grant.limit * engine.model.MIG_SLICES_PER_GPU
+    owner = project.organization.memberships.filter(role="owner").select_related("user").first()
+    return ProjectSpec(
+        organization=project.organization.slug,
+        project=project.slug,
+        namespace=project.namespace,
+        owner_email=owner.user.email if owner else "",
+        gpu_quota=dict(quota),
+    )
+
+
+def _gpu_resource(workload: Workload, gpu_class: GpuClass | None) -> tuple[str | None, int]:
+    if gpu_class is None:
+        return None, 0
+    if workload.gpus:
+        return gpu_class.resource_name, workload.gpus
+    if workload.gpu_milli:
+        return gpu_class.shared_resource_name, 1
+    if workload.mig_count:
+        return f"nvidia.com/{workload.mig_profile}", workload.mig_count
+    return None, 0
+
+
+def workload_spec(workload: Workload, *, nodes: Iterable[Node] = ()) -> WorkloadSpec:
+    nodes = list(nodes)
+    resource, count = _gpu_resource(workload, workload.gpu_class)
+    pool = nodes[0].pool if nodes else None
+    expires_at = (
+        workload.admitted_at + workload.max_runtime
+        if workload.admitted_at and workload.max_runtime
+        else None
+    )
+    return WorkloadSpec(
+        id=str(workload.pk),
+        name=workload.object_name,
+        namespace=workload.project.namespace,
+        kind=workload.kind,
+        organization=workload.project.organization.slug,
+        project=workload.project.slug,
+        owner=workload.submitted_by.email if workload.submitted_by else "",
+        tier=workload.tier.name,
+        image=workload.image,
+        command=tuple(workload.command),
+        env=dict(workload.env),
+        replicas=workload.replicas,
+        gpu_resource=resource,
+        gpu_count=count,
+        cpu=f"{workload.cpu_milli}m",
+        memory=f"{workload.memory_mib}Mi",
+        pool=pool_spec(pool) if pool else None,
+        nodes=tuple(sorted({node.name for node in nodes})),
+        max_runtime_seconds=int(workload.max_runtime.total_seconds())
+        if workload.max_runtime
+        else None,
+        expires_at=expires_at,
+    )
+
+
+# Engine snapshot
+
+
+def _engine_taint(pool: NodePool) -> tuple[engine.Taint, ...]:
+    if not pool.taint_key:
+        return ()
+    return (
+        engine.Taint(
+            key=pool.taint_key,
+            value=pool.taint_value,
+            effect=engine.TaintEffect(pool.taint_effect),
+        ),
+    )
+
+
+def engine_nodes(
+    nodes: Iterable[Node], active: Iterable[Placement]
+) -> tuple[engine.NodeState, ...]:
+    """Free capacity per node: its capacity less what active placements hold."""
+    used_by_node: dict[int, list[Placement]] = defaultdict(list)
+    for placement in active:
+        used_by_node[placement.node_id].append(placement)
+    states = []
+    for node in nodes:
+        gpu_free = [MILLI_PER_GPU] * node.gpu_count
+        mig_free = dict(node.mig_layout)
+        cpu, memory = node.cpu_milli, node.memory_mib
+        for placement in used_by_node[node.pk]:
+            for index in placement.gpu_indices:
+                if index < len(gpu_free):
+                    share = placement.gpu_milli or MILLI_PER_GPU
+                    gpu_free[index] = max(0, gpu_free[index] - share)
+            if placement.mig_profile:
+                mig_free[placement.mig_profile] = (
+                    mig_free.get(placement.mig_profile, 0) - placement.mig_count
+                )
+            cpu -= placement.cpu_milli
+            memory -= placement.memory_mib
+        states.append(
+            engine.NodeState(
+                name=node.name,
+                pool=node.pool.name,
+                gpu_class=node.pool.gpu_class.name,
+                gpu_free_milli=tuple(gpu_free),
+                cpu_free_milli=max(0, cpu),
+                memory_free_mib=max(0, memory),
+                mig_free=mig_free,
+                labels={**node.labels, **node.pool.labels, POOL_LABEL: node.pool.name},
+                taints=_engine_taint(node.pool),
+                topology=dict(node.topology),
+                cordoned=node.cordoned,
+            )
+        )
+    return tuple(states)
+
+
+def gpu_tolerations(pools: Iterable[NodePool]) -> tuple[engine.Toleration, ...]:
+    """What every GPU workload tolerates: the taints of the GPU pools (CPU-only work has none,
+    so it never lands on a GPU node)."""
+    seen = {}
+    for pool in pools:
+        for taint in _engine_taint(pool):
+            seen[(taint.key, taint.value, taint.effect)] = engine.Toleration(
+                key=taint.key,
+                operator=engine.TolerationOperator.EQUAL,
+                value=taint.value,
+                effect=taint.effect,
+            )
+    return tuple(seen.values())
+
+
+def engine_request(
+    workload: Workload, *, tolerations: tuple[engine.Toleration, ...]
+) -> engine.Request:
+    needs_gpu = bool(workload.gpus or workload.gpu_milli or workload.mig_count)
+    return engine.Request(
+        id=str(workload.pk),
+        tenant=workload.project.organization.slug,
+        project=workload.project.slug,
+        tier=workload.tier.value,
+        gpu_classes=tuple(workload.gpu_classes),
+        submitted_at=workload.submitted_at,
+        gpus=workload.gpus,
+        gpu_milli=workload.gpu_milli,
+        mig_profile=workload.mig_profile or None,
+        mig_count=workload.mig_count,
+        replicas=workload.replicas,
+        min_replicas=workload.min_replicas,
+        cpu_milli=workload.cpu_milli,
+        memory_mib=workload.memory_mib,
+        tolerations=tolerations if needs_gpu else (),
+        anti_affinity=workload.kind == Workload.Kind.INFERENCE,
+        required_topology=workload.required_topology or None,
+        max_runtime=workload.max_runtime,
+        preemptible=workload.preemptible,
+    )
+
+
+def engine_running(
+    workload: Workload, placements: list[Placement], *, tolerations
+) -> engine.RunningWorkload:
+    return engine.RunningWorkload(
+        request=engine_request(workload, tolerations=tolerations),
+        gpu_class=workload.gpu_class.name if workload.gpu_class else "",
+        placements=tuple(
+            engine.ReplicaPlacement(
+                node=p.node.name,
+                gpu_indices=tuple(p.gpu_indices),
+                gpu_milli=p.gpu_milli,
+                mig_profile=p.mig_profile or None,
+                mig_count=p.mig_count,
+                cpu_milli=p.cpu_milli,
+                memory_mib=p.memory_mib,
+            )
+            for p in placements
+        ),
+        started_at=workload.admitted_at or workload.submitted_at,
+        borrowed=workload.borrowed,
+    )
+
+
+def engine_quotas(grants: Iterable[QuotaGrant]) -> tuple[engine.Quota, ...]:
+    return tuple(
+        engine.Quota(
+            tenant=grant.organization.slug,
+            gpu_class=grant.gpu_class.name,
+            guarantee=grant.guarantee,
+            limit=grant.limit,
+            project=grant.project.slug if grant.project_id else None,
+            cohort=grant.cohort or None,
+        )
+        for grant in grants
+    )
+
+
+def topology_levels(pools: Iterable[NodePool]) -> tuple[str, ...]:
+    """Every pool's topology keys, narrowest first, each once."""
+    levels: list[str] = []
+    for pool in pools:
+        for key in pool.topology_keys:
+            if key not in levels:
+                levels.append(key)
+    return tuple(levels)

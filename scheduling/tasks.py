@@ -1,0 +1,61 @@
+"""Celery tasks of scheduling: each loads ids, takes the configured backend and calls the
+service of the same name. Cluster failures are retried with exponential backoff and jitter."""
+
+from celery import shared_task
+
+from . import services
+from .cluster import ClusterError, get_backend
+
+RETRY = {
+    "autoretry_for": (ClusterError,),
+    "retry_backoff": 2,
+    "retry_backoff_max": 300,
+    "retry_jitter": True,
+    "max_retries": 10,
+}
+
+
+@shared_task(**RETRY)
+def project_provision(project_id: str) -> str:
+    return services.project_provision(project_id=project_id, backend=get_backend()).state
+
+
+@shared_task(**RETRY)
+def project_deprovision(project_id: str) -> str:
+    return services.project_deprovision(project_id=project_id, backend=get_backend()).state
+
+
+@shared_task(**RETRY)
+def cluster_provision() -> str:
+    return services.cluster_provision(backend=get_backend()).state
+
+
+@shared_task(**RETRY)
+def inventory_sync() -> list[str]:
+    return services.inventory_sync(backend=get_backend())
+
+
+@shared_task
+def scheduling_cycle() -> dict:
+    result = services.scheduling_cycle_run()
+    return {"ran": result.ran, "admitted": len(result.admitted), "pending": result.pending}
+
+
+@shared_task(**RETRY)
+def workload_launch(workload_id: str) -> str:
+    return services.workload_launch(workload_id=workload_id, backend=get_backend()).state
+
+
+@shared_task(**RETRY)
+def workload_teardown(workload_id: str) -> None:
+    services.workload_teardown(workload_id=workload_id, backend=get_backend())
+
+
+@shared_task(**RETRY)
+def workloads_sync() -> int:
+    return services.workloads_sync(backend=get_backend())
+
+
+@shared_task(**RETRY)
+def idle_and_runtime_check() -> None:
+    services.idle_and_runtime_check(backend=get_backend())

@@ -1,0 +1,87 @@
+"""The demo's simulated cluster (deploy/clusters/demo.yaml: 8 DGX H100 in two racks, 2 A100 with
+MIG, 4 L4) with acme's quotas, and helpers that drive it the way the Celery tasks do."""
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from scheduling import clock, services
+from scheduling.cluster.simulated import SimulatedBackend
+from scheduling.models import GpuClass, QuotaGrant, Workload
+from tenants.permissions import Caller
+
+
+@pytest.fixture
+def backend(db):
+    return SimulatedBackend(description_path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+
+
+@pytest.fixture
+def cluster(backend):
+    services.cluster_catalog_load(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+    services.inventory_sync(backend=backend)
+    return backend
+
+
+@pytest.fixture
+def quotas(cluster, acme):
+    """acme may use every GPU of the demo cluster."""
+    for name, gpus in (("H100-80GB", 64), ("A100-80GB", 8), ("L4", 16)):
+        QuotaGrant.objects.create(
+            organization=acme, gpu_class=GpuClass.objects.get(name=name), guarantee=gpus, limit=gpus
+        )
+
+
+@pytest.fixture
+def submit(quotas, mia, ai_dev):
+    """Submit a workload to acme/ai-dev as mia; keyword arguments override the defaults."""
+
+    def make(name="train", user=None, project=None, **fields) -> Workload:
+        request = {
+            "kind": "training",
+            "tier": "training",
+            "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+            "gpu_classes": ("H100-80GB",),
+            "gpus": 8,
+            **fields,
+        }
+        return services.workload_submit(
+            caller=Caller(user=user or mia),
+            project=project or ai_dev,
+            request=services.WorkloadRequest(name=name, **request),
+        )
+
+    return make
+
+
+@pytest.fixture
+def cycle(cluster):
+    """One scheduling cycle, then what its tasks do: stop the preempted, launch the admitted."""
+
+    def run() -> services.CycleResult:
+        result = services.scheduling_cycle_run()
+        for workload_id in result.preempted:
+            services.workload_teardown(workload_id=workload_id, backend=cluster)
+        for workload_id in result.admitted:
+            services.workload_launch(workload_id=workload_id, backend=cluster)
+        return result
+
+    return run
+
+
+@pytest.fixture
+def advance(cluster):
+    """Move the simulated time forward, then follow the workloads like the beat tasks do."""
+
+    def run(seconds: float) -> None:
+        clock.advance(seconds=seconds)
+        services.workloads_sync(backend=cluster)
+        services.idle_and_runtime_check(backend=cluster)
+
+    return run
+
+
+def minutes(n: int) -> timedelta:
+    return timedelta(minutes=n)

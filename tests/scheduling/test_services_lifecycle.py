@@ -1,0 +1,91 @@
+import pytest
+
+from scheduling.models import Placement, SimulatedObject, Workload
+
+from .conftest import minutes
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_submitted_workload_waits_pending(submit):
+    assert submit().state == Workload.State.PENDING
+
+
+def test_the_cycle_admits_a_workload_onto_free_gpus(submit, cycle):
+    workload = submit(gpus=8, replicas=2)
+    cycle()
+    workload.refresh_from_db()
+    assert workload.state == Workload.State.ADMITTED
+    assert workload.gpu_class.name == "H100-80GB"
+    assert Placement.objects.filter(workload=workload, ended_at__isnull=True).count() == 2
+
+
+def test_an_admitted_training_gang_becomes_an_indexed_job_on_the_chosen_nodes(submit, cycle):
+    workload = submit(gpus=8, replicas=2)
+    cycle()
+    job = SimulatedObject.objects.get(kind="Job", namespace="acme-ai-dev", name=workload.name)
+    nodes = set(Placement.objects.filter(workload=workload).values_list("node__name", flat=True))
+    spec = job.manifest["spec"]
+    affinity = spec["template"]["spec"]["affinity"]["nodeAffinity"]
+    chosen = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    assert (spec["completions"], spec["parallelism"], spec["completionMode"]) == (2, 2, "Indexed")
+    assert set(chosen["matchExpressions"][0]["values"]) == nodes
+
+
+def test_a_launched_workload_runs_then_succeeds_and_releases_its_gpus(submit, cycle, advance):
+    workload = submit(env={"SIMULATED_RUNTIME_SECONDS": "120"})
+    cycle()
+    advance(10)
+    workload.refresh_from_db()
+    assert workload.state == Workload.State.RUNNING
+    advance(200)
+    workload.refresh_from_db()
+    assert workload.state == Workload.State.SUCCEEDED
+    assert not Placement.objects.filter(workload=workload, ended_at__isnull=True).exists()
+    assert not SimulatedObject.objects.filter(name=workload.name).exists()
+
+
+def test_a_failing_job_ends_failed_with_the_clusters_reason(submit, cycle, advance):
+    workload = submit(env={"SIMULATED_RUNTIME_SECONDS": "30", "SIMULATED_EXIT": "fail"})
+    cycle()
+    advance(60)
+    workload.refresh_from_db()
+    assert workload.state == Workload.State.FAILED
+    assert "BackoffLimitExceeded" in workload.status_reason
+
+
+def test_a_job_past_its_deadline_ends_expired(submit, cycle, advance):
+    workload = submit(max_runtime=minutes(5), env={"SIMULATED_RUNTIME_SECONDS": "3600"})
+    cycle()
+    advance(10)
+    advance(400)
+    workload.refresh_from_db()
+    assert workload.state == Workload.State.EXPIRED
+
+
+def test_a_request_beyond_free_capacity_waits_with_the_reason_and_numbers(submit, cycle):
+    submit(name="big", gpus=8, replicas=8)
+    waiting = submit(name="next", gpus=8, replicas=1)
+    cycle()
+    waiting.refresh_from_db()
+    assert waiting.state == Workload.State.PENDING
+    assert waiting.pending_code
+    assert any(ch.isdigit() for ch in waiting.pending_message)
+
+
+def test_a_runtime_check_stops_a_workload_past_its_max_runtime(submit, cycle, advance):
+    workload = submit(kind="inference", max_runtime=minutes(5), gpus=1, gpu_classes=("L4",))
+    cycle()
+    advance(10)
+    advance(400)
+    workload.refresh_from_db()
+    assert workload.state == Workload.State.EXPIRED
+    assert "maximum runtime" in workload.status_reason
+
+
+def test_cpu_only_work_never_lands_on_tainted_gpu_nodes(submit, cycle):
+    notebook = submit(kind="notebook", tier="dev", gpus=0, gpu_classes=())
+    cycle()
+    notebook.refresh_from_db()
+    assert notebook.state == Workload.State.PENDING
+    assert notebook.pending_code == "no_eligible_node"
