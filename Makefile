@@ -20,9 +20,10 @@ demo: install
 	$(BIN)/python manage.py seed_demo
 	$(MAKE) serve
 
-# The web server and a real Celery worker beside it; Ctrl-C stops both.
+# The web server and a real Celery worker (with beat: the scheduling cycle, status sync, idle
+# checks) beside it; Ctrl-C stops both.
 serve:
-	@$(BIN)/celery -A portal worker --loglevel=INFO --concurrency=2 & worker=$$!; \
+	@$(BIN)/celery -A portal worker --beat --loglevel=INFO --concurrency=2 & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	echo "Console: http://$(HOST):$(PORT)/   API docs: http://$(HOST):$(PORT)/api/docs/"; \
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)

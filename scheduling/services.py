@@ -199,7 +199,16 @@ def inventory_sync(*, backend: ClusterBackend) -> list[str]:
         placements__ended_at__isnull=True,
         placements__node__name__in=lost,
     ).distinct():
-        workload_requeue_after_node_loss(workload_id=workload.pk, backend=backend)
+        on_lost = sorted(
+            workload.placements.filter(ended_at__isnull=True, node__name__in=lost).values_list(
+                "node__name", flat=True
+            )
+        )
+        workload_requeue_after_node_loss(
+            workload_id=workload.pk,
+            backend=backend,
+            reason=f"Node {', '.join(on_lost)} is no longer ready.",
+        )
     return lost
 
 
@@ -711,16 +720,10 @@ def _requeue(workload: Workload, *, reason: str) -> None:
     event_record(workload, "requeued", reason)
 
 
-def workload_requeue_after_node_loss(*, workload_id, backend: ClusterBackend) -> None:
+def workload_requeue_after_node_loss(*, workload_id, backend: ClusterBackend, reason: str) -> None:
     """A node of the gang is gone: stop the whole gang and queue it again."""
-    workload = _workload_for_cluster(workload_id)
-    lost = sorted(
-        workload.placements.filter(ended_at__isnull=True, node__ready=False).values_list(
-            "node__name", flat=True
-        )
-    )
-    workload_objects_delete(workload_id=workload.pk, backend=backend)
-    _requeue(workload, reason=f"Node {', '.join(lost) or 'of the gang'} was lost; requeued.")
+    workload_objects_delete(workload_id=workload_id, backend=backend)
+    _requeue(Workload.objects.get(pk=workload_id), reason=f"{reason} The gang was requeued.")
 
 
 PHASE_STATES = {
@@ -747,7 +750,9 @@ def workload_sync(*, workload_id, backend: ClusterBackend) -> Workload:
             if updated:
                 event_record(workload, "running", f"{status.ready_replicas} replica(s) running.")
     elif status.phase == Phase.FAILED and status.reason == "NodeLost":
-        workload_requeue_after_node_loss(workload_id=workload.pk, backend=backend)
+        workload_requeue_after_node_loss(
+            workload_id=workload.pk, backend=backend, reason=status.message
+        )
     elif status.phase in (Phase.SUCCEEDED, Phase.FAILED, Phase.MISSING):
         if status.phase == Phase.SUCCEEDED:
             state, reason = Workload.State.SUCCEEDED, "Completed."

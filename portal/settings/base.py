@@ -188,7 +188,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Celery: JSON only, acknowledged after the task ran so a killed worker loses nothing.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://localhost//")
 if CELERY_BROKER_URL.startswith("filesystem"):
     # kombu's filesystem transport: a broker that needs no server, for the demo. It needs the
     # folder to exist before the first message.

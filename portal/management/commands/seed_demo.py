@@ -1,0 +1,133 @@
+"""Seed the demo: the simulated GPU cluster, organization "acme" with projects ai-dev and
+ai-prod, its GPU quotas, an owner, a member, an operator and a few workloads. Idempotent:
+running it again changes nothing and prints the same logins."""
+
+import os
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from scheduling import services as scheduling
+from scheduling.cluster import get_backend
+from scheduling.models import GpuClass, QuotaGrant, Workload
+from tenants import services
+from tenants.models import Organization, Project, Role
+from tenants.permissions import Caller
+
+DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "gpu-demo-2026")
+OPERATOR_EMAIL = "ops@example.com"
+OWNER_EMAIL = "alice@acme.example"
+MEMBER_EMAIL = "bob@acme.example"
+
+
+def _user(email: str, **extra):
+    existing = get_user_model().objects.filter(email__iexact=email).first()
+    return existing or services.user_create(email=email, password=DEMO_PASSWORD, **extra)
+
+
+class Command(BaseCommand):
+    help = "Create the demo organization, users and projects (idempotent)."
+
+    @transaction.atomic
+    def handle(self, *args, **options):
+        _user(OPERATOR_EMAIL, is_staff=True, is_superuser=True)
+        owner = _user(OWNER_EMAIL, first_name="Alice", last_name="Owner")
+        member = _user(MEMBER_EMAIL, first_name="Bob", last_name="Member")
+        owner_caller = Caller(user=owner)
+
+        acme = Organization.objects.filter(slug="acme").first() or services.organization_create(
+            caller=owner_caller, slug="acme", name="Acme AI", billing_email="billing@acme.example"
+        )
+        for slug, name in (("ai-dev", "AI development"), ("ai-prod", "AI production")):
+            if not Project.objects.filter(organization=acme, slug=slug).exists():
+                services.project_create(
+                    caller=owner_caller, organization=acme, slug=slug, name=name
+                )
+        if not acme.memberships.filter(user=member).exists():
+            invitation = services.member_invite(
+                caller=owner_caller, organization=acme, email=MEMBER_EMAIL, role=Role.MEMBER
+            )
+            services.invitation_accept(user=member, token=services.invitation_token(invitation))
+
+        self._cluster()
+        self._quotas(acme)
+        self._workloads(acme, member)
+
+        self.stdout.write(self.style.SUCCESS("Demo data ready. Sign in at /accounts/login/ with:"))
+        for email, what in (
+            (OWNER_EMAIL, "owner of acme"),
+            (MEMBER_EMAIL, "member of acme"),
+            (OPERATOR_EMAIL, "operator, /admin/"),
+        ):
+            self.stdout.write(f"  {email:<22} {DEMO_PASSWORD}   ({what})")
+
+    def _cluster(self):
+        backend = get_backend()
+        if settings.PORTAL_CLUSTER == "simulated":
+            scheduling.cluster_catalog_load(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+        scheduling.inventory_sync(backend=backend)
+        scheduling.cluster_provision(backend=backend)
+
+    def _quotas(self, acme):
+        for name, guarantee, limit in DEMO_QUOTAS:
+            gpu_class = GpuClass.objects.filter(name=name).first()
+            if gpu_class is not None:
+                QuotaGrant.objects.get_or_create(
+                    organization=acme,
+                    project=None,
+                    gpu_class=gpu_class,
+                    defaults={"guarantee": guarantee, "limit": limit, "cohort": "shared"},
+                )
+
+    def _workloads(self, acme, member):
+        project = Project.objects.get(organization=acme, slug="ai-dev", deleted_at__isnull=True)
+        for request in DEMO_WORKLOADS:
+            if not Workload.objects.filter(project=project, name=request.name).exists():
+                scheduling.workload_submit(
+                    caller=Caller(user=member), project=project, request=request
+                )
+
+
+DEMO_QUOTAS = [("H100-80GB", 32, 48), ("A100-80GB", 8, 8), ("L4", 8, 16)]
+DEMO_WORKLOADS = [
+    scheduling.WorkloadRequest(
+        name="llama-finetune",
+        kind="fine-tuning",
+        tier="training",
+        image="nvcr.io/nvidia/pytorch:25.01-py3",
+        command=("torchrun", "--nproc-per-node=8", "finetune.py"),
+        gpu_classes=("H100-80GB",),
+        gpus=8,
+        replicas=2,
+        cpu_milli=64000,
+        memory_mib=512 * 1024,
+        max_runtime=timedelta(hours=12),
+        env={"SIMULATED_RUNTIME_SECONDS": "900"},
+    ),
+    scheduling.WorkloadRequest(
+        name="resnet-eval",
+        kind="batch-inference",
+        tier="batch",
+        image="nvcr.io/nvidia/pytorch:25.01-py3",
+        command=("python", "eval.py"),
+        gpu_classes=("L4", "A100-80GB"),
+        gpus=1,
+        replicas=4,
+        max_runtime=timedelta(hours=2),
+        env={"SIMULATED_RUNTIME_SECONDS": "300"},
+    ),
+    scheduling.WorkloadRequest(
+        name="bob-notebook",
+        kind="notebook",
+        tier="dev",
+        image="jupyter/pytorch-notebook:latest",
+        gpu_classes=("A100-80GB",),
+        mig_profile="mig-1g.10gb",
+        mig_count=1,
+        gpus=0,
+    ),
+]

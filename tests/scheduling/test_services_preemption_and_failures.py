@@ -1,0 +1,169 @@
+import pytest
+
+from scheduling import services
+from scheduling.models import GpuClass, Node, Placement, QuotaGrant, SimulatedObject, Workload
+from tenants.permissions import Caller
+
+from ..factories import ProjectFactory
+from .conftest import minutes
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def full_h100(submit, cycle):
+    """Eight one-node training gangs fill all 64 H100 GPUs."""
+    workloads = [submit(name=f"fill-{n}", gpus=8) for n in range(8)]
+    cycle()
+    return workloads
+
+
+@pytest.fixture
+def globex_serving(globex, bruno, submit):
+    """globex, guaranteed 8 H100, starts a production inference service."""
+    QuotaGrant.objects.create(
+        organization=globex,
+        gpu_class=GpuClass.objects.get(name="H100-80GB"),
+        guarantee=8,
+        limit=8,
+    )
+    project = ProjectFactory(organization=globex, slug="web")
+    return lambda: submit(
+        name="serve",
+        user=bruno,
+        project=project,
+        kind="inference",
+        tier="inference-prod",
+        gpus=8,
+    )
+
+
+def test_a_higher_non_preemptible_tier_evicts_a_training_gang(full_h100, globex_serving, cycle):
+    serving = globex_serving()
+    cycle()
+    serving.refresh_from_db()
+    preempted = Workload.objects.filter(state=Workload.State.PREEMPTED)
+    assert serving.state == Workload.State.ADMITTED
+    assert preempted.count() == 1
+    assert preempted.get().preempted_by == serving
+
+
+def test_the_preempted_gang_releases_its_gpus_and_its_objects(full_h100, globex_serving, cycle):
+    globex_serving()
+    cycle()
+    victim = Workload.objects.get(state=Workload.State.PREEMPTED)
+    assert not Placement.objects.filter(workload=victim, ended_at__isnull=True).exists()
+    assert not SimulatedObject.objects.filter(name=victim.name).exists()
+
+
+def test_the_same_tier_never_preempts(full_h100, submit, cycle):
+    waiting = submit(name="late", gpus=8)
+    cycle()
+    waiting.refresh_from_db()
+    assert waiting.state == Workload.State.PENDING
+    assert not Workload.objects.filter(state=Workload.State.PREEMPTED).exists()
+
+
+def test_cancelling_a_running_workload_releases_its_gpus(submit, cycle, advance, mia):
+    workload = submit()
+    cycle()
+    advance(10)
+    services.workload_cancel(caller=Caller(user=mia), workload=workload)
+    workload.refresh_from_db()
+    assert workload.state == Workload.State.CANCELLED
+    assert not Placement.objects.filter(workload=workload, ended_at__isnull=True).exists()
+
+
+def test_a_member_cannot_cancel_someone_elses_workload(submit, adam, mia):
+    workload = submit(user=adam)
+    with pytest.raises(services.PermissionDenied):
+        services.workload_cancel(caller=Caller(user=mia), workload=workload)
+    workload.refresh_from_db()
+    assert workload.state == Workload.State.PENDING
+
+
+def test_cancelling_a_finished_workload_is_a_conflict(submit, mia):
+    workload = submit()
+    services.workload_cancel(caller=Caller(user=mia), workload=workload)
+    with pytest.raises(services.Conflict):
+        services.workload_cancel(caller=Caller(user=mia), workload=workload)
+
+
+def test_a_lost_node_requeues_the_whole_gang(submit, cycle, advance, cluster):
+    gang = submit(gpus=8, replicas=2)
+    cycle()
+    advance(10)
+    lost = Placement.objects.filter(workload=gang).first().node.name
+    cluster.node_fail(name=lost)
+    advance(5)
+    gang.refresh_from_db()
+    assert gang.state == Workload.State.PENDING
+    assert not Placement.objects.filter(workload=gang, ended_at__isnull=True).exists()
+    assert gang.events.filter(kind="requeued", message__contains=lost).exists()
+
+
+def test_a_requeued_gang_is_placed_again_away_from_the_lost_node(submit, cycle, advance, cluster):
+    gang = submit(gpus=8, replicas=2)
+    cycle()
+    lost = Placement.objects.filter(workload=gang).first().node.name
+    cluster.node_fail(name=lost)
+    services.inventory_sync(backend=cluster)
+    cycle()
+    gang.refresh_from_db()
+    nodes = set(gang.placements.filter(ended_at__isnull=True).values_list("node__name", flat=True))
+    assert gang.state == Workload.State.ADMITTED
+    assert lost not in nodes
+    assert not Node.objects.get(name=lost).ready
+
+
+def test_an_idle_notebook_is_warned_then_stopped(submit, cycle, advance):
+    notebook = submit(
+        name="nb",
+        kind="notebook",
+        tier="dev",
+        gpus=0,
+        mig_profile="mig-1g.10gb",
+        mig_count=1,
+        gpu_classes=("A100-80GB",),
+        env={"SIMULATED_GPU_UTIL": "0"},
+    )
+    cycle()
+    advance(10)
+    advance(minutes(31).total_seconds())
+    notebook.refresh_from_db()
+    assert notebook.events.filter(kind="idle_warning").exists()
+    assert notebook.state == Workload.State.RUNNING
+    advance(minutes(30).total_seconds())
+    notebook.refresh_from_db()
+    assert notebook.state == Workload.State.CANCELLED
+    assert "idle" in notebook.status_reason
+
+
+def test_a_busy_notebook_is_left_alone(submit, cycle, advance):
+    notebook = submit(
+        name="nb",
+        kind="notebook",
+        tier="dev",
+        gpus=0,
+        mig_profile="mig-1g.10gb",
+        mig_count=1,
+        gpu_classes=("A100-80GB",),
+        env={"SIMULATED_GPU_UTIL": "0.9"},
+    )
+    cycle()
+    advance(10)
+    advance(minutes(120).total_seconds())
+    notebook.refresh_from_db()
+    assert notebook.state == Workload.State.RUNNING
+    assert not notebook.events.filter(kind="idle_warning").exists()
+
+
+def test_draining_a_node_requeues_its_workloads_and_cordons_it(submit, cycle, advance):
+    workload = submit()
+    cycle()
+    node = Placement.objects.get(workload=workload).node
+    operator = Caller(user=type(workload.submitted_by).objects.create(username="op", is_staff=True))
+    services.node_drain(caller=operator, node=node)
+    workload.refresh_from_db()
+    node.refresh_from_db()
+    assert (workload.state, node.cordoned) == (Workload.State.PENDING, True)
