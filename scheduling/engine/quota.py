@@ -97,6 +97,29 @@ class QuotaLedger:
             )
         return QuotaVerdict(allowed=True, borrowed=True)
 
+    def most_replicas(self, *, request: Request, gpu_class: str) -> tuple[int, QuotaVerdict]:
+        """The most replicas of ``request``, at least its gang's minimum, allowed now, with
+        their verdict; or 0 with the verdict on the minimum.
+
+        Whatever a quota allows, it allows less of too, so a binary search between the
+        minimum and the full count finds the most.
+        """
+        verdict = self.check(request=request, gpu_class=gpu_class, replicas=request.replicas)
+        if verdict.allowed:
+            return request.replicas, verdict
+        low, high = request.smallest_gang, request.replicas - 1
+        if low < request.replicas:
+            verdict = self.check(request=request, gpu_class=gpu_class, replicas=low)
+        if not verdict.allowed:
+            return 0, verdict
+        while low < high:  # ``low`` replicas are allowed, ``high + 1`` are not
+            middle = (low + high + 1) // 2
+            if self.check(request=request, gpu_class=gpu_class, replicas=middle).allowed:
+                low = middle
+            else:
+                high = middle - 1
+        return low, self.check(request=request, gpu_class=gpu_class, replicas=low)
+
     def is_borrowing(self, *, tenant: str, gpu_class: str) -> bool:
         quota = self._tenant.get((tenant, gpu_class))
         used = self.tenant_usage[(tenant, gpu_class)]

@@ -314,30 +314,8 @@ class _Cycle:
         return first
 
     def _replicas_within_quota(self, request: Request, gpu_class: str) -> tuple[int, bool, str]:
-        """The most replicas (at least the gang's minimum) the quota allows now, whether they
-        borrow, and the quota's reason when not even the minimum is allowed.
-
-        A quota that allows some replicas allows fewer too, so a binary search between the
-        minimum and the full count finds the most."""
-
-        def check(count: int):
-            return self.ledger.check(request=request, gpu_class=gpu_class, replicas=count)
-
-        verdict = check(request.replicas)
-        if verdict.allowed:
-            return request.replicas, verdict.borrowed, ""
-        low, high = request.smallest_gang, request.replicas - 1
-        if low < request.replicas:
-            verdict = check(low)
-        if not verdict.allowed:
-            return 0, False, verdict.reason
-        while low < high:  # check(low) is allowed, check(high + 1) is not
-            middle = (low + high + 1) // 2
-            if check(middle).allowed:
-                low = middle
-            else:
-                high = middle - 1
-        return low, check(low).borrowed, ""
+        replicas, verdict = self.ledger.most_replicas(request=request, gpu_class=gpu_class)
+        return replicas, verdict.borrowed, verdict.reason
 
     def _admit_on(self, request: Request, demand: Demand, gpu_class: str) -> Admission | _Failure:
         eligible, reasons = self._eligible(request, gpu_class)

@@ -1,0 +1,55 @@
+"""Speed work must not change a decision: seeded cycles decide exactly as locked here.
+
+The fingerprints were taken with the engine of commit f977d0e, before the cycle caches of
+the scale benchmark: every admission and placement, preemption, pending reason with its
+sentence, queue position and estimate. A change that means to alter decisions (a policy,
+a rule) updates them, and says so in its commit; a speed-up never does.
+"""
+
+import pytest
+
+from bench.scheduler_scale import build
+from scheduling.engine import Policy, schedule
+
+from .builders import NOW
+from .scenarios import decisions_digest, mixed_cluster
+
+MIXED_LOCKED = [
+    (0, "fgd_small_first", "b5561c6cae5b6d4b"),
+    (1, "bestfit", "e3c7cf2866255da1"),
+    (2, "random", "827d5f3bfe3eb2b7"),
+    (3, "packing", "1edb2be7ab7af6ae"),
+    (4, "clustering", "d978137e36497f08"),
+    (5, "fgd", "6a6299fc4a2825e8"),
+    (6, "dotprod", "01deeb6590d23d26"),
+    (7, "fgd_small_first", "fb8d95230cda2210"),
+]
+
+# The scale benchmark's workload, a tenth of its size: 100 nodes, 1,000 pending gangs.
+BENCH_LOCKED = [(1, "b58daa16aee6b690"), (2, "672d962fe7f9bd74")]
+
+
+@pytest.mark.parametrize(("seed", "placement", "locked"), MIXED_LOCKED)
+def test_a_seeded_mixed_cycle_decides_as_locked(seed, placement, locked):
+    snapshot, pending, running = mixed_cluster(seed)
+    decisions = schedule(
+        snapshot=snapshot,
+        pending=pending,
+        running=running,
+        now=NOW,
+        policy=Policy(placement=placement, seed=seed),
+    )
+    assert decisions_digest(decisions) == locked
+
+
+@pytest.mark.parametrize(("seed", "locked"), BENCH_LOCKED)
+def test_a_seeded_benchmark_cycle_decides_as_locked(seed, locked):
+    snapshot, pending, running = build(nodes=100, pending=1_000, tenants=10, seed=seed)
+    decisions = schedule(
+        snapshot=snapshot,
+        pending=pending,
+        running=running,
+        now=NOW,
+        policy=Policy(placement="fgd_small_first", seed=seed),
+    )
+    assert decisions_digest(decisions) == locked
