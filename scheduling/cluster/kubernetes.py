@@ -112,7 +112,8 @@ def _contains(live: Any, desired: Any, *, quantities: bool = False) -> bool:
     defaults and fields of its own, which are not differences)."""
     if isinstance(desired, Mapping):
         return isinstance(live, Mapping) and all(
-            key in live and _contains(live[key], value, quantities=key in _QUANTITY_MAPS)
+            key in live
+            and _contains(live[key], value, quantities=quantities or key in _QUANTITY_MAPS)
             for key, value in desired.items()
         )
     if isinstance(desired, list):

@@ -1,0 +1,57 @@
+"""A `KubernetesBackend` talking to a local HTTP server that answers like the API server.
+
+Waits between retries are recorded instead of slept, with a seeded jitter, so the retry tests
+run instantly. Each test declares the requests it expects; after it, every one must have been
+made and nothing else.
+"""
+
+import random
+
+import pytest
+from kubernetes.client import Configuration
+
+from scheduling.cluster.kubernetes import KubernetesBackend
+
+MAX_ATTEMPTS = 4
+BASE_DELAY = 0.5
+READ_TIMEOUT = 0.2
+
+
+@pytest.fixture
+def delays() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def api_server(httpserver):
+    # Not 500: an unexpected request must fail the test, not be retried as a server error.
+    httpserver.no_handler_status_code = 418
+    yield httpserver
+    httpserver.check_assertions()
+    assert httpserver.ordered_handlers == [], "expected requests that never came"
+
+
+@pytest.fixture
+def backend(api_server, delays) -> KubernetesBackend:
+    return KubernetesBackend.from_configuration(
+        configuration=Configuration(host=api_server.url_for("/").rstrip("/")),
+        prometheus_url=api_server.url_for("/prometheus"),
+        request_timeout=(1.0, READ_TIMEOUT),
+        max_attempts=MAX_ATTEMPTS,
+        base_delay=BASE_DELAY,
+        sleep=delays.append,
+        rng=random.Random(2026),
+    )
+
+
+def status_body(*, code: int, reason: str, message: str) -> dict:
+    """A metav1.Status, as the API server answers errors."""
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
