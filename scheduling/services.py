@@ -154,7 +154,7 @@ def _quantity_mib(value: str) -> int:
 
 def inventory_sync(*, backend: ClusterBackend) -> list[str]:
     """Bring the Node table to what the cluster reports; requeue the gangs of lost nodes.
-    Returns the names of nodes that were lost in this sync."""
+    Returns the names of the lost nodes that still held workloads."""
     reported = backend.list_nodes()
     pools = list(NodePool.objects.select_related("gpu_class"))
     now = clock.now()
@@ -189,10 +189,12 @@ def inventory_sync(*, backend: ClusterBackend) -> list[str]:
                 },
             )
         Node.objects.exclude(name__in=seen).update(ready=False)
-    lost = list(
-        Node.objects.filter(ready=False, placements__ended_at__isnull=True)
-        .distinct()
-        .values_list("name", flat=True)
+    lost = sorted(
+        set(
+            Placement.objects.filter(ended_at__isnull=True, node__ready=False).values_list(
+                "node__name", flat=True
+            )
+        )
     )
     for workload in Workload.objects.filter(
         state__in=Workload.ACTIVE_STATES,

@@ -1,0 +1,158 @@
+import pytest
+
+from scheduling.models import Workload
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/organizations/acme/projects/ai-dev/workloads/"
+BODY = {
+    "name": "train-1",
+    "kind": "training",
+    "tier": "training",
+    "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+    "gpu_classes": ["H100-80GB"],
+    "gpus": 8,
+    "replicas": 2,
+    "max_runtime_seconds": 3600,
+}
+
+
+@pytest.fixture
+def ready(quotas, actors, ai_dev):
+    return actors
+
+
+@pytest.mark.parametrize(
+    ("caller", "status"),
+    [
+        ("owner", 201),
+        ("admin", 201),
+        ("member", 201),
+        ("viewer", 403),
+        ("foreign", 404),
+        ("outsider", 404),
+        ("anonymous", 401),
+    ],
+)
+def test_submitting_is_for_owners_admins_and_members(ready, api_as, caller, status):
+    client = api_as(None if caller == "anonymous" else ready[caller])
+    assert client.post(URL, BODY, format="json").status_code == status
+
+
+@pytest.mark.parametrize(
+    ("caller", "status"),
+    [
+        ("owner", 200),
+        ("admin", 200),
+        ("member", 200),
+        ("viewer", 200),
+        ("foreign", 404),
+        ("outsider", 404),
+        ("anonymous", 401),
+    ],
+)
+def test_every_member_reads_the_workloads_and_nobody_else(ready, submit, api_as, caller, status):
+    submit(name="train-1")
+    client = api_as(None if caller == "anonymous" else ready[caller])
+    assert client.get(f"{URL}train-1/").status_code == status
+
+
+@pytest.mark.parametrize(
+    ("caller", "status"),
+    [("owner", 200), ("admin", 200), ("member", 403), ("viewer", 403), ("foreign", 404)],
+)
+def test_cancelling_anothers_workload_is_for_owners_and_admins(
+    ready, submit, api_as, caller, status
+):
+    submit(name="train-1", user=ready["owner"])
+    response = api_as(ready[caller]).post(f"{URL}train-1/cancel/")
+    assert response.status_code == status
+
+
+def test_the_submitter_cancels_their_own_workload(ready, submit, api_as):
+    submit(name="train-1", user=ready["member"])
+    response = api_as(ready["member"]).post(f"{URL}train-1/cancel/")
+    assert (response.status_code, response.json()["state"]) == (200, "Cancelled")
+
+
+def test_a_submission_answers_the_pending_workload(ready, api_as):
+    body = api_as(ready["member"]).post(URL, BODY, format="json").json()
+    assert (body["state"], body["gpus"], body["replicas"]) == ("Pending", 8, 2)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"gpus": 0}, "gpus"),
+        ({"gpus": "eight"}, "gpus"),
+        ({"gpus": -1}, "gpus"),
+        ({"kind": "mining"}, "kind"),
+        ({"name": "Train_1"}, "name"),
+        ({"name": "x" * 41}, "name"),
+        ({"gpu_classes": ["TPU"]}, "gpu_classes"),
+        ({"gpu_classes": "H100-80GB"}, "gpu_classes"),
+        ({"replicas": 0}, "replicas"),
+        ({"replicas": 9}, "gpus"),
+        ({"gpu_milli": 1000}, "gpu_milli"),
+        ({"mig_profile": "1g"}, "mig_profile"),
+        ({"env": {"1BAD": "x"}}, "env"),
+        ({"env": ["A=1"]}, "env"),
+        ({"max_runtime_seconds": 5}, "max_runtime_seconds"),
+        ({"tier": "gold"}, "tier"),
+        ({"priority": 9}, "priority"),
+        ({"image": "i" * 501}, "image"),
+    ],
+)
+def test_invalid_input_is_a_400_naming_the_field_and_submits_nothing(ready, api_as, change, field):
+    response = api_as(ready["member"]).post(URL, {**BODY, **change}, format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json()["error"]["fields"]
+    assert not Workload.objects.exists()
+
+
+def test_the_list_filters_by_state(ready, submit, api_as):
+    submit(name="a")
+    submit(name="b")
+    Workload.objects.filter(name="b").update(state="Cancelled")
+    body = api_as(ready["viewer"]).get(URL, {"state": "Pending"}).json()
+    assert [w["name"] for w in body["results"]] == ["a"]
+
+
+def test_a_waiting_workload_shows_why_and_its_queue_position(ready, submit, cycle, api_as):
+    submit(name="big", gpus=8, replicas=8)
+    submit(name="next", gpus=8)
+    cycle()
+    pending = api_as(ready["member"]).get(f"{URL}next/").json()["pending"]
+    assert pending["code"] and pending["message"]
+    assert pending["queue_position"] >= 1
+
+
+def test_an_admitted_workload_shows_its_placements(ready, submit, cycle, api_as):
+    submit(name="train-1", gpus=8, replicas=2)
+    cycle()
+    body = api_as(ready["member"]).get(f"{URL}train-1/").json()
+    assert len(body["placements"]) == 2
+    assert all(len(p["gpu_indices"]) == 8 for p in body["placements"])
+
+
+def test_the_events_tell_the_workloads_story(ready, submit, cycle, api_as):
+    submit(name="train-1")
+    cycle()
+    kinds = [e["kind"] for e in api_as(ready["member"]).get(f"{URL}train-1/events/").json()]
+    assert kinds == ["submitted", "admitted", "launched"]
+
+
+def test_the_workload_list_takes_the_same_queries_for_many_rows(ready, submit, api_as):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = api_as(ready["member"])
+    submit(name="w0")
+    client.get(URL)
+    with CaptureQueriesContext(connection) as few:
+        client.get(URL)
+    for n in range(1, 6):
+        submit(name=f"w{n}")
+    with CaptureQueriesContext(connection) as many:
+        client.get(URL)
+    assert len(few) == len(many) == 8

@@ -1,0 +1,77 @@
+from datetime import timedelta
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+
+from scheduling.models import Workload
+
+pytestmark = pytest.mark.django_db
+
+
+def fields_of(error: ValidationError) -> set[str]:
+    return set(error.message_dict)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"gpus": 0}, "gpus"),
+        ({"gpu_classes": ("TPU-v5",)}, "gpu_classes"),
+        ({"tier": "platinum"}, "tier"),
+        ({"gpus": 8, "replicas": 9}, "gpus"),
+        ({"gpus": 9}, "gpus"),
+        ({"gpus": 1, "gpu_milli": 500}, "gpus"),
+        (
+            {
+                "gpus": 0,
+                "mig_profile": "mig-2g.20gb",
+                "mig_count": 1,
+                "gpu_classes": ("A100-80GB",),
+            },
+            "mig_profile",
+        ),
+        ({"required_topology": "galaxy"}, "required_topology"),
+        ({"image": ""}, "image"),
+    ],
+)
+def test_an_impossible_request_is_refused_naming_the_field(submit, overrides, field):
+    with pytest.raises(ValidationError) as error:
+        submit(**overrides)
+    assert field in fields_of(error.value)
+    assert not Workload.objects.exists()
+
+
+def test_a_request_beyond_the_quota_limit_names_the_limit(submit):
+    with pytest.raises(ValidationError) as error:
+        submit(gpus=8, replicas=9)
+    assert "64" in error.value.message_dict["gpus"][0]
+
+
+def test_a_second_workload_with_the_same_name_is_refused(submit):
+    submit(name="twice")
+    with pytest.raises(ValidationError) as error:
+        submit(name="twice")
+    assert fields_of(error.value) == {"name"}
+
+
+def test_a_viewer_cannot_submit(submit, vic):
+    with pytest.raises(PermissionDenied):
+        submit(user=vic)
+
+
+def test_a_submission_records_its_submitter_and_tier(submit, mia):
+    workload = submit(max_runtime=timedelta(hours=1))
+    assert (workload.submitted_by, workload.tier.name, workload.preemptible) == (
+        mia,
+        "training",
+        True,
+    )
+    assert workload.events.get().kind == "submitted"
+
+
+def test_a_fractional_gpu_request_is_accepted(submit, cycle):
+    workload = submit(kind="inference", gpus=0, gpu_milli=250, gpu_classes=("L4",))
+    cycle()
+    workload.refresh_from_db()
+    placement = workload.placements.get()
+    assert (workload.state, placement.gpu_milli, len(placement.gpu_indices)) == ("Admitted", 250, 1)
