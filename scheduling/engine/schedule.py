@@ -132,7 +132,7 @@ class _Cycle:
         self._release_cache: dict[str, tuple[int, list[RunningWorkload]]] = {}
         self._hopeless: set[tuple] = set()
         self._names: dict[int, set[str]] = {}
-        self._tier_cache: dict[str, tuple[int, list[int], list[RunningWorkload]]] = {}
+        self._evictable: dict[str, tuple[list[int], list[RunningWorkload]]] = {}
 
     def run(self, pending: Sequence[Request]) -> Decisions:
         shares = dominant_shares(
@@ -398,13 +398,21 @@ class _Cycle:
             return
         shape = self._shape(request, demand, replicas)
         saved = self.cluster.checkpoint()
+        # The search only probes counts above the largest that did not fit, so each probe
+        # releases from that one's cluster onwards instead of from the first release.
+        base_count, base = 0, saved
 
         def fits_after(count: int) -> tuple[ReplicaPlacement, ...] | None:
-            self.cluster.restore(saved)
-            for workload in releases[:count]:
+            nonlocal base_count, base
+            self.cluster.restore(base)
+            for workload in releases[base_count:count]:
                 for placement in workload.placements:
                     self.cluster.release(placement)
-            return self._place(request, shape, eligible)
+            released = self.cluster.checkpoint()
+            placements = self._place(request, shape, eligible)
+            if placements is None:
+                base_count, base = count, released
+            return placements
 
         low, high = 1, len(releases)
         if fits_after(high) is None:
@@ -454,10 +462,12 @@ class _Cycle:
         return None
 
     def _by_tier(self, gpu_class: str) -> tuple[list[int], list[RunningWorkload]]:
-        """Running work of a class that may still be evicted this cycle, lowest tier first
-        (cached until running work changes)."""
-        cached = self._tier_cache.get(gpu_class)
-        if cached is None or cached[0] != self._version:
+        """Running work of a class that may still be evicted this cycle, lowest tier first.
+
+        Admissions are protected from eviction, so this is the cycle's input work less what
+        was evicted: sorted once per class, then only ``_forget_evicted`` changes it."""
+        evictable = self._evictable.get(gpu_class)
+        if evictable is None:
             ordered = sorted(
                 (
                     w
@@ -466,9 +476,15 @@ class _Cycle:
                 ),
                 key=lambda w: (w.request.tier, w.request.id),
             )
-            cached = (self._version, [w.request.tier for w in ordered], ordered)
-            self._tier_cache[gpu_class] = cached
-        return cached[1], cached[2]
+            evictable = self._evictable[gpu_class] = ([w.request.tier for w in ordered], ordered)
+        return evictable
+
+    def _forget_evicted(self, workload: RunningWorkload) -> None:
+        tiers, ordered = self._evictable.get(workload.gpu_class, ([], []))
+        for position, candidate in enumerate(ordered):
+            if candidate is workload:
+                del tiers[position], ordered[position]
+                return
 
     def _preempt_for(self, request: Request, demand: Demand, gpu_class: str) -> Admission | None:
         tiers, workloads = self._by_tier(gpu_class)
@@ -534,6 +550,7 @@ class _Cycle:
                 sign=-1,
             )
             del self.running[evicted.request.id]
+            self._forget_evicted(evicted)
             self._version += 1
             self.protected.add(evicted.request.id)
             self.preemptions.append(
