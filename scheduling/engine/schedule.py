@@ -61,8 +61,7 @@ class _Failure:
     gpu_class: str
 
 
-def task_type(request: Request) -> TaskType:
-    demand = Demand.of(request)
+def task_type(demand: Demand) -> TaskType:
     return TaskType(cpu_milli=demand.cpu_milli, gpus=demand.gpus, gpu_milli=demand.gpu_milli)
 
 
@@ -141,21 +140,23 @@ class _Cycle:
             weights=dict(self.snapshot.tenant_weights),
         )
         ordered = queue_order(pending=pending, shares=shares)
+        demands = [Demand.of(r) for r in ordered]
         workload = self.policy.target_workload or typical_workload(
-            [task_type(r) for r in ordered] + [task_type(w.request) for w in self.running.values()]
+            [task_type(d) for d in demands]
+            + [task_type(Demand.of(w.request)) for w in self.running.values()]
         )
         self.placement = make_policy(
             name=self.policy.placement, seed=self.policy.seed, workload=workload
         )
         admissions: list[Admission] = []
         failures: list[tuple[Request, _Failure]] = []
-        for request in ordered:
+        for request, demand in zip(ordered, demands, strict=True):
             errors = validate_request(request=request, quotas=self._tenant_quotas[request.tenant])
             if errors:
                 text = " ".join(m for messages in errors.values() for m in messages)
                 failures.append((request, _Failure(PendingCode.INVALID, text, "")))
                 continue
-            outcome = self._admit(request)
+            outcome = self._admit(request, demand)
             if isinstance(outcome, Admission):
                 admissions.append(outcome)
             else:
@@ -293,8 +294,7 @@ class _Cycle:
             self._capacity[demand] = capacity
         return capacity[among]
 
-    def _admit(self, request: Request) -> Admission | _Failure:
-        demand = Demand.of(request)
+    def _admit(self, request: Request, demand: Demand) -> Admission | _Failure:
         classes = request.gpu_classes if (demand.gpus or request.mig_count) else ("",)
         failures: list[_Failure] = []
         for gpu_class in classes:
