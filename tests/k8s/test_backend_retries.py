@@ -3,6 +3,7 @@ after the last try the error says it may succeed later."""
 
 import random
 import socket
+import threading
 import time
 
 import pytest
@@ -12,7 +13,7 @@ from werkzeug import Response
 from scheduling.cluster.base import ClusterError
 from scheduling.cluster.kubernetes import KubernetesBackend
 
-from .conftest import BASE_DELAY, MAX_ATTEMPTS, READ_TIMEOUT, status_body
+from .conftest import BASE_DELAY, MAX_ATTEMPTS, status_body
 
 NODES = "/api/v1/nodes"
 EMPTY_NODE_LIST = {"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": []}
@@ -60,11 +61,26 @@ def test_a_server_that_stays_unavailable_fails_retryable_after_the_last_attempt(
     assert all(0 <= delay <= cap for delay, cap in zip(delays, caps, strict=True))
 
 
-def test_a_server_slower_than_the_read_timeout_is_retried(api_server, backend, delays):
+def test_a_server_slower_than_the_read_timeout_is_retried(api_server, delays):
+    read_timeout = 0.2
+    slow_answer_sent = threading.Event()
+
     def too_slow(request):
-        time.sleep(READ_TIMEOUT * 2)
+        time.sleep(read_timeout * 2)
+        slow_answer_sent.set()
         return Response("{}", content_type="application/json")
 
+    def wait_for_the_server(delay: float) -> None:
+        # The test server answers one request at a time: retry once it is free again.
+        delays.append(delay)
+        slow_answer_sent.wait(timeout=5)
+
+    backend = KubernetesBackend.from_configuration(
+        configuration=Configuration(host=api_server.url_for("/").rstrip("/")),
+        request_timeout=(1.0, read_timeout),
+        sleep=wait_for_the_server,
+        rng=random.Random(1),
+    )
     api_server.expect_ordered_request(NODES, method="GET").respond_with_handler(too_slow)
     api_server.expect_ordered_request(NODES, method="GET").respond_with_json(EMPTY_NODE_LIST)
     assert backend.list_nodes() == []
