@@ -81,9 +81,11 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # The demo's web server, worker and beat share one SQLite file: wait for each other's
-    # writes instead of failing at once.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
+    # The demo's web server, worker and beat share one SQLite file: each transaction takes the
+    # write lock when it begins (no lock upgrade that could deadlock) and waits for the others.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 30, "transaction_mode": "IMMEDIATE"}
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {

@@ -23,9 +23,7 @@ def database_url() -> str:
     return f"postgres://{credentials}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
-@pytest.fixture
-def celery_worker(transactional_db, tmp_path):
-    """Start a worker; yield the folder it writes mail to; stop it."""
+def start_worker(tmp_path: Path, *, beat: bool) -> tuple[subprocess.Popen, Path]:
     app.control.purge()
     mail_dir = tmp_path / "mail"
     env = {
@@ -34,37 +32,58 @@ def celery_worker(transactional_db, tmp_path):
         "DATABASE_URL": database_url(),
         "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
         "EMAIL_FILE_PATH": str(mail_dir),
+        "PORTAL_CYCLE_SECONDS": "0.5",
     }
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "portal",
+        "worker",
+        "--pool=solo",
+        "--without-heartbeat",
+        "--without-gossip",
+        "--without-mingle",
+        "--loglevel=INFO",
+    ]
+    if beat:
+        command += ["--beat", "--schedule", str(tmp_path / "beat-schedule")]
     worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "portal",
-            "worker",
-            "--pool=solo",
-            "--without-heartbeat",
-            "--without-gossip",
-            "--without-mingle",
-            "--loglevel=INFO",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
+    return worker, mail_dir
+
+
+def stop_worker(worker: subprocess.Popen) -> None:
+    worker.terminate()
+    try:
+        output, _ = worker.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        output, _ = worker.communicate()
+    print(output)
+
+
+@pytest.fixture
+def celery_worker(transactional_db, tmp_path):
+    """A worker without beat; yields the folder it writes mail to."""
+    worker, mail_dir = start_worker(tmp_path, beat=False)
     try:
         yield mail_dir
     finally:
-        worker.terminate()
-        try:
-            output, _ = worker.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            output, _ = worker.communicate()
-        print(output)
+        stop_worker(worker)
+
+
+@pytest.fixture
+def celery_worker_with_beat(transactional_db, tmp_path):
+    """A worker that also runs the periodic tasks (scheduling cycle, status sync) twice a
+    second of real time."""
+    worker, _ = start_worker(tmp_path, beat=True)
+    try:
+        yield worker
+    finally:
+        stop_worker(worker)
 
 
 def wait_for(condition, *, timeout: float = 60.0, every: float = 0.2):

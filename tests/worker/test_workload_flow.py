@@ -1,0 +1,115 @@
+"""The workload lifecycle end to end: API, a real Celery worker with beat, the simulated
+cluster. The test moves the simulated clock; the worker does everything else."""
+
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from scheduling import clock, services
+from scheduling.cluster.simulated import SimulatedBackend
+from scheduling.models import GpuClass, ProvisioningRecord, QuotaGrant, SimulatedObject, Workload
+
+from ..factories import ProjectFactory
+from .conftest import wait_for
+
+pytestmark = pytest.mark.worker
+
+WORKLOADS = "/api/v1/organizations/acme/projects/vision/workloads/"
+
+
+@pytest.fixture
+def simulated(transactional_db, acme, globex):
+    backend = SimulatedBackend(description_path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+    services.cluster_catalog_load(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+    services.inventory_sync(backend=backend)
+    h100 = GpuClass.objects.get(name="H100-80GB")
+    QuotaGrant.objects.create(organization=acme, gpu_class=h100, guarantee=64, limit=64)
+    QuotaGrant.objects.create(organization=globex, gpu_class=h100, guarantee=8, limit=8)
+    return backend
+
+
+def state_of(name: str) -> str:
+    return Workload.objects.get(name=name).state
+
+
+def submit(client, name: str, **fields):
+    body = {
+        "name": name,
+        "kind": "training",
+        "tier": "training",
+        "image": "pytorch:latest",
+        "gpu_classes": ["H100-80GB"],
+        "gpus": 8,
+        **fields,
+    }
+    response = client.post(WORKLOADS, body, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def test_a_workload_goes_from_project_to_success_through_the_worker(
+    simulated, alice, api_as, celery_worker_with_beat
+):
+    client = api_as(alice)
+    assert (
+        client.post(
+            "/api/v1/organizations/acme/projects/",
+            {"slug": "vision", "name": "Vision"},
+            format="json",
+        ).status_code
+        == 201
+    )
+    wait_for(
+        lambda: ProvisioningRecord.objects.filter(
+            project__slug="vision", state=ProvisioningRecord.State.READY
+        ).exists()
+    )
+    submit(client, "train", replicas=2, env={"SIMULATED_RUNTIME_SECONDS": "60"})
+    wait_for(lambda: Workload.objects.filter(name="train", launched_at__isnull=False).exists())
+    clock.advance(seconds=10)
+    wait_for(lambda: state_of("train") == "Running")
+    clock.advance(seconds=120)
+    wait_for(lambda: state_of("train") == "Succeeded")
+    assert not SimulatedObject.objects.filter(kind="Job", name="train").exists()
+
+
+def test_preemption_cancel_and_node_failure_through_the_worker(
+    simulated, acme, alice, bruno, globex, api_as, celery_worker_with_beat
+):
+    ProjectFactory(organization=acme, slug="vision")
+    client = api_as(alice)
+    for n in range(8):
+        submit(client, f"fill-{n}", env={"SIMULATED_RUNTIME_SECONDS": "100000"})
+    wait_for(lambda: Workload.objects.filter(launched_at__isnull=False).count() == 8)
+
+    # A node fails: its gang goes back to the queue.
+    clock.advance(seconds=10)
+    wait_for(lambda: Workload.objects.filter(state="Running").count() == 8)
+    victim_node = Workload.objects.get(name="fill-0").placements.get(ended_at__isnull=True).node
+    simulated.node_fail(name=victim_node.name)
+    wait_for(lambda: Workload.objects.get(name="fill-0").events.filter(kind="requeued").exists())
+    simulated.node_recover(name=victim_node.name)
+
+    # A production service of another tenant evicts a training gang.
+    web = ProjectFactory(organization=globex, slug="web")
+    response = api_as(bruno).post(
+        f"/api/v1/organizations/globex/projects/{web.slug}/workloads/",
+        {
+            "name": "serve",
+            "kind": "inference",
+            "tier": "inference-prod",
+            "image": "triton:latest",
+            "gpu_classes": ["H100-80GB"],
+            "gpus": 8,
+        },
+        format="json",
+    )
+    assert response.status_code == 201
+    wait_for(lambda: Workload.objects.filter(state="Preempted").count() == 1)
+    wait_for(lambda: Workload.objects.filter(name="serve", launched_at__isnull=False).exists())
+
+    # The owner cancels a running gang; its objects go.
+    running = Workload.objects.filter(project__slug="vision", state="Running").first()
+    assert client.post(f"{WORKLOADS}{running.name}/cancel/").status_code == 200
+    wait_for(lambda: not SimulatedObject.objects.filter(kind="Job", name=running.name).exists())
