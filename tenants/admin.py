@@ -100,7 +100,15 @@ class MembershipAdmin(admin.ModelAdmin):
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
-    list_display = ["slug", "organization", "name", "namespace", "created_by", "created_at", "deleted_at"]
+    list_display = [
+        "slug",
+        "organization",
+        "name",
+        "namespace",
+        "created_by",
+        "created_at",
+        "deleted_at",
+    ]
     list_filter = ["created_at"]
     search_fields = ["slug", "name", "namespace", "organization__slug"]
     list_select_related = ["organization", "created_by"]

@@ -31,7 +31,9 @@ def organization_list(*, caller: Caller) -> QuerySet[Organization]:
         Organization.objects.filter(pk__in=organization_ids_visible_to(caller))
         .annotate(
             my_role=Subquery(role.values("role")[:1]),
-            project_count=Coalesce(_count_of(Project, organization=OuterRef("pk"), deleted_at__isnull=True), 0),
+            project_count=Coalesce(
+                _count_of(Project, organization=OuterRef("pk"), deleted_at__isnull=True), 0
+            ),
             member_count=Coalesce(_count_of(Membership, organization=OuterRef("pk")), 0),
         )
         .order_by("slug")
