@@ -24,6 +24,8 @@ _LABEL_NAMED_KINDS = frozenset({"Namespace", "Job"})
 _POD_TEMPLATE_KINDS = frozenset({"Job", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"})
 _NATIVE_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
 _EQUAL_REQUESTS_AND_LIMITS = ("cpu", "memory")
+# Priority values above this are reserved for system-node-critical and friends.
+MAX_USER_PRIORITY = 1_000_000_000
 
 
 def is_extended_resource(name: str) -> bool:
@@ -181,6 +183,10 @@ def manifest_problems(manifest: dict) -> list[str]:
         problems += _label_problems(where="spec.selector", labels=selector_labels)
     if kind == "ResourceQuota":
         problems += _quota_problems(hard=spec.get("hard") or {})
+    if kind == "PriorityClass":
+        value = manifest.get("value")
+        if not isinstance(value, int) or value > MAX_USER_PRIORITY:
+            problems.append(f"value {value!r} must be a whole number up to {MAX_USER_PRIORITY}")
     if kind == "Node":
         problems += _taint_problems(
             where="spec.taints", taints=spec.get("taints"), tolerations=False

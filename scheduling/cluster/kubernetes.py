@@ -165,10 +165,6 @@ def _annotation_set(annotations: Mapping, key: str) -> set[str]:
 
 def _node_inventory(node: Mapping) -> NodeInventory:
     metadata, spec, status = node["metadata"], node.get("spec") or {}, node.get("status") or {}
-    ready = any(
-        condition.get("type") == "Ready" and condition.get("status") == "True"
-        for condition in status.get("conditions") or []
-    )
     return NodeInventory(
         name=metadata["name"],
         labels=dict(metadata.get("labels") or {}),
@@ -178,7 +174,7 @@ def _node_inventory(node: Mapping) -> NodeInventory:
             for taint in spec.get("taints") or []
         ),
         unschedulable=bool(spec.get("unschedulable", False)),
-        ready=ready,
+        ready=_condition(status, "Ready") is not None,
     )
 
 
@@ -192,7 +188,7 @@ def _condition(status: Mapping, kind: str) -> Mapping | None:
 def _job_status(job: Mapping, nodes: tuple[str, ...]) -> WorkloadStatus:
     status = job.get("status") or {}
     ready = status.get("ready", 0)
-    if status.get("succeeded", 0) >= job["spec"].get("completions", 1):
+    if status.get("succeeded", 0) >= (job.get("spec") or {}).get("completions", 1):
         return WorkloadStatus(phase=Phase.SUCCEEDED, nodes=nodes)
     failed = _condition(status, "Failed")
     if failed is not None:

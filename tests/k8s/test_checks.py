@@ -171,3 +171,15 @@ def test_an_invalid_annotation_key_is_a_problem():
     namespace = copy.deepcopy(project_manifests(PROJECTS["whole GPUs"])[0])
     namespace["metadata"]["annotations"]["owner e-mail"] = "alice@acme.example"
     assert len(manifest_problems(namespace)) == 1
+
+
+def test_a_priority_above_the_range_reserved_for_users_is_a_problem():
+    priority_class = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "above-the-system"},
+        "value": 2_000_000_001,
+    }
+    assert manifest_problems(priority_class) == [
+        "value 2000000001 must be a whole number up to 1000000000"
+    ]
