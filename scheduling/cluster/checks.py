@@ -10,12 +10,10 @@ from decimal import Decimal, InvalidOperation
 
 from kubernetes.utils import parse_quantity
 
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
-_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
 # Names that become labels or hostnames (a Job's name is copied into its pods' `job-name`
 # label) are limited to 63 characters; a Service's name is also a DNS label and must start
@@ -45,7 +43,7 @@ def _name_problems(*, what: str, name: object, kind: str) -> list[str]:
         pattern, limit, rule = _DNS1123_LABEL, 63, "a DNS-1123 label"
     else:
         pattern, limit, rule = _DNS1123_SUBDOMAIN, 253, "a DNS-1123 subdomain"
-    if len(name) > limit or not pattern.match(name):
+    if len(name) > limit or not pattern.fullmatch(name):
         return [f"{what} {name!r} is not {rule} of at most {limit} characters"]
     return []
 
@@ -54,8 +52,8 @@ def _label_key_problems(*, where: str, key: object) -> list[str]:
     if not isinstance(key, str):
         return [f"{where}: key {key!r} is not a string"]
     prefix, _, name = key.rpartition("/")
-    valid_prefix = not prefix or (len(prefix) <= 253 and _DNS1123_SUBDOMAIN.match(prefix))
-    if not valid_prefix or len(name) > 63 or not _LABEL_NAME.match(name):
+    valid_prefix = not prefix or (len(prefix) <= 253 and _DNS1123_SUBDOMAIN.fullmatch(prefix))
+    if not valid_prefix or len(name) > 63 or not _LABEL_NAME.fullmatch(name):
         return [f"{where}: key {key!r} is not a valid qualified name"]
     return []
 
@@ -67,7 +65,7 @@ def _label_problems(*, where: str, labels: object) -> list[str]:
     for key, value in labels.items():
         problems += _label_key_problems(where=where, key=key)
         valid_value = isinstance(value, str) and (
-            value == "" or (len(value) <= 63 and _LABEL_NAME.match(value))
+            value == "" or (len(value) <= 63 and _LABEL_NAME.fullmatch(value))
         )
         if not valid_value:
             problems.append(f"{where}: value {value!r} of {key!r} is not a valid label value")

@@ -110,7 +110,9 @@ def test_a_toleration_without_an_effect_tolerates_all_effects(job):
     assert manifest_problems(job) == []
 
 
-@pytest.mark.parametrize("name", ["Training-42", "training_42", "-training", "training-", "a" * 64])
+@pytest.mark.parametrize(
+    "name", ["Training-42", "training_42", "-training", "training-", "training-42\n", "a" * 64]
+)
 def test_a_job_name_that_is_not_a_dns_label_is_a_problem(job, name):
     job["metadata"]["name"] = name
     assert manifest_problems(job) == [
