@@ -128,6 +128,9 @@ class _Cycle:
         self._settled_version = 0
         self._capacity: dict[Demand, np.ndarray] = {}
         self._free: dict[tuple[int, bool], FreeGpus] = {}
+        # Keyed by an array's id; the entry holds the array, so that id is never reused.
+        self._fitting: dict[tuple[Demand, bool, int], tuple[np.ndarray, int]] = {}
+        self._unshadowed: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         self._release_cache: dict[str, tuple[int, list[RunningWorkload]]] = {}
         self._hopeless: set[tuple] = set()
         self._names: dict[int, set[str]] = {}
@@ -283,6 +286,7 @@ class _Cycle:
             self._settled_version = self._version
             self._capacity.clear()
             self._free.clear()
+            self._fitting.clear()
 
     def _capacity_now(self, demand: Demand, among: np.ndarray) -> np.ndarray:
         """Replicas of ``demand`` each node of ``among`` takes on the settled cluster (not
@@ -293,6 +297,30 @@ class _Cycle:
             capacity = self.cluster.replica_capacity(demand=demand, among=self._all_nodes)
             self._capacity[demand] = capacity
         return capacity[among]
+
+    def _fits_at_once(self, shape: GangShape, among: np.ndarray) -> int:
+        """How many of the gang's replicas ``among`` takes at once on the settled cluster;
+        below the gang's minimum, ``place_gang`` would refuse it without touching anything."""
+        self._settled()
+        key = (shape.demand, shape.anti_affinity, id(among))
+        known = self._fitting.get(key)
+        if known is None or known[0] is not among:
+            capacity = gang_capacity(
+                cluster=self.cluster,
+                shape=shape,
+                among=among,
+                capacity=self._capacity_now(shape.demand, among),
+            )
+            known = self._fitting[key] = (among, int(capacity.sum()))
+        return known[1]
+
+    def _place_settled(
+        self, request: Request, shape: GangShape, among: np.ndarray
+    ) -> tuple[ReplicaPlacement, ...] | None:
+        """``_place`` on the settled cluster, skipping gangs that cannot fit at all."""
+        if self._fits_at_once(shape, among) < shape.min_replicas:
+            return None
+        return self._place(request, shape, among, capacity=self._capacity_now(shape.demand, among))
 
     def _admit(self, request: Request, demand: Demand) -> Admission | _Failure:
         classes = request.gpu_classes if (demand.gpus or request.mig_count) else ("",)
@@ -329,9 +357,7 @@ class _Cycle:
         need_gpus = shape.demand.gpus * replicas if not shape.demand.is_shared else 0
         among, reserved_note = self._outside_reservations(request, gpu_class, eligible, need_gpus)
         among, shadow = self._outside_shadow(request, gpu_class, among)
-        placements = self._place(
-            request, shape, among, capacity=self._capacity_now(shape.demand, among)
-        )
+        placements = self._place_settled(request, shape, among)
         if placements is None:
             return self._diagnose(request, gpu_class, shape, eligible, reserved_note, shadow)
         return self._record(request, gpu_class, placements, borrowed)
@@ -372,7 +398,12 @@ class _Cycle:
         runtime = request.max_runtime
         if runtime is not None and self.now + runtime <= shadow.starts_at:
             return among, None
-        return among[~shadow.held[among]], shadow
+        # The shadow of a class never changes, so its nodes are dropped once per array.
+        key = (gpu_class, id(among))
+        known = self._unshadowed.get(key)
+        if known is None or known[0] is not among:
+            known = self._unshadowed[key] = (among, among[~shadow.held[among]])
+        return known[1], shadow
 
     def _releases(self, gpu_class: str) -> list[RunningWorkload]:
         """Running work with a max runtime, in the order it will end."""
@@ -582,9 +613,7 @@ class _Cycle:
     ) -> _Failure:
         label = gpu_class or "CPU"
         if shadow is not None or reserved_note is not None:
-            unrestricted = self._place(
-                request, shape, eligible, capacity=self._capacity_now(shape.demand, eligible)
-            )
+            unrestricted = self._place_settled(request, shape, eligible)
             if unrestricted is not None:
                 for placement in unrestricted:
                     self.cluster.release(placement)
@@ -597,12 +626,7 @@ class _Cycle:
                         gpu_class,
                     )
                 return _Failure(PendingCode.RESERVATION, reserved_note or "", gpu_class)
-        capacity = self._capacity_now(shape.demand, eligible)
-        fitting = int(
-            gang_capacity(
-                cluster=self.cluster, shape=shape, among=eligible, capacity=capacity
-            ).sum()
-        )
+        fitting = self._fits_at_once(shape, eligible)
         # Eligible arrays live as long as the cycle, so their id names them.
         key = (id(eligible), shape.demand.is_shared)
         free = self._free.get(key)
