@@ -50,6 +50,8 @@ _WORKLOAD_API_VERSIONS = {"Job": "batch/v1", "Deployment": "apps/v1", "Pod": "v1
 _IMMUTABLE_SPEC_KINDS = frozenset({"Job", "Pod"})
 # Fields whose values the API server rewrites in canonical form ("2048Mi" comes back "2Gi").
 _QUANTITY_MAPS = frozenset({"requests", "limits", "hard", "default", "defaultRequest", "max"})
+# Maps the portal writes whole: a quota entry it dropped must go, not linger from before.
+_WHOLE_MAPS = frozenset({"hard"})
 _NOT_OWNED = frozenset({"apiVersion", "kind", "metadata", "status"})
 _CONFLICT_ATTEMPTS = 3
 _NODE_PAGE_SIZE = 500
@@ -107,13 +109,20 @@ def resource_path(*, api_version: str, kind: str, namespace: str | None, name: s
     return f"{path}/{name}" if name else path
 
 
-def _contains(live: Any, desired: Any, *, quantities: bool = False) -> bool:
+def _contains(live: Any, desired: Any, *, quantities: bool = False, whole: bool = False) -> bool:
     """Whether the live value already holds everything the desired one says (the server adds
-    defaults and fields of its own, which are not differences)."""
+    defaults and fields of its own, which are not differences, except in a whole map)."""
     if isinstance(desired, Mapping):
-        return isinstance(live, Mapping) and all(
+        if not isinstance(live, Mapping) or (whole and live.keys() != desired.keys()):
+            return False
+        return all(
             key in live
-            and _contains(live[key], value, quantities=quantities or key in _QUANTITY_MAPS)
+            and _contains(
+                live[key],
+                value,
+                quantities=quantities or key in _QUANTITY_MAPS,
+                whole=key in _WHOLE_MAPS,
+            )
             for key, value in desired.items()
         )
     if isinstance(desired, list):
@@ -146,7 +155,8 @@ def _merged(live: Any, desired: Any) -> Any:
     if isinstance(live, Mapping) and isinstance(desired, Mapping):
         merged = dict(live)
         for key, value in desired.items():
-            merged[key] = _merged(live.get(key), value)
+            whole = key in _WHOLE_MAPS
+            merged[key] = copy.deepcopy(value) if whole else _merged(live.get(key), value)
         return merged
     return copy.deepcopy(desired)
 

@@ -120,6 +120,23 @@ def test_quantities_the_server_wrote_in_canonical_form_are_not_differences(api_s
     backend.apply(limit_range)
 
 
+def test_a_quota_entry_the_project_no_longer_has_is_removed(api_server, backend):
+    quota = project_manifests(PROJECTS["whole GPUs"])[1]
+    live = _live(quota)
+    live["spec"]["hard"]["requests.nvidia.com/mig-1g.10gb"] = "14"
+    expected = copy.deepcopy(live)
+    expected["spec"]["hard"] = quota["spec"]["hard"]
+    path = "/api/v1/namespaces/acme-research/resourcequotas"
+    api_server.expect_ordered_request(path, method="POST").respond_with_json(
+        _already_exists("ResourceQuota", "gpu-quota"), status=409
+    )
+    api_server.expect_ordered_request(f"{path}/gpu-quota", method="GET").respond_with_json(live)
+    api_server.expect_ordered_request(
+        f"{path}/gpu-quota", method="PUT", json=expected
+    ).respond_with_json(expected)
+    backend.apply(quota)
+
+
 def test_a_job_whose_spec_differs_is_reported_since_kubernetes_cannot_change_it(
     api_server, backend, job
 ):
