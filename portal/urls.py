@@ -18,6 +18,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
     path("healthz", health, name="health"),
+    path("", include(("scheduling.urls", "workloads"), namespace="workloads")),
     path("", include(("tenants.urls", "console"), namespace="console")),
 ]
 

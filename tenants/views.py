@@ -1,14 +1,15 @@
 """The web console's tenancy pages: forms in, services called, messages out."""
 
-from collections.abc import Callable
 
 from allauth.account.adapter import get_adapter
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
+
+from portal.console import REFUSED, attempt, console_caller
 
 from . import selectors, services
 from .forms import (
@@ -18,39 +19,17 @@ from .forms import (
     RoleChangeForm,
     TokenIssueForm,
 )
-from .permissions import Action, Caller, role_allows
+from .permissions import Action, role_allows
 
-# What _attempt returns when the service refused.
-REFUSED = object()
 ISSUED_SECRET_KEY = "tenants.issued_token_secret"
-
-
-def _caller(request) -> Caller:
-    return Caller(user=request.user)
-
-
-def _attempt(request, form, write: Callable[[], object]):
-    """Run a service; put its refusal on the form or in a message. Its result, or REFUSED."""
-    try:
-        return write()
-    except ValidationError as error:
-        if form is not None and hasattr(error, "error_dict"):
-            for field, field_messages in error.message_dict.items():
-                for message in field_messages:
-                    form.add_error(field if field in form.fields else None, message)
-        else:
-            messages.error(request, " ".join(error.messages))
-    except (PermissionDenied, services.Conflict) as error:
-        messages.error(request, str(error))
-    return REFUSED
 
 
 @login_required
 def home(request):
-    caller = _caller(request)
+    caller = console_caller(request)
     form = OrganizationCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        organization = _attempt(
+        organization = attempt(
             request, form, lambda: services.organization_create(caller=caller, **form.cleaned_data)
         )
         if organization is not REFUSED:
@@ -65,14 +44,14 @@ def home(request):
 
 @login_required
 def organization_detail(request, org_slug: str):
-    caller = _caller(request)
+    caller = console_caller(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     role = organization.my_role
     project_form = ProjectCreateForm(request.POST if "create_project" in request.POST else None)
     invite_form = InvitationForm(request.POST if "invite" in request.POST else None)
     if request.method == "POST":
         if project_form.is_bound and project_form.is_valid():
-            project = _attempt(
+            project = attempt(
                 request,
                 project_form,
                 lambda: services.project_create(
@@ -83,7 +62,7 @@ def organization_detail(request, org_slug: str):
                 messages.success(request, f"Project {project.slug} created: {project.namespace}.")
                 return redirect("console:organization", org_slug=org_slug)
         if invite_form.is_bound and invite_form.is_valid():
-            invitation = _attempt(
+            invitation = attempt(
                 request,
                 invite_form,
                 lambda: services.member_invite(
@@ -117,11 +96,11 @@ def organization_detail(request, org_slug: str):
 
 @login_required
 def project_detail(request, org_slug: str, project_slug: str):
-    caller = _caller(request)
+    caller = console_caller(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     project = selectors.project_get(caller=caller, organization=organization, slug=project_slug)
     if request.method == "POST" and "delete" in request.POST:
-        deleted = _attempt(
+        deleted = attempt(
             request, None, lambda: services.project_delete(caller=caller, project=project)
         )
         if deleted is not REFUSED:
@@ -141,14 +120,14 @@ def project_detail(request, org_slug: str, project_slug: str):
 @login_required
 @require_POST
 def member_role(request, org_slug: str, member_id):
-    caller = _caller(request)
+    caller = console_caller(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     membership = selectors.member_get(
         caller=caller, organization=organization, membership_id=member_id
     )
     form = RoleChangeForm(request.POST)
     if form.is_valid():
-        changed = _attempt(
+        changed = attempt(
             request,
             None,
             lambda: services.member_role_change(
@@ -163,14 +142,14 @@ def member_role(request, org_slug: str, member_id):
 @login_required
 @require_POST
 def member_remove(request, org_slug: str, member_id):
-    caller = _caller(request)
+    caller = console_caller(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     membership = selectors.member_get(
         caller=caller, organization=organization, membership_id=member_id
     )
     leaving = membership.user_id == request.user.pk
 
-    removed = _attempt(
+    removed = attempt(
         request, None, lambda: services.member_remove(caller=caller, membership=membership)
     )
     if removed is not REFUSED:
@@ -184,12 +163,12 @@ def member_remove(request, org_slug: str, member_id):
 @login_required
 @require_POST
 def invitation_revoke(request, org_slug: str, invitation_id):
-    caller = _caller(request)
+    caller = console_caller(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     invitation = selectors.invitation_get(
         caller=caller, organization=organization, invitation_id=invitation_id
     )
-    revoked = _attempt(
+    revoked = attempt(
         request, None, lambda: services.invitation_revoke(caller=caller, invitation=invitation)
     )
     if revoked is not REFUSED:
@@ -199,11 +178,11 @@ def invitation_revoke(request, org_slug: str, invitation_id):
 
 @login_required
 def tokens(request, org_slug: str):
-    caller = _caller(request)
+    caller = console_caller(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     form = TokenIssueForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        issued = _attempt(
+        issued = attempt(
             request,
             form,
             lambda: services.token_issue(
@@ -230,10 +209,10 @@ def tokens(request, org_slug: str):
 @login_required
 @require_POST
 def token_revoke(request, org_slug: str, token_id):
-    caller = _caller(request)
+    caller = console_caller(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     token = selectors.token_get(caller=caller, organization=organization, token_id=token_id)
-    revoked = _attempt(request, None, lambda: services.token_revoke(caller=caller, token=token))
+    revoked = attempt(request, None, lambda: services.token_revoke(caller=caller, token=token))
     if revoked is not REFUSED:
         messages.success(request, f"Token {token.name} revoked.")
     return redirect("console:tokens", org_slug=org_slug)
@@ -241,7 +220,7 @@ def token_revoke(request, org_slug: str, token_id):
 
 @login_required
 def audit(request, org_slug: str):
-    caller = _caller(request)
+    caller = console_caller(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     events = selectors.audit_event_list(caller=caller, organization=organization)[:200]
     return render(request, "tenants/audit.html", {"organization": organization, "events": events})
@@ -264,7 +243,7 @@ def invitation(request, token: str):
             {"invitation": found, "next": reverse("console:invitation", kwargs={"token": token})},
         )
     if request.method == "POST":
-        membership = _attempt(
+        membership = attempt(
             request, None, lambda: services.invitation_accept(user=request.user, token=token)
         )
         if membership is not REFUSED:

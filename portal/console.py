@@ -1,0 +1,32 @@
+"""What every console view shares: who is calling, and running a service on a form's behalf."""
+
+from collections.abc import Callable
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+
+from tenants.permissions import Caller
+from tenants.services import Conflict
+
+# What `attempt` returns when the service refused.
+REFUSED = object()
+
+
+def console_caller(request) -> Caller:
+    return Caller(user=request.user)
+
+
+def attempt(request, form, write: Callable[[], object]):
+    """Run a service; put its refusal on the form or in a message. Its result, or REFUSED."""
+    try:
+        return write()
+    except ValidationError as error:
+        if form is not None and hasattr(error, "error_dict"):
+            for field, field_messages in error.message_dict.items():
+                for message in field_messages:
+                    form.add_error(field if field in form.fields else None, message)
+        else:
+            messages.error(request, " ".join(error.messages))
+    except (PermissionDenied, Conflict) as error:
+        messages.error(request, str(error))
+    return REFUSED

@@ -1,0 +1,87 @@
+import shlex
+from datetime import timedelta
+
+from django import forms
+
+from tenants.models import slug_validator
+
+from .models import GpuClass, PriorityTier, Workload
+from .services import WorkloadRequest
+
+
+class WorkloadSubmitForm(forms.Form):
+    name = forms.CharField(max_length=40, validators=[slug_validator])
+    kind = forms.ChoiceField(choices=Workload.Kind.choices)
+    tier = forms.ChoiceField(choices=(), initial="training")
+    image = forms.CharField(max_length=500, initial="nvcr.io/nvidia/pytorch:25.01-py3")
+    command = forms.CharField(
+        max_length=4000, required=False, help_text="As in a shell, e.g. torchrun train.py"
+    )
+    gpu_class = forms.ChoiceField(choices=(), required=False, label="GPU class")
+    fallback_gpu_class = forms.ChoiceField(
+        choices=(), required=False, label="Or else", help_text="Used when the first is full."
+    )
+    gpus = forms.IntegerField(min_value=0, max_value=64, initial=1, label="GPUs per replica")
+    gpu_milli = forms.IntegerField(
+        min_value=0, max_value=999, initial=0, label="Or a GPU share (milli-GPU)"
+    )
+    mig_profile = forms.CharField(max_length=20, required=False, label="Or a MIG profile")
+    mig_count = forms.IntegerField(min_value=0, max_value=56, initial=0, label="MIG instances")
+    replicas = forms.IntegerField(min_value=1, max_value=256, initial=1)
+    cpu_milli = forms.IntegerField(
+        min_value=100, max_value=1_000_000, initial=8000, label="CPU per replica (milli-cores)"
+    )
+    memory_mib = forms.IntegerField(
+        min_value=128, max_value=8_388_608, initial=32768, label="Memory per replica (MiB)"
+    )
+    max_runtime_minutes = forms.IntegerField(min_value=1, max_value=43200, required=False)
+    env = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="KEY=value per line"
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        tiers = [(t.name, f"{t.name} ({t.description})") for t in PriorityTier.objects.all()]
+        classes = [(c.name, c.name) for c in GpuClass.objects.order_by("name")]
+        self.fields["tier"].choices = tiers
+        self.fields["gpu_class"].choices = [("", "none (CPU only)"), *classes]
+        self.fields["fallback_gpu_class"].choices = [("", "no fallback"), *classes]
+
+    def clean_command(self) -> tuple[str, ...]:
+        try:
+            return tuple(shlex.split(self.cleaned_data["command"]))
+        except ValueError as error:
+            raise forms.ValidationError(f"Unbalanced quotes: {error}.") from error
+
+    def clean_env(self) -> dict[str, str]:
+        env = {}
+        for line in self.cleaned_data["env"].splitlines():
+            if not line.strip():
+                continue
+            key, sep, value = line.partition("=")
+            if not sep or not key.strip().isidentifier():
+                raise forms.ValidationError(f"Not KEY=value: {line!r}.")
+            env[key.strip()] = value
+        return env
+
+    def as_request(self) -> WorkloadRequest:
+        data = self.cleaned_data
+        classes = tuple(c for c in (data["gpu_class"], data["fallback_gpu_class"]) if c)
+        minutes = data["max_runtime_minutes"]
+        return WorkloadRequest(
+            name=data["name"],
+            kind=data["kind"],
+            tier=data["tier"],
+            image=data["image"],
+            command=data["command"],
+            gpu_classes=tuple(dict.fromkeys(classes)),
+            gpus=data["gpus"],
+            gpu_milli=data["gpu_milli"],
+            mig_profile=data["mig_profile"],
+            mig_count=data["mig_count"],
+            replicas=data["replicas"],
+            cpu_milli=data["cpu_milli"],
+            memory_mib=data["memory_mib"],
+            max_runtime=timedelta(minutes=minutes) if minutes else None,
+            env=data["env"],
+        )

@@ -1,0 +1,11 @@
+from django.urls import path
+
+from . import views
+
+workloads = "orgs/<slug:org_slug>/projects/<slug:project_slug>/workloads"
+
+urlpatterns = [
+    path(f"{workloads}/", views.workloads, name="list"),
+    path(f"{workloads}/<slug:name>/", views.workload_detail, name="detail"),
+    path(f"{workloads}/<slug:name>/cancel/", views.workload_cancel, name="cancel"),
+]

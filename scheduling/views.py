@@ -1,0 +1,89 @@
+"""The web console's workload pages: submit, follow, cancel."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from portal.console import REFUSED, attempt, console_caller
+from tenants import selectors as tenant_selectors
+from tenants.permissions import Action, role_allows
+
+from . import selectors, services
+from .forms import WorkloadSubmitForm
+from .models import ProvisioningRecord
+
+
+def _project(caller, org_slug: str, project_slug: str):
+    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    project = tenant_selectors.project_get(
+        caller=caller, organization=organization, slug=project_slug
+    )
+    return organization, project
+
+
+@login_required
+def workloads(request, org_slug: str, project_slug: str):
+    caller = console_caller(request)
+    organization, project = _project(caller, org_slug, project_slug)
+    form = WorkloadSubmitForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        workload = attempt(
+            request,
+            form,
+            lambda: services.workload_submit(
+                caller=caller, project=project, request=form.as_request()
+            ),
+        )
+        if workload is not REFUSED:
+            messages.success(request, f"Workload {workload.name} submitted; it is queued.")
+            return redirect("workloads:detail", org_slug, project_slug, workload.name)
+    provisioning = ProvisioningRecord.objects.filter(project=project).first()
+    return render(
+        request,
+        "scheduling/workloads.html",
+        {
+            "organization": organization,
+            "project": project,
+            "provisioning": provisioning,
+            "workloads": selectors.workload_list(caller=caller, project=project)[:200],
+            "form": form,
+            "can_submit": role_allows(organization.my_role, Action.WORKLOAD_SUBMIT),
+        },
+    )
+
+
+@login_required
+def workload_detail(request, org_slug: str, project_slug: str, name: str):
+    caller = console_caller(request)
+    organization, project = _project(caller, org_slug, project_slug)
+    workload = selectors.workload_get(caller=caller, project=project, name=name)
+    can_cancel = not workload.is_final and (
+        workload.submitted_by_id == request.user.pk
+        or role_allows(organization.my_role, Action.WORKLOAD_CANCEL_ANY)
+    )
+    return render(
+        request,
+        "scheduling/workload.html",
+        {
+            "organization": organization,
+            "project": project,
+            "workload": workload,
+            "events": selectors.workload_events(workload=workload),
+            "can_cancel": can_cancel,
+        },
+    )
+
+
+@login_required
+@require_POST
+def workload_cancel(request, org_slug: str, project_slug: str, name: str):
+    caller = console_caller(request)
+    _, project = _project(caller, org_slug, project_slug)
+    workload = selectors.workload_get(caller=caller, project=project, name=name)
+    cancelled = attempt(
+        request, None, lambda: services.workload_cancel(caller=caller, workload=workload)
+    )
+    if cancelled is not REFUSED:
+        messages.success(request, f"Workload {workload.name} cancelled; its GPUs are released.")
+    return redirect("workloads:detail", org_slug, project_slug, name)

@@ -1,0 +1,78 @@
+import pytest
+
+from scheduling.models import Workload
+
+pytestmark = pytest.mark.django_db
+
+PAGE = "/orgs/acme/projects/ai-dev/workloads/"
+FORM = {
+    "name": "train-1",
+    "kind": "training",
+    "tier": "training",
+    "image": "pytorch:latest",
+    "command": "torchrun --nproc-per-node=8 'train file.py'",
+    "gpu_class": "H100-80GB",
+    "fallback_gpu_class": "A100-80GB",
+    "gpus": "8",
+    "gpu_milli": "0",
+    "mig_count": "0",
+    "replicas": "2",
+    "cpu_milli": "8000",
+    "memory_mib": "32768",
+    "max_runtime_minutes": "60",
+    "env": "EPOCHS=3\nLR=0.1",
+}
+
+
+@pytest.fixture
+def signed_in(client, quotas, ai_dev):
+    def sign_in(user):
+        client.force_login(user)
+        return client
+
+    return sign_in
+
+
+def test_a_member_submits_a_workload_from_the_console(signed_in, mia):
+    response = signed_in(mia).post(PAGE, FORM)
+    workload = Workload.objects.get(name="train-1")
+    assert response.url == f"{PAGE}train-1/"
+    assert workload.command == ["torchrun", "--nproc-per-node=8", "train file.py"]
+    assert (workload.gpu_classes, workload.env) == (
+        ["H100-80GB", "A100-80GB"],
+        {"EPOCHS": "3", "LR": "0.1"},
+    )
+
+
+def test_a_request_beyond_the_quota_shows_the_error_on_the_form(signed_in, mia):
+    response = signed_in(mia).post(PAGE, {**FORM, "replicas": "9", "fallback_gpu_class": ""})
+    assert response.status_code == 200
+    assert "quota limit" in " ".join(response.context["form"].errors["gpus"])
+    assert not Workload.objects.exists()
+
+
+def test_a_viewer_sees_workloads_but_no_submit_form(signed_in, vic, submit):
+    submit(name="train-1")
+    page = signed_in(vic).get(PAGE).content.decode()
+    assert "train-1" in page
+    assert "Submit a workload" not in page
+
+
+def test_the_detail_page_says_why_a_workload_waits(signed_in, mia, submit, cycle):
+    submit(name="big", gpus=8, replicas=8)
+    submit(name="next")
+    cycle()
+    page = signed_in(mia).get(f"{PAGE}next/").content.decode()
+    assert "Waiting:" in page
+    assert Workload.objects.get(name="next").pending_message[:30] in page
+
+
+def test_the_submitter_cancels_from_the_detail_page(signed_in, mia, submit):
+    submit(name="train-1")
+    signed_in(mia).post(f"{PAGE}train-1/cancel/")
+    assert Workload.objects.get(name="train-1").state == "Cancelled"
+
+
+def test_another_tenant_gets_a_404_for_the_workload_pages(signed_in, bruno, submit):
+    submit(name="train-1")
+    assert signed_in(bruno).get(f"{PAGE}train-1/").status_code == 404
