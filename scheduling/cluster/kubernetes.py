@@ -58,6 +58,7 @@ _NODE_PAGE_SIZE = 500
 MANAGED_LABELS_ANNOTATION = f"{LABEL_PREFIX}/managed-labels"
 MANAGED_TAINTS_ANNOTATION = f"{LABEL_PREFIX}/managed-taints"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+NODE_LOST = "NodeLost"
 
 
 class _Refused(ClusterError):
@@ -243,6 +244,27 @@ def _pod_status(pod: Mapping, nodes: tuple[str, ...]) -> WorkloadStatus:
         message=message,
         ready_replicas=1 if _condition(status, "Ready") else 0,
         nodes=nodes,
+    )
+
+
+def _node_of(pod: Mapping) -> str:
+    return (pod.get("spec") or {}).get("nodeName") or ""
+
+
+def _is_live(pod: Mapping) -> bool:
+    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def _was_lost(pod: Mapping) -> bool:
+    """The control plane gave up on the pod's node: its kubelet stopped reporting (phase
+    Unknown), the node controller deleted the pod (reason NodeLost), or a NoExecute taint such
+    as node.kubernetes.io/unreachable evicted it."""
+    status = pod.get("status") or {}
+    evicted = _condition(status, "DisruptionTarget")
+    return (
+        status.get("phase") == "Unknown"
+        or status.get("reason") == NODE_LOST
+        or (evicted is not None and evicted.get("reason") == "DeletionByTaintManager")
     )
 
 
@@ -488,8 +510,9 @@ class KubernetesBackend:
         return patch
 
     def workload_status(self, *, kind: str, name: str, namespace: str) -> WorkloadStatus:
-        """Status of a workload's Job, Deployment or Pod, with the nodes its live pods are on
-        (so that the portal notices a lost node)."""
+        """Status of a workload's Job, Deployment or Pod, with the nodes its live pods are on.
+        A workload with pods on a lost node has failed with reason NodeLost (as in the
+        simulated cluster), whatever its Job says: the portal requeues it whole."""
         if kind not in _STATUS_READERS:
             raise ClusterError(f"{kind} is not a workload kind.")
         path = resource_path(
@@ -501,24 +524,25 @@ class KubernetesBackend:
             if error.status == 404:
                 return WorkloadStatus(phase=Phase.MISSING)
             raise
-        return _STATUS_READERS[kind](workload, self._pod_nodes(name=name, namespace=namespace))
-
-    def _pod_nodes(self, *, name: str, namespace: str) -> tuple[str, ...]:
-        pods = self._request(
-            "GET",
-            resource_path(api_version="v1", kind="Pod", namespace=namespace),
-            query=[("labelSelector", f"{WORKLOAD_LABEL}={name}")],
+        pods = (
+            self._request(
+                "GET",
+                resource_path(api_version="v1", kind="Pod", namespace=namespace),
+                query=[("labelSelector", f"{WORKLOAD_LABEL}={name}")],
+            ).get("items")
+            or []
         )
-        return tuple(
-            sorted(
-                {
-                    pod["spec"]["nodeName"]
-                    for pod in pods.get("items") or []
-                    if (pod.get("spec") or {}).get("nodeName")
-                    and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-                }
+        nodes = tuple(sorted({_node_of(pod) for pod in pods if _node_of(pod) and _is_live(pod)}))
+        status = _STATUS_READERS[kind](workload, nodes)
+        lost = sorted({_node_of(pod) for pod in pods if _node_of(pod) and _was_lost(pod)})
+        if lost and status.phase != Phase.SUCCEEDED:
+            return WorkloadStatus(
+                phase=Phase.FAILED,
+                reason=NODE_LOST,
+                message=f"Node {', '.join(lost)} stopped responding or evicted the pods.",
+                nodes=nodes,
             )
-        )
+        return status
 
     def gpu_utilization(self, *, namespace: str, workload: str) -> float | None:
         """Mean utilization from DCGM exporter metrics in Prometheus. A monitoring outage

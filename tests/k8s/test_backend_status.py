@@ -125,6 +125,44 @@ def test_a_pod_that_cannot_pull_its_image_is_pending_with_the_reason(api_server,
     )
 
 
+LOST_POD_STATUSES = {
+    "kubelet silent": {"phase": "Unknown"},
+    "deleted by the node controller": {"phase": "Running", "reason": "NodeLost"},
+    "evicted by the unreachable taint": {
+        "phase": "Failed",
+        "conditions": [
+            {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager"}
+        ],
+    },
+}
+
+
+@pytest.mark.parametrize("pod_status", LOST_POD_STATUSES.values(), ids=LOST_POD_STATUSES.keys())
+def test_a_gang_with_a_pod_on_a_lost_node_has_failed_for_the_lost_node(
+    api_server, backend, pod_status
+):
+    condition = {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}
+    job = _job(status={"active": 1, "failed": 1, "conditions": [condition]})
+    pods = [
+        _pod("training-42-0-abcde", node="dgx-h100-001", phase="Running"),
+        {**_pod("training-42-1-fghij", node="dgx-h100-002", phase=""), "status": pod_status},
+    ]
+    _expect(api_server, JOB, job, pods=pods, name="training-42")
+    status = backend.workload_status(kind="Job", name="training-42", namespace="acme-research")
+    assert (status.phase, status.reason) == (Phase.FAILED, "NodeLost")
+    assert "dgx-h100-002" in status.message
+
+
+def test_a_job_that_succeeded_before_its_node_was_lost_has_still_succeeded(api_server, backend):
+    lost = {
+        **_pod("training-42-1-fghij", node="dgx-h100-002", phase=""),
+        "status": {"phase": "Unknown"},
+    }
+    _expect(api_server, JOB, _job(status={"succeeded": 2}), pods=[lost], name="training-42")
+    status = backend.workload_status(kind="Job", name="training-42", namespace="acme-research")
+    assert status.phase == Phase.SUCCEEDED
+
+
 def test_a_workload_whose_object_is_gone_is_missing(api_server, backend):
     api_server.expect_ordered_request(JOB, method="GET").respond_with_json(
         status_body(code=404, reason="NotFound", message='jobs.batch "training-42" not found'),
