@@ -23,8 +23,8 @@ from kubernetes.utils import parse_quantity
 
 from .base import ClusterError
 from .checks import manifest_problems
-from .manifests import WORKLOAD_LABEL
-from .specs import LABEL_PREFIX, NodeInventory, Phase, TaintSpec, WorkloadStatus
+from .manifests import WORKLOAD_LABEL, workload_primary_object
+from .specs import LABEL_PREFIX, NodeInventory, Phase, TaintSpec, WorkloadKind, WorkloadStatus
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,10 @@ _RESOURCES = {
     "Job": ("jobs", True),
     "Deployment": ("deployments", True),
 }
-_WORKLOAD_API_VERSIONS = {"Job": "batch/v1", "Deployment": "apps/v1", "Pod": "v1"}
+_WORKLOAD_API_VERSIONS = {
+    kind: api_version
+    for api_version, kind in (workload_primary_object(kind=kind) for kind in WorkloadKind)
+}
 # Kubernetes refuses changes to these kinds' spec (a Job's template and selector, a Pod's
 # containers): a different spec cannot be reconciled, only replaced by delete and create.
 _IMMUTABLE_SPEC_KINDS = frozenset({"Job", "Pod"})
@@ -349,6 +352,7 @@ class KubernetesBackend:
                     header_params={"Accept": "application/json", "Content-Type": content_type},
                     body=body,
                     auth_settings=["BearerToken"],
+                    # Plain dicts, as sent: no generated model drops a field it does not know.
                     _preload_content=False,
                     _request_timeout=self.request_timeout,
                 )
