@@ -128,9 +128,11 @@ class _Cycle:
         self._settled_version = 0
         self._capacity: dict[Demand, np.ndarray] = {}
         self._free: dict[tuple[int, bool], FreeGpus] = {}
-        # Keyed by an array's id; the entry holds the array, so that id is never reused.
-        self._fitting: dict[tuple[Demand, bool, int], tuple[np.ndarray, int]] = {}
-        self._unshadowed: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._fitting: dict[tuple[Demand, bool, int], int] = {}
+        # Ids of the node sets the cycle keeps to its end (eligible nodes, and those less a
+        # shadow): only these ids are safe cache keys, as no other array can take them.
+        self._kept: set[int] = set()
+        self._unshadowed: dict[tuple[str, int], np.ndarray] = {}
         self._release_cache: dict[str, tuple[int, list[RunningWorkload]]] = {}
         self._hopeless: set[tuple] = set()
         self._names: dict[int, set[str]] = {}
@@ -193,6 +195,7 @@ class _Cycle:
                 elif not why.startswith("GPU class"):
                     reasons[why] += 1
             cached = self._eligible_cache[key] = (np.array(indices, dtype=np.int64), reasons)
+            self._kept.add(id(cached[0]))
         return cached
 
     def _preference(self, request: Request) -> np.ndarray | None:
@@ -303,16 +306,18 @@ class _Cycle:
         below the gang's minimum, ``place_gang`` would refuse it without touching anything."""
         self._settled()
         key = (shape.demand, shape.anti_affinity, id(among))
-        known = self._fitting.get(key)
-        if known is None or known[0] is not among:
+        fitting = self._fitting.get(key) if id(among) in self._kept else None
+        if fitting is None:
             capacity = gang_capacity(
                 cluster=self.cluster,
                 shape=shape,
                 among=among,
                 capacity=self._capacity_now(shape.demand, among),
             )
-            known = self._fitting[key] = (among, int(capacity.sum()))
-        return known[1]
+            fitting = int(capacity.sum())
+            if id(among) in self._kept:
+                self._fitting[key] = fitting
+        return fitting
 
     def _place_settled(
         self, request: Request, shape: GangShape, among: np.ndarray
@@ -398,12 +403,15 @@ class _Cycle:
         runtime = request.max_runtime
         if runtime is not None and self.now + runtime <= shadow.starts_at:
             return among, None
-        # The shadow of a class never changes, so its nodes are dropped once per array.
+        if id(among) not in self._kept:
+            return among[~shadow.held[among]], shadow
+        # The shadow of a class never changes, so a kept node set loses its nodes only once.
         key = (gpu_class, id(among))
-        known = self._unshadowed.get(key)
-        if known is None or known[0] is not among:
-            known = self._unshadowed[key] = (among, among[~shadow.held[among]])
-        return known[1], shadow
+        unshadowed = self._unshadowed.get(key)
+        if unshadowed is None:
+            unshadowed = self._unshadowed[key] = among[~shadow.held[among]]
+            self._kept.add(id(unshadowed))
+        return unshadowed, shadow
 
     def _releases(self, gpu_class: str) -> list[RunningWorkload]:
         """Running work with a max runtime, in the order it will end."""
