@@ -239,6 +239,16 @@ def _provisioning_result(record: ProvisioningRecord, *, error: ClusterError | No
         raise error
 
 
+def provisioning_give_up(project_id=None, *, reason: str) -> ProvisioningRecord:
+    """The cluster kept failing: record why, for the project's users and for operators."""
+    project = Project.objects.filter(pk=project_id).first() if project_id else None
+    record = _provisioning_record(project)
+    record.state = ProvisioningRecord.State.FAILED
+    record.error = f"Gave up after retries: {reason}"
+    record.save(update_fields=["state", "error", "updated_at"])
+    return record
+
+
 def _apply_all(backend: ClusterBackend, manifests: list[dict]) -> ClusterError | None:
     try:
         for manifest in manifests:
@@ -708,6 +718,21 @@ def workload_launch(*, workload_id, backend: ClusterBackend) -> Workload:
 
 def workload_teardown(*, workload_id, backend: ClusterBackend) -> None:
     workload_objects_delete(workload_id=workload_id, backend=backend)
+
+
+def workload_launch_give_up(workload_id, *, reason: str) -> None:
+    workload_finish(
+        workload_id=workload_id,
+        state=Workload.State.FAILED,
+        reason=f"Its objects could not be created in the cluster: {reason}",
+    )
+
+
+def workload_teardown_give_up(workload_id, *, reason: str) -> None:
+    """Its objects may still be in the cluster: tell the operator (its GPUs are released)."""
+    workload = Workload.objects.get(pk=workload_id)
+    event_record(workload, "teardown_failed", f"Its objects could not be deleted: {reason}")
+    logger.error("Teardown of workload %s failed for good: %s", workload_id, reason)
 
 
 @transaction.atomic

@@ -1,7 +1,10 @@
 """Celery tasks of scheduling: each loads ids, takes the configured backend and calls the
-service of the same name. Cluster failures are retried with exponential backoff and jitter."""
+service of the same name. Cluster failures are retried with exponential backoff and jitter; when
+the retries run out, the failure is recorded where users and operators see it."""
 
-from celery import shared_task
+from collections.abc import Callable
+
+from celery import Task, shared_task
 
 from . import services
 from .cluster import ClusterError, get_backend
@@ -15,17 +18,27 @@ RETRY = {
 }
 
 
-@shared_task(**RETRY)
+def cluster_task(give_up: Callable[..., object]):
+    """A retried task that calls `give_up(*args, reason=...)` once its retries are spent."""
+
+    class GivesUp(Task):
+        def on_failure(self, exc, task_id, args, kwargs, einfo):
+            give_up(*args, reason=str(exc))
+
+    return shared_task(base=GivesUp, **RETRY)
+
+
+@cluster_task(give_up=services.provisioning_give_up)
 def project_provision(project_id: str) -> str:
     return services.project_provision(project_id=project_id, backend=get_backend()).state
 
 
-@shared_task(**RETRY)
+@cluster_task(give_up=services.provisioning_give_up)
 def project_deprovision(project_id: str) -> str:
     return services.project_deprovision(project_id=project_id, backend=get_backend()).state
 
 
-@shared_task(**RETRY)
+@cluster_task(give_up=services.provisioning_give_up)
 def cluster_provision() -> str:
     return services.cluster_provision(backend=get_backend()).state
 
@@ -41,12 +54,12 @@ def scheduling_cycle() -> dict:
     return {"ran": result.ran, "admitted": len(result.admitted), "pending": result.pending}
 
 
-@shared_task(**RETRY)
+@cluster_task(give_up=services.workload_launch_give_up)
 def workload_launch(workload_id: str) -> str:
     return services.workload_launch(workload_id=workload_id, backend=get_backend()).state
 
 
-@shared_task(**RETRY)
+@cluster_task(give_up=services.workload_teardown_give_up)
 def workload_teardown(workload_id: str) -> None:
     services.workload_teardown(workload_id=workload_id, backend=get_backend())
 

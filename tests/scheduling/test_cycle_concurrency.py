@@ -1,0 +1,45 @@
+"""Cycles racing each other on PostgreSQL: the advisory lock lets one decide at a time."""
+
+import threading
+from collections import Counter
+
+import pytest
+from django.db import connection
+
+from scheduling import services
+from scheduling.models import Placement
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def postgresql_only():
+    if connection.vendor != "postgresql":
+        pytest.skip("advisory locks are PostgreSQL's; set DATABASE_URL (see README)")
+
+
+def test_concurrent_cycles_never_hand_out_a_gpu_twice(submit):
+    for n in range(12):
+        submit(name=f"w{n}", gpus=8)
+    barrier = threading.Barrier(3)
+    results = []
+
+    def run():
+        barrier.wait()
+        try:
+            results.append(services.scheduling_cycle_run())
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    used = Counter(
+        (p.node_id, index)
+        for p in Placement.objects.filter(ended_at__isnull=True)
+        for index in p.gpu_indices
+    )
+    assert max(used.values()) == 1
+    assert sum(len(r.admitted) for r in results) == 8

@@ -1,0 +1,44 @@
+"""Tasks delegate to services; once their retries are spent, the failure is recorded."""
+
+import pytest
+
+from scheduling import tasks
+from scheduling.cluster import ClusterError
+from scheduling.models import ProvisioningRecord, Workload
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_provisioning_task_provisions_through_the_service(cluster, quotas, ai_dev):
+    assert tasks.project_provision(str(ai_dev.pk)) == ProvisioningRecord.State.READY
+
+
+def test_the_cycle_task_reports_what_it_admitted(submit):
+    submit()
+    assert tasks.scheduling_cycle() == {"ran": True, "admitted": 1, "pending": 0}
+
+
+def test_provisioning_that_keeps_failing_is_marked_failed_with_the_reason(cluster, ai_dev):
+    error = ClusterError("503 Service Unavailable", status=503, retryable=True)
+    tasks.project_provision.on_failure(error, "task-id", (str(ai_dev.pk),), {}, None)
+    record = ProvisioningRecord.objects.get(project=ai_dev)
+    assert record.state == ProvisioningRecord.State.FAILED
+    assert "503 Service Unavailable" in record.error
+
+
+def test_a_launch_that_keeps_failing_fails_the_workload_and_frees_its_gpus(submit, cycle):
+    workload = submit()
+    cycle()
+    error = ClusterError("connection refused", retryable=True)
+    tasks.workload_launch.on_failure(error, "task-id", (str(workload.pk),), {}, None)
+    workload.refresh_from_db()
+    assert workload.state == Workload.State.FAILED
+    assert "connection refused" in workload.status_reason
+    assert not workload.placements.filter(ended_at__isnull=True).exists()
+
+
+def test_a_teardown_that_keeps_failing_is_shown_on_the_timeline(submit):
+    workload = submit()
+    error = ClusterError("timeout", retryable=True)
+    tasks.workload_teardown.on_failure(error, "task-id", (str(workload.pk),), {}, None)
+    assert workload.events.filter(kind="teardown_failed").exists()
