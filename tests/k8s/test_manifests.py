@@ -119,15 +119,17 @@ def test_the_network_policy_admits_only_pods_of_the_same_namespace():
     assert policy["egress"] == [{}]
 
 
+def test_a_priority_class_carries_the_tiers_name_value_and_description():
+    manifest = priority_class_manifest(TIERS[1])
+    assert (manifest["metadata"]["name"], manifest["value"], manifest["description"]) == (
+        "training",
+        10_000,
+        "Gangs and fine-tuning",
+    )
+
+
 def test_priority_classes_never_preempt_on_their_own():
-    manifests = [priority_class_manifest(tier) for tier in TIERS]
-    assert [(m["metadata"]["name"], m["value"]) for m in manifests] == [
-        ("inference-prod", 100_000),
-        ("training", 10_000),
-        ("dev", 100),
-    ]
-    assert {m["preemptionPolicy"] for m in manifests} == {"Never"}
-    assert manifests[1]["description"] == "Gangs and fine-tuning"
+    assert {priority_class_manifest(tier)["preemptionPolicy"] for tier in TIERS} == {"Never"}
 
 
 def test_node_labels_name_gpu_type_purpose_pool_pool_labels_and_topology_with_the_pools_taint():
