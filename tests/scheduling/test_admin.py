@@ -1,0 +1,71 @@
+import pytest
+
+from scheduling.models import Node, Workload
+
+from ..factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def operator_client(client):
+    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    return client
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "gpuclass",
+        "nodepool",
+        "node",
+        "prioritytier",
+        "quotagrant",
+        "workload",
+        "provisioningrecord",
+        "schedulerstate",
+        "simulatednodestate",
+    ],
+)
+def test_every_scheduling_model_has_an_operator_list(model, operator_client, submit):
+    assert operator_client.get(f"/admin/scheduling/{model}/").status_code == 200
+
+
+def test_a_workload_page_shows_its_placements_and_timeline(operator_client, submit, cycle):
+    workload = submit()
+    cycle()
+    page = operator_client.get(f"/admin/scheduling/workload/{workload.pk}/change/")
+    assert page.status_code == 200
+    assert b"dgx-h100" in page.content
+
+
+def test_draining_a_node_from_admin_requeues_its_workload(operator_client, submit, cycle):
+    workload = submit()
+    cycle()
+    node = workload.placements.get().node
+    operator_client.post(
+        "/admin/scheduling/node/", {"action": "drain", "_selected_action": [node.pk]}
+    )
+    workload.refresh_from_db()
+    assert (workload.state, Node.objects.get(pk=node.pk).cordoned) == ("Pending", True)
+
+
+def test_stopping_a_workload_from_admin_cancels_it(operator_client, submit):
+    workload = submit()
+    operator_client.post(
+        "/admin/scheduling/workload/", {"action": "stop", "_selected_action": [str(workload.pk)]}
+    )
+    workload.refresh_from_db()
+    assert workload.state == Workload.State.CANCELLED
+    assert "operator" in workload.status_reason
+
+
+def test_a_cordoned_node_receives_no_new_workload(operator_client, submit, cycle):
+    operator_client.post(
+        "/admin/scheduling/node/",
+        {"action": "cordon", "_selected_action": list(Node.objects.values_list("pk", flat=True))},
+    )
+    workload = submit()
+    cycle()
+    workload.refresh_from_db()
+    assert workload.state == Workload.State.PENDING
