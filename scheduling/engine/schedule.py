@@ -117,6 +117,12 @@ class _Cycle:
         self.domains = topology_domains(cluster=self.cluster, levels=snapshot.topology_levels)
         self.reservations = [r for r in snapshot.reservations if r.is_active(now=now)]
         self.pools = np.array([n.pool for n in self.cluster.nodes])
+        self._pool_names, self._pool_ids = np.unique(self.pools, return_inverse=True)
+        # GPU milli each tenant runs per (tenant, class, pool), for reservation owners' usage;
+        # kept up to date on admission and eviction.
+        self._pool_usage: Counter[tuple[str, str, str]] = Counter()
+        for workload in self.running.values():
+            self._count_pool_usage(workload, sign=1)
         self.shadows: dict[str, _Shadow] = {}
         self.protected: set[str] = set()  # admitted or evicted this cycle: not victims again
         self.preemptions: list[Preemption] = []
@@ -129,6 +135,7 @@ class _Cycle:
         self._capacity: dict[Demand, np.ndarray] = {}
         self._free: dict[tuple[int, bool], FreeGpus] = {}
         self._fitting: dict[tuple[Demand, bool, int], int] = {}
+        self._idle_pools: dict[int, dict[str, int]] = {}
         # Ids of the node sets the cycle keeps to its end (eligible nodes, and those less a
         # shadow): only these ids are safe cache keys, as no other array can take them.
         self._kept: set[int] = set()
@@ -222,13 +229,31 @@ class _Cycle:
         return {pool: milli // MILLI_PER_GPU for pool, milli in held.items() if milli}
 
     def _owner_usage(self, reservation: Reservation) -> int:
-        return sum(
-            p.gpu_milli * len(p.gpu_indices)
-            for w in self.running.values()
-            if w.request.tenant == reservation.tenant and w.gpu_class == reservation.gpu_class
-            for p in w.placements
-            if self.cluster.nodes[self.cluster.index[p.node]].pool == reservation.pool
-        )
+        return self._pool_usage[(reservation.tenant, reservation.gpu_class, reservation.pool)]
+
+    def _count_pool_usage(self, workload: RunningWorkload, *, sign: int) -> None:
+        for placement in workload.placements:
+            node = self.cluster.index.get(placement.node)
+            if node is not None:
+                key = (workload.request.tenant, workload.gpu_class, self.cluster.nodes[node].pool)
+                self._pool_usage[key] += sign * placement.gpu_milli * len(placement.gpu_indices)
+
+    def _idle_by_pool(self, among: np.ndarray) -> dict[str, int]:
+        """Idle whole GPUs of the nodes ``among`` per pool, on the settled cluster."""
+        self._settled()
+        kept = id(among) in self._kept
+        idle = self._idle_pools.get(id(among)) if kept else None
+        if idle is None:
+            per_node = (self.cluster.gpu_free[among] >= MILLI_PER_GPU).sum(axis=1)
+            counts = np.bincount(
+                self._pool_ids[among], weights=per_node, minlength=len(self._pool_names)
+            )
+            idle = {
+                str(pool): int(count) for pool, count in zip(self._pool_names, counts, strict=True)
+            }
+            if kept:
+                self._idle_pools[id(among)] = idle
+        return idle
 
     def _outside_reservations(
         self, request: Request, gpu_class: str, among: np.ndarray, need_gpus: int
@@ -237,12 +262,8 @@ class _Cycle:
         if request.preemptible:
             return among, None
         held = self._reserved_for_others(request, gpu_class)
-        blocked = []
-        for pool, gpus in held.items():
-            in_pool = among[self.pools[among] == pool]
-            idle = int((self.cluster.gpu_free[in_pool] >= MILLI_PER_GPU).sum())
-            if idle - need_gpus < gpus:
-                blocked.append(pool)
+        idle = self._idle_by_pool(among) if held else {}
+        blocked = [pool for pool, gpus in held.items() if idle.get(pool, 0) - need_gpus < gpus]
         if not blocked:
             return among, None
         owners = sorted(
@@ -290,6 +311,7 @@ class _Cycle:
             self._capacity.clear()
             self._free.clear()
             self._fitting.clear()
+            self._idle_pools.clear()
 
     def _capacity_now(self, demand: Demand, among: np.ndarray) -> np.ndarray:
         """Replicas of ``demand`` each node of ``among`` takes on the settled cluster (not
@@ -376,13 +398,14 @@ class _Cycle:
     ) -> Admission:
         self.ledger.charge(request=request, gpu_class=gpu_class, replicas=len(placements))
         self._version += 1
-        self.running[request.id] = RunningWorkload(
+        admitted = self.running[request.id] = RunningWorkload(
             request=request,
             gpu_class=gpu_class,
             placements=placements,
             started_at=self.now,
             borrowed=borrowed,
         )
+        self._count_pool_usage(admitted, sign=1)
         self.protected.add(request.id)
         return Admission(
             request_id=request.id,
@@ -589,6 +612,7 @@ class _Cycle:
                 sign=-1,
             )
             del self.running[evicted.request.id]
+            self._count_pool_usage(evicted, sign=-1)
             self._forget_evicted(evicted)
             self._version += 1
             self.protected.add(evicted.request.id)
