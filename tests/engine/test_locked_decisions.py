@@ -6,10 +6,13 @@ sentence, queue position and estimate. A change that means to alter decisions (a
 a rule) updates them, and says so in its commit; a speed-up never does.
 """
 
+from dataclasses import replace
+from datetime import timedelta
+
 import pytest
 
-from bench.scheduler_scale import build
-from scheduling.engine import Policy, schedule
+from bench.scheduler_scale import GPU_CLASS, POOLS, build
+from scheduling.engine import Policy, Reservation, schedule
 
 from .builders import NOW
 from .scenarios import decisions_digest, mixed_cluster
@@ -27,6 +30,9 @@ MIXED_LOCKED = [
 
 # The scale benchmark's workload, a tenth of its size: 100 nodes, 1,000 pending gangs.
 BENCH_LOCKED = [(1, "b58daa16aee6b690"), (2, "672d962fe7f9bd74")]
+# The same with four tenants holding 16 GPUs each in one pool, and half the queue firm
+# (not preemptible), which must keep out of pools held for others.
+HELD_LOCKED = [(3, "0af2e70bbc2958fb"), (4, "1bcd42dea8116c9a")]
 
 
 @pytest.mark.parametrize(("seed", "placement", "locked"), MIXED_LOCKED)
@@ -48,6 +54,31 @@ def test_a_seeded_benchmark_cycle_decides_as_locked(seed, locked):
     decisions = schedule(
         snapshot=snapshot,
         pending=pending,
+        running=running,
+        now=NOW,
+        policy=Policy(placement="fgd_small_first", seed=seed),
+    )
+    assert decisions_digest(decisions) == locked
+
+
+@pytest.mark.parametrize(("seed", "locked"), HELD_LOCKED)
+def test_a_seeded_benchmark_cycle_with_reservations_decides_as_locked(seed, locked):
+    snapshot, pending, running = build(nodes=100, pending=1_000, tenants=10, seed=seed)
+    holds = tuple(
+        Reservation(
+            id=f"hold-{i}",
+            tenant=f"tenant-{i:03d}",
+            gpu_class=GPU_CLASS,
+            gpus=16,
+            pool=POOLS[i % len(POOLS)],
+            starts_at=NOW - timedelta(hours=1),
+            ends_at=NOW + timedelta(hours=5),
+        )
+        for i in range(4)
+    )
+    decisions = schedule(
+        snapshot=replace(snapshot, reservations=holds),
+        pending=[replace(r, preemptible=i % 2 == 0) for i, r in enumerate(pending)],
         running=running,
         now=NOW,
         policy=Policy(placement="fgd_small_first", seed=seed),
