@@ -47,11 +47,14 @@ def choose_victims(
     ranked = ranked[:MAX_CANDIDATES]
     saved = cluster.checkpoint()
 
+    def evict(victim: Victim) -> None:
+        for placement in victim.workload.placements:
+            cluster.release(placement)
+
     def release(victims: Sequence[Victim]) -> None:
         cluster.restore(saved)
         for victim in victims:
-            for placement in victim.workload.placements:
-                cluster.release(placement)
+            evict(victim)
 
     def attempt(victims: Sequence[Victim]) -> tuple[ReplicaPlacement, ...] | None:
         release(victims)
@@ -59,12 +62,17 @@ def choose_victims(
 
     def hopeless() -> bool:
         release(ranked)
-        return not could_fit()
+        verdict = not could_fit()
+        release(chosen)
+        return verdict
 
     chosen: list[Victim] = []
     for victim in ranked:
+        # A failed place() leaves the cluster as it was: holding exactly the victims chosen
+        # so far released, so one more victim is one more release.
         chosen.append(victim)
-        if attempt(chosen) is not None:
+        evict(victim)
+        if place() is not None:
             break
         if len(chosen) == 1 and len(ranked) > 1 and hopeless():
             cluster.restore(saved)

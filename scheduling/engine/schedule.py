@@ -37,7 +37,7 @@ from .model import (
     TaskType,
 )
 from .policies import make_policy
-from .preemption import Victim, choose_victims
+from .preemption import MAX_CANDIDATES, Victim, choose_victims, eviction_cost
 from .quota import QuotaLedger, dominant_shares, validate_request
 
 CAPACITY_CODES = frozenset(
@@ -524,7 +524,8 @@ class _Cycle:
         return None
 
     def _by_tier(self, gpu_class: str) -> tuple[list[int], list[RunningWorkload]]:
-        """Running work of a class that may still be evicted this cycle, lowest tier first.
+        """Running work of a class that may still be evicted this cycle, cheapest to evict
+        first (so lowest tier first), with the tier of each.
 
         Admissions are protected from eviction, so this is the cycle's input work less what
         was evicted: sorted once per class, then only ``_forget_evicted`` changes it."""
@@ -536,7 +537,7 @@ class _Cycle:
                     for w in self.running.values()
                     if w.gpu_class == gpu_class and w.request.id not in self.protected
                 ),
-                key=lambda w: (w.request.tier, w.request.id),
+                key=lambda w: eviction_cost(workload=w, now=self.now),
             )
             evictable = self._evictable[gpu_class] = ([w.request.tier for w in ordered], ordered)
         return evictable
@@ -573,8 +574,10 @@ class _Cycle:
         }
         if not may_reclaim and not owned_pools:
             workloads = workloads[: bisect_left(tiers, request.tier)]
-        candidates = []
+        candidates: list[Victim] = []
         for workload in workloads:
+            if len(candidates) == MAX_CANDIDATES:
+                break  # the victim search only ever tries the cheapest ones
             reason = self._victim_reason(
                 request, workload, may_reclaim=may_reclaim, owned_pools=owned_pools
             )
