@@ -1,4 +1,5 @@
-"""Capacity views for the console and /metrics: free GPUs, what fits, fragmentation."""
+"""Capacity views for the console and /metrics (free GPUs, what fits, fragmentation), and
+the admission cycle's memo of what the cluster can take between two changes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cluster import ClusterState, Demand
+from .explain import FreeGpus, free_gpus
 from .fragmentation import FragmentationModel, cluster_fragmentation
+from .gang import GangShape, gang_capacity
 from .model import MILLI_PER_GPU, NodeState, TaskType
 
 REQUEST_SIZES = (1, 2, 4, 8)
@@ -77,3 +80,86 @@ def fragmentation(
     model = FragmentationModel(workload=workload, class_names=cluster.class_names)
     frag, idle = cluster_fragmentation(cluster=cluster, model=model)
     return FragmentationView(fragmented_gpu_milli=frag, idle_gpu_milli=idle)
+
+
+class SettledCapacity:
+    """What the cluster can take as it stands, for a cycle that asks the same questions of
+    thousands of queued workloads with a few dozen shapes: replicas per node by demand, the
+    room of a node set for a gang, and free or idle GPUs of a node set.
+
+    Valid until ``changed()``, which the cycle calls whenever it changes the cluster for good
+    (an admission, an eviction); trials that restore the cluster must not ask meanwhile.
+    Node sets are cached by id only once ``keep`` registered them: the caller holds them
+    to the end, so no other array can take that id.
+    """
+
+    def __init__(self, cluster: ClusterState) -> None:
+        self._cluster = cluster
+        self._all_nodes = np.arange(len(cluster))
+        pools = np.array([n.pool for n in cluster.nodes])
+        self._pool_names, self._pool_ids = np.unique(pools, return_inverse=True)
+        self._kept: set[int] = set()
+        self._capacity: dict[Demand, np.ndarray] = {}
+        self._room: dict[tuple[Demand, bool, int], int] = {}
+        self._free: dict[tuple[int, bool], FreeGpus] = {}
+        self._idle: dict[int, dict[str, int]] = {}
+
+    def keep(self, nodes: np.ndarray) -> np.ndarray:
+        self._kept.add(id(nodes))
+        return nodes
+
+    def kept(self, nodes: np.ndarray) -> bool:
+        return id(nodes) in self._kept
+
+    def changed(self) -> None:
+        self._capacity.clear()
+        self._room.clear()
+        self._free.clear()
+        self._idle.clear()
+
+    def replica_capacity(self, *, demand: Demand, among: np.ndarray) -> np.ndarray:
+        """As ``ClusterState.replica_capacity``, computed once per demand for all nodes."""
+        capacity = self._capacity.get(demand)
+        if capacity is None:
+            capacity = self._cluster.replica_capacity(demand=demand, among=self._all_nodes)
+            self._capacity[demand] = capacity
+        return capacity[among]
+
+    def gang_room(self, *, shape: GangShape, among: np.ndarray) -> int:
+        """How many of the gang's replicas ``among`` takes at once."""
+        key = (shape.demand, shape.anti_affinity, id(among))
+        room = self._room.get(key) if self.kept(among) else None
+        if room is None:
+            capacity = self.replica_capacity(demand=shape.demand, among=among)
+            room = int(
+                gang_capacity(
+                    cluster=self._cluster, shape=shape, among=among, capacity=capacity
+                ).sum()
+            )
+            if self.kept(among):
+                self._room[key] = room
+        return room
+
+    def free_gpus(self, *, among: np.ndarray, shared: bool) -> FreeGpus:
+        key = (id(among), shared)
+        free = self._free.get(key) if self.kept(among) else None
+        if free is None:
+            free = free_gpus(cluster=self._cluster, among=among, shared=shared)
+            if self.kept(among):
+                self._free[key] = free
+        return free
+
+    def idle_by_pool(self, *, among: np.ndarray) -> dict[str, int]:
+        """Idle whole GPUs of the nodes ``among`` per pool."""
+        idle = self._idle.get(id(among)) if self.kept(among) else None
+        if idle is None:
+            per_node = (self._cluster.gpu_free[among] >= MILLI_PER_GPU).sum(axis=1)
+            counts = np.bincount(
+                self._pool_ids[among], weights=per_node, minlength=len(self._pool_names)
+            )
+            idle = {
+                str(pool): int(count) for pool, count in zip(self._pool_names, counts, strict=True)
+            }
+            if self.kept(among):
+                self._idle[id(among)] = idle
+        return idle

@@ -16,9 +16,10 @@ from datetime import datetime
 
 import numpy as np
 
+from .capacity import SettledCapacity
 from .cluster import ClusterState, Demand
 from .eligibility import ineligibility, preference_score
-from .explain import FreeGpus, PendingCode, capacity_shortfall, free_gpus, no_eligible_node
+from .explain import PendingCode, capacity_shortfall, no_eligible_node
 from .fragmentation import typical_workload
 from .gang import GangShape, gang_capacity, place_gang, topology_domains
 from .model import (
@@ -113,11 +114,9 @@ class _Cycle:
         self._tenant_quotas: dict[str, list[Quota]] = defaultdict(list)
         for quota in snapshot.quotas:
             self._tenant_quotas[quota.tenant].append(quota)
-        self._all_nodes = np.arange(len(self.cluster))
         self.domains = topology_domains(cluster=self.cluster, levels=snapshot.topology_levels)
         self.reservations = [r for r in snapshot.reservations if r.is_active(now=now)]
         self.pools = np.array([n.pool for n in self.cluster.nodes])
-        self._pool_names, self._pool_ids = np.unique(self.pools, return_inverse=True)
         # GPU milli each tenant runs per (tenant, class, pool), for reservation owners' usage;
         # kept up to date on admission and eviction.
         self._pool_usage: Counter[tuple[str, str, str]] = Counter()
@@ -129,16 +128,11 @@ class _Cycle:
         self._eligible_cache: dict[tuple, tuple[np.ndarray, Counter[str]]] = {}
         self._soft_taints = any(n.taints for n in self.cluster.nodes)
         # Running work and the cluster's free capacity change for good only on admission or
-        # eviction (trials restore what they change); caches below key on this count.
+        # eviction (trials restore what they change): ``_changed`` counts those, and caches
+        # below key on the count. Node sets kept to the end (eligible nodes, and those less a
+        # shadow) are registered with ``settled``.
         self._version = 0
-        self._settled_version = 0
-        self._capacity: dict[Demand, np.ndarray] = {}
-        self._free: dict[tuple[int, bool], FreeGpus] = {}
-        self._fitting: dict[tuple[Demand, bool, int], int] = {}
-        self._idle_pools: dict[int, dict[str, int]] = {}
-        # Ids of the node sets the cycle keeps to its end (eligible nodes, and those less a
-        # shadow): only these ids are safe cache keys, as no other array can take them.
-        self._kept: set[int] = set()
+        self.settled = SettledCapacity(self.cluster)
         self._unshadowed: dict[tuple[str, int], np.ndarray] = {}
         self._release_cache: dict[str, tuple[int, list[RunningWorkload]]] = {}
         self._hopeless: set[tuple] = set()
@@ -202,7 +196,7 @@ class _Cycle:
                 elif not why.startswith("GPU class"):
                     reasons[why] += 1
             cached = self._eligible_cache[key] = (np.array(indices, dtype=np.int64), reasons)
-            self._kept.add(id(cached[0]))
+            self.settled.keep(cached[0])
         return cached
 
     def _preference(self, request: Request) -> np.ndarray | None:
@@ -238,23 +232,6 @@ class _Cycle:
                 key = (workload.request.tenant, workload.gpu_class, self.cluster.nodes[node].pool)
                 self._pool_usage[key] += sign * placement.gpu_milli * len(placement.gpu_indices)
 
-    def _idle_by_pool(self, among: np.ndarray) -> dict[str, int]:
-        """Idle whole GPUs of the nodes ``among`` per pool, on the settled cluster."""
-        self._settled()
-        kept = id(among) in self._kept
-        idle = self._idle_pools.get(id(among)) if kept else None
-        if idle is None:
-            per_node = (self.cluster.gpu_free[among] >= MILLI_PER_GPU).sum(axis=1)
-            counts = np.bincount(
-                self._pool_ids[among], weights=per_node, minlength=len(self._pool_names)
-            )
-            idle = {
-                str(pool): int(count) for pool, count in zip(self._pool_names, counts, strict=True)
-            }
-            if kept:
-                self._idle_pools[id(among)] = idle
-        return idle
-
     def _outside_reservations(
         self, request: Request, gpu_class: str, among: np.ndarray, need_gpus: int
     ) -> tuple[np.ndarray, str | None]:
@@ -262,7 +239,7 @@ class _Cycle:
         if request.preemptible:
             return among, None
         held = self._reserved_for_others(request, gpu_class)
-        idle = self._idle_by_pool(among) if held else {}
+        idle = self.settled.idle_by_pool(among=among) if held else {}
         blocked = [pool for pool, gpus in held.items() if idle.get(pool, 0) - need_gpus < gpus]
         if not blocked:
             return among, None
@@ -304,50 +281,18 @@ class _Cycle:
             capacity=capacity,
         )
 
-    def _settled(self) -> None:
-        """Drop what was computed from the cluster before the last admission or eviction."""
-        if self._settled_version != self._version:
-            self._settled_version = self._version
-            self._capacity.clear()
-            self._free.clear()
-            self._fitting.clear()
-            self._idle_pools.clear()
-
-    def _capacity_now(self, demand: Demand, among: np.ndarray) -> np.ndarray:
-        """Replicas of ``demand`` each node of ``among`` takes on the settled cluster (not
-        during a trial), computed once per demand for all nodes: queued work repeats shapes."""
-        self._settled()
-        capacity = self._capacity.get(demand)
-        if capacity is None:
-            capacity = self.cluster.replica_capacity(demand=demand, among=self._all_nodes)
-            self._capacity[demand] = capacity
-        return capacity[among]
-
-    def _fits_at_once(self, shape: GangShape, among: np.ndarray) -> int:
-        """How many of the gang's replicas ``among`` takes at once on the settled cluster;
-        below the gang's minimum, ``place_gang`` would refuse it without touching anything."""
-        self._settled()
-        key = (shape.demand, shape.anti_affinity, id(among))
-        fitting = self._fitting.get(key) if id(among) in self._kept else None
-        if fitting is None:
-            capacity = gang_capacity(
-                cluster=self.cluster,
-                shape=shape,
-                among=among,
-                capacity=self._capacity_now(shape.demand, among),
-            )
-            fitting = int(capacity.sum())
-            if id(among) in self._kept:
-                self._fitting[key] = fitting
-        return fitting
-
     def _place_settled(
         self, request: Request, shape: GangShape, among: np.ndarray
     ) -> tuple[ReplicaPlacement, ...] | None:
         """``_place`` on the settled cluster, skipping gangs that cannot fit at all."""
-        if self._fits_at_once(shape, among) < shape.min_replicas:
-            return None
-        return self._place(request, shape, among, capacity=self._capacity_now(shape.demand, among))
+        if self.settled.gang_room(shape=shape, among=among) < shape.min_replicas:
+            return None  # what place_gang would conclude first, without touching anything
+        capacity = self.settled.replica_capacity(demand=shape.demand, among=among)
+        return self._place(request, shape, among, capacity=capacity)
+
+    def _changed(self) -> None:
+        self._version += 1
+        self.settled.changed()
 
     def _admit(self, request: Request, demand: Demand) -> Admission | _Failure:
         classes = request.gpu_classes if (demand.gpus or request.mig_count) else ("",)
@@ -397,7 +342,7 @@ class _Cycle:
         borrowed: bool,
     ) -> Admission:
         self.ledger.charge(request=request, gpu_class=gpu_class, replicas=len(placements))
-        self._version += 1
+        self._changed()
         admitted = self.running[request.id] = RunningWorkload(
             request=request,
             gpu_class=gpu_class,
@@ -426,14 +371,13 @@ class _Cycle:
         runtime = request.max_runtime
         if runtime is not None and self.now + runtime <= shadow.starts_at:
             return among, None
-        if id(among) not in self._kept:
+        if not self.settled.kept(among):
             return among[~shadow.held[among]], shadow
         # The shadow of a class never changes, so a kept node set loses its nodes only once.
         key = (gpu_class, id(among))
         unshadowed = self._unshadowed.get(key)
         if unshadowed is None:
-            unshadowed = self._unshadowed[key] = among[~shadow.held[among]]
-            self._kept.add(id(unshadowed))
+            unshadowed = self._unshadowed[key] = self.settled.keep(among[~shadow.held[among]])
         return unshadowed, shadow
 
     def _releases(self, gpu_class: str) -> list[RunningWorkload]:
@@ -617,7 +561,7 @@ class _Cycle:
             del self.running[evicted.request.id]
             self._count_pool_usage(evicted, sign=-1)
             self._forget_evicted(evicted)
-            self._version += 1
+            self._changed()
             self.protected.add(evicted.request.id)
             self.preemptions.append(
                 Preemption(
@@ -661,12 +605,8 @@ class _Cycle:
                         gpu_class,
                     )
                 return _Failure(PendingCode.RESERVATION, reserved_note or "", gpu_class)
-        fitting = self._fits_at_once(shape, eligible)
-        # Eligible arrays live as long as the cycle, so their id names them.
-        key = (id(eligible), shape.demand.is_shared)
-        free = self._free.get(key)
-        if free is None:
-            free = self._free[key] = free_gpus(cluster=self.cluster, among=eligible, shared=key[1])
+        fitting = self.settled.gang_room(shape=shape, among=eligible)
+        free = self.settled.free_gpus(among=eligible, shared=shape.demand.is_shared)
         code, text = capacity_shortfall(shape=shape, gpu_class=label, fitting=fitting, free=free)
         return _Failure(code, text, gpu_class)
 

@@ -5,7 +5,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduling.engine import Quota
+from scheduling.engine.capacity import SettledCapacity
 from scheduling.engine.cluster import ClusterState, Demand
+from scheduling.engine.explain import free_gpus
 from scheduling.engine.gang import GangShape, gang_capacity, place_gang, topology_domains
 from scheduling.engine.policies import make_policy
 from scheduling.engine.preemption import Victim, choose_victims
@@ -152,4 +154,70 @@ def test_the_hopeless_cutoff_never_changes_the_victims_or_placements(scenario):
     nodes, workloads, shape = scenario
     assert victim_search(nodes, workloads, shape, with_cutoff=True) == victim_search(
         nodes, workloads, shape, with_cutoff=False
+    )
+
+
+@st.composite
+def pooled_clusters(draw):
+    nodes = [
+        node(
+            f"n{i}",
+            pool=draw(st.sampled_from(("train", "serve"))),
+            free=draw(st.lists(st.sampled_from((0, 250, 1000)), min_size=1, max_size=8)),
+            cpu=draw(st.integers(0, 64)) * 1000,
+        )
+        for i in range(draw(st.integers(1, 6)))
+    ]
+    shape = GangShape(
+        demand=draw(
+            st.sampled_from(
+                (
+                    Demand(cpu_milli=4000, gpus=1, gpu_milli=250),
+                    Demand(cpu_milli=8000, gpus=2, gpu_milli=1000),
+                    Demand(gpus=1, gpu_milli=1000),
+                )
+            )
+        ),
+        replicas=3,
+        min_replicas=3,
+        anti_affinity=draw(st.booleans()),
+    )
+    return nodes, shape, draw(st.integers(0, len(nodes) - 1))
+
+
+def settled_answers(settled, cluster, shape, among):
+    return (
+        settled.gang_room(shape=shape, among=among),
+        settled.free_gpus(among=among, shared=shape.demand.is_shared),
+        settled.idle_by_pool(among=among),
+    )
+
+
+def fresh_answers(cluster, shape, among):
+    idle = dict.fromkeys(sorted({n.pool for n in cluster.nodes}), 0)
+    for i in among.tolist():
+        idle[cluster.nodes[i].pool] += int((cluster.gpu_free[i] >= 1000).sum())
+    return (
+        int(gang_capacity(cluster=cluster, shape=shape, among=among).sum()),
+        free_gpus(cluster=cluster, among=among, shared=shape.demand.is_shared),
+        idle,
+    )
+
+
+@fast
+@given(scenario=pooled_clusters())
+def test_settled_capacity_answers_as_a_fresh_count_before_and_after_a_change(scenario):
+    nodes, shape, taken = scenario
+    cluster = ClusterState(nodes)
+    settled = SettledCapacity(cluster)
+    everywhere = settled.keep(np.arange(len(cluster)))
+    before = settled_answers(settled, cluster, shape, everywhere)
+    assert before == fresh_answers(cluster, shape, everywhere)
+    idle = np.flatnonzero(cluster.gpu_free[taken] == 1000)
+    cluster.allocate(
+        node=taken, demand=Demand(gpus=1, gpu_milli=1000), gpu_indices=tuple(idle[:1].tolist())
+    )
+    settled.changed()
+    assert settled_answers(settled, cluster, shape, everywhere) == fresh_answers(
+        cluster, shape, everywhere
     )
