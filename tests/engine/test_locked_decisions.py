@@ -1,9 +1,10 @@
 """Speed work must not change a decision: seeded cycles decide exactly as locked here.
 
-The fingerprints were taken with the engine of commit f977d0e, before the cycle caches of
-the scale benchmark: every admission and placement, preemption, pending reason with its
-sentence, queue position and estimate. A change that means to alter decisions (a policy,
-a rule) updates them, and says so in its commit; a speed-up never does.
+The fingerprints were taken with the engine of commit f977d0e, before the work that took
+the scale benchmark's cycle under a second, and cover every admission and placement,
+preemption, and pending reason with its sentence, queue position and estimate. A change
+that means to alter decisions (a policy, a rule) updates them and says so in its commit; a
+speed-up never does.
 """
 
 from dataclasses import replace
