@@ -692,6 +692,14 @@ def workload_launch(*, workload_id, backend: ClusterBackend) -> Workload:
     workload = _workload_for_cluster(workload_id)
     if workload.state != Workload.State.ADMITTED:
         return workload
+    provisioned = ProvisioningRecord.objects.filter(
+        project=workload.project, state=ProvisioningRecord.State.READY
+    ).exists()
+    if not provisioned:
+        # The namespace is still being made: the task retries with backoff.
+        raise ClusterError(
+            f"Namespace {workload.project.namespace} is not provisioned yet.", retryable=True
+        )
     for victim in workload.victims.filter(objects_deleted_at__isnull=True):
         workload_objects_delete(workload_id=victim.pk, backend=backend)
     try:
@@ -777,6 +785,8 @@ def workload_sync(*, workload_id, backend: ClusterBackend) -> Workload:
             if updated:
                 event_record(workload, "running", f"{status.ready_replicas} replica(s) running.")
     elif status.phase == Phase.FAILED and status.reason == "NodeLost":
+        # Place nothing more there until the inventory sees the node ready again.
+        Node.objects.filter(name__in=status.lost_nodes).update(ready=False)
         workload_requeue_after_node_loss(
             workload_id=workload.pk, backend=backend, reason=status.message
         )

@@ -545,6 +545,7 @@ class KubernetesBackend:
                 reason=NODE_LOST,
                 message=f"Node {', '.join(lost)} stopped responding or evicted the pods.",
                 nodes=nodes,
+                lost_nodes=tuple(lost),
             )
         return status
 

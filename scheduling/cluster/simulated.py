@@ -118,6 +118,7 @@ class SimulatedBackend:
                 reason="NodeLost",
                 message=f"Node {', '.join(lost)} stopped responding.",
                 nodes=nodes,
+                lost_nodes=tuple(lost),
             )
         elapsed = (clock.now() - stored.created_at).total_seconds()
         if elapsed < STARTUP_SECONDS:

@@ -126,3 +126,4 @@ class WorkloadStatus:
     message: str = ""
     ready_replicas: int = 0
     nodes: tuple[str, ...] = ()
+    lost_nodes: tuple[str, ...] = ()  # nodes that stopped responding under its pods

@@ -150,7 +150,7 @@ def test_a_gang_with_a_pod_on_a_lost_node_has_failed_for_the_lost_node(
     _expect(api_server, JOB, job, pods=pods, name="training-42")
     status = backend.workload_status(kind="Job", name="training-42", namespace="acme-research")
     assert (status.phase, status.reason) == (Phase.FAILED, "NodeLost")
-    assert "dgx-h100-002" in status.message
+    assert status.lost_nodes == ("dgx-h100-002",)
 
 
 def test_a_job_that_succeeded_before_its_node_was_lost_has_still_succeeded(api_server, backend):

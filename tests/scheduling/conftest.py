@@ -35,10 +35,12 @@ def quotas(cluster, acme):
 
 
 @pytest.fixture
-def submit(quotas, mia, ai_dev):
+def submit(cluster, quotas, mia, ai_dev):
     """Submit a workload to acme/ai-dev as mia; keyword arguments override the defaults."""
 
     def make(name="train", user=None, project=None, **fields) -> Workload:
+        # As the worker does on project creation: its namespace exists before work launches.
+        services.project_provision(project_id=(project or ai_dev).pk, backend=cluster)
         request = {
             "kind": "training",
             "tier": "training",

@@ -89,3 +89,32 @@ def test_cpu_only_work_never_lands_on_tainted_gpu_nodes(submit, cycle):
     notebook.refresh_from_db()
     assert notebook.state == Workload.State.PENDING
     assert notebook.pending_code == "no_eligible_node"
+
+
+def test_a_workload_waits_to_launch_until_its_namespace_exists(cluster, quotas, mia, ai_dev):
+    from scheduling import services
+    from scheduling.cluster import ClusterError
+    from scheduling.models import ProvisioningRecord
+    from tenants.permissions import Caller
+
+    workload = services.workload_submit(
+        caller=Caller(user=mia),
+        project=ai_dev,
+        request=services.WorkloadRequest(
+            name="early",
+            kind="training",
+            tier="training",
+            image="pytorch",
+            gpus=8,
+            gpu_classes=("H100-80GB",),
+        ),
+    )
+    services.scheduling_cycle_run()
+    with pytest.raises(ClusterError) as error:
+        services.workload_launch(workload_id=workload.pk, backend=cluster)
+    assert error.value.retryable
+    services.project_provision(project_id=ai_dev.pk, backend=cluster)
+    services.workload_launch(workload_id=workload.pk, backend=cluster)
+    workload.refresh_from_db()
+    assert workload.launched_at is not None
+    assert ProvisioningRecord.objects.get(project=ai_dev).state == "ready"

@@ -167,3 +167,20 @@ def test_draining_a_node_requeues_its_workloads_and_cordons_it(submit, cycle, ad
     workload.refresh_from_db()
     node.refresh_from_db()
     assert (workload.state, node.cordoned) == (Workload.State.PENDING, True)
+
+
+def test_a_node_lost_under_a_workload_takes_no_new_work_until_it_is_seen_ready(
+    submit, cycle, advance, cluster
+):
+    gang = submit()
+    cycle()
+    advance(10)
+    lost = gang.placements.get().node
+    cluster.node_fail(name=lost.name)
+    advance(5)
+    cluster.node_recover(name=lost.name)
+    lost.refresh_from_db()
+    assert not lost.ready
+    services.inventory_sync(backend=cluster)
+    lost.refresh_from_db()
+    assert lost.ready

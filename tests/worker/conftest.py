@@ -86,12 +86,13 @@ def celery_worker_with_beat(transactional_db, tmp_path):
         stop_worker(worker)
 
 
-def wait_for(condition, *, timeout: float = 60.0, every: float = 0.2):
-    """Poll until condition() is truthy; the last value, or an AssertionError on timeout."""
+def wait_for(condition, *, timeout: float = 60.0, every: float = 0.2, state=None):
+    """Poll until condition() is truthy and return its value; on timeout an AssertionError
+    that shows `state()`, what the test was looking at."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
         time.sleep(every)
-    raise AssertionError(f"condition not met within {timeout} s")
+    raise AssertionError(f"condition not met within {timeout} s; {state() if state else ''}")

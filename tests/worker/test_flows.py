@@ -1,5 +1,9 @@
-"""The workload lifecycle end to end: API, a real Celery worker with beat, the simulated
-cluster. The test moves the simulated clock; the worker does everything else."""
+"""Flows end to end through a real Celery worker process: invitations mailed; workloads from
+project creation to their end on the simulated cluster (the test moves the simulated clock; the
+worker, with beat, does everything else).
+
+They live in one file so that pytest-xdist runs them in one process: two workers on the same
+broker queue would take each other's tasks."""
 
 from pathlib import Path
 
@@ -9,6 +13,7 @@ from django.conf import settings
 from scheduling import clock, services
 from scheduling.cluster.simulated import SimulatedBackend
 from scheduling.models import GpuClass, ProvisioningRecord, QuotaGrant, SimulatedObject, Workload
+from tenants.models import Invitation
 
 from ..factories import ProjectFactory
 from .conftest import wait_for
@@ -31,6 +36,11 @@ def simulated(transactional_db, acme, globex):
 
 def state_of(name: str) -> str:
     return Workload.objects.get(name=name).state
+
+
+def workloads() -> list:
+    """What the worker made of the workloads, for a timeout's message."""
+    return list(Workload.objects.values_list("name", "state", "pending_message"))
 
 
 def submit(client, name: str, **fields):
@@ -77,7 +87,8 @@ def test_a_workload_goes_from_project_to_success_through_the_worker(
 def test_preemption_cancel_and_node_failure_through_the_worker(
     simulated, acme, alice, bruno, globex, api_as, celery_worker_with_beat
 ):
-    ProjectFactory(organization=acme, slug="vision")
+    vision = ProjectFactory(organization=acme, slug="vision")
+    services.project_provision(project_id=vision.pk, backend=simulated)
     client = api_as(alice)
     for n in range(8):
         submit(client, f"fill-{n}", env={"SIMULATED_RUNTIME_SECONDS": "100000"})
@@ -93,6 +104,7 @@ def test_preemption_cancel_and_node_failure_through_the_worker(
 
     # A production service of another tenant evicts a training gang.
     web = ProjectFactory(organization=globex, slug="web")
+    services.project_provision(project_id=web.pk, backend=simulated)
     response = api_as(bruno).post(
         f"/api/v1/organizations/globex/projects/{web.slug}/workloads/",
         {
@@ -106,10 +118,26 @@ def test_preemption_cancel_and_node_failure_through_the_worker(
         format="json",
     )
     assert response.status_code == 201
-    wait_for(lambda: Workload.objects.filter(state="Preempted").count() == 1)
+    wait_for(lambda: Workload.objects.filter(state="Preempted").count() == 1, state=workloads)
     wait_for(lambda: Workload.objects.filter(name="serve", launched_at__isnull=False).exists())
 
     # The owner cancels a running gang; its objects go.
     running = Workload.objects.filter(project__slug="vision", state="Running").first()
     assert client.post(f"{WORKLOADS}{running.name}/cancel/").status_code == 200
     wait_for(lambda: not SimulatedObject.objects.filter(kind="Job", name=running.name).exists())
+
+
+def test_an_invitation_made_in_the_api_is_mailed_by_a_real_worker(
+    alice, acme, api_as, celery_worker
+):
+    response = api_as(alice).post(
+        "/api/v1/organizations/acme/invitations/", {"email": "new@acme.example"}, format="json"
+    )
+    assert response.status_code == 201
+    invitation = wait_for(
+        lambda: Invitation.objects.filter(pk=response.json()["id"], sent_at__isnull=False).first()
+    )
+    mailed = "".join(path.read_text() for path in celery_worker.iterdir())
+    assert "To: new@acme.example" in mailed
+    assert "/invitations/" in mailed
+    assert invitation.state() == "pending"
