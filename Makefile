@@ -29,6 +29,7 @@ serve:
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 test: install
+	$(BIN)/python manage.py makemigrations --check --dry-run --settings portal.settings.test
 	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null --settings portal.settings.test
 	$(BIN)/pytest -n 2 --dist loadfile
 

@@ -798,8 +798,7 @@ def workload_sync(*, workload_id, backend: ClusterBackend) -> Workload:
         else:
             state = PHASE_STATES.get(status.reason, Workload.State.FAILED)
             reason = f"{status.reason}: {status.message}".strip(": ")
-        if workload_finish(workload_id=workload.pk, state=state, reason=reason):
-            workload_objects_delete(workload_id=workload.pk, backend=backend)
+        _end_on_cluster(workload_id=workload.pk, state=state, reason=reason, backend=backend)
     workload.refresh_from_db()
     return workload
 
@@ -816,6 +815,37 @@ def workloads_sync(*, backend: ClusterBackend) -> int:
     return len(ids)
 
 
+def _end_on_cluster(*, workload_id, state: str, reason: str, backend: ClusterBackend) -> None:
+    """Finish the workload and delete its objects, unless another worker finished it first."""
+    if workload_finish(workload_id=workload_id, state=state, reason=reason):
+        workload_objects_delete(workload_id=workload_id, backend=backend)
+
+
+def _idle_rule(workload: Workload, *, utilization: float, now, backend: ClusterBackend) -> None:
+    """Warn once a workload's GPUs idle past its tier's warning, stop it past the limit."""
+    tier = workload.tier
+    if utilization >= IDLE_UTILIZATION:
+        Workload.objects.filter(pk=workload.pk).update(idle_since=None, idle_warned_at=None)
+        return
+    idle_since = workload.idle_since or now
+    idle_for = now - idle_since
+    if tier.idle_stop_after is not None and idle_for >= tier.idle_stop_after:
+        _end_on_cluster(
+            workload_id=workload.pk,
+            state=Workload.State.CANCELLED,
+            reason=f"Stopped: its GPUs were idle for {int(idle_for.total_seconds() // 60)} min.",
+            backend=backend,
+        )
+        return
+    fields = {"idle_since": idle_since}
+    warn = tier.idle_warn_after is not None and idle_for >= tier.idle_warn_after
+    if warn and workload.idle_warned_at is None:
+        fields["idle_warned_at"] = now
+        stop = f" and will be stopped after {tier.idle_stop_after}" if tier.idle_stop_after else ""
+        event_record(workload, "idle_warning", f"Its GPUs have been idle for {idle_for}{stop}.")
+    Workload.objects.filter(pk=workload.pk).update(**fields)
+
+
 def idle_and_runtime_check(*, backend: ClusterBackend) -> None:
     """Stop over-runtime workloads; warn, then stop, workloads idle past their tier's limits."""
     now = clock.now()
@@ -824,48 +854,20 @@ def idle_and_runtime_check(*, backend: ClusterBackend) -> None:
     )
     for workload in running:
         if workload.expected_end and workload.expected_end <= now:
-            if workload_finish(
+            _end_on_cluster(
                 workload_id=workload.pk,
                 state=Workload.State.EXPIRED,
                 reason=f"Stopped at its maximum runtime ({workload.max_runtime}).",
-            ):
-                workload_objects_delete(workload_id=workload.pk, backend=backend)
+                backend=backend,
+            )
             continue
-        tier = workload.tier
-        if tier.idle_warn_after is None and tier.idle_stop_after is None:
+        if workload.tier.idle_warn_after is None and workload.tier.idle_stop_after is None:
             continue
         utilization = backend.gpu_utilization(
             namespace=workload.project.namespace, workload=workload.object_name
         )
-        if utilization is None:
-            continue
-        if utilization >= IDLE_UTILIZATION:
-            Workload.objects.filter(pk=workload.pk).update(idle_since=None, idle_warned_at=None)
-            continue
-        idle_since = workload.idle_since or now
-        idle_for = now - idle_since
-        if tier.idle_stop_after is not None and idle_for >= tier.idle_stop_after:
-            minutes = int(idle_for.total_seconds() // 60)
-            if workload_finish(
-                workload_id=workload.pk,
-                state=Workload.State.CANCELLED,
-                reason=f"Stopped: its GPUs were idle for {minutes} min.",
-            ):
-                workload_objects_delete(workload_id=workload.pk, backend=backend)
-            continue
-        fields = {"idle_since": idle_since}
-        warn = tier.idle_warn_after is not None and idle_for >= tier.idle_warn_after
-        if warn and workload.idle_warned_at is None:
-            fields["idle_warned_at"] = now
-            stop = (
-                f" and will be stopped after {tier.idle_stop_after}" if tier.idle_stop_after else ""
-            )
-            event_record(
-                workload,
-                "idle_warning",
-                f"Its GPUs have been idle for {idle_for}{stop}.",
-            )
-        Workload.objects.filter(pk=workload.pk).update(**fields)
+        if utilization is not None:
+            _idle_rule(workload, utilization=utilization, now=now, backend=backend)
 
 
 # What users and operators do

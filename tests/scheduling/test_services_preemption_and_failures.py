@@ -116,8 +116,9 @@ def test_a_requeued_gang_is_placed_again_away_from_the_lost_node(submit, cycle, 
     assert not Node.objects.get(name=lost).ready
 
 
-def test_an_idle_notebook_is_warned_then_stopped(submit, cycle, advance):
-    notebook = submit(
+def notebook_using(submit, utilization: str):
+    """A dev-tier notebook on one MIG slice whose GPU is busy at `utilization`."""
+    return submit(
         name="nb",
         kind="notebook",
         tier="dev",
@@ -125,8 +126,12 @@ def test_an_idle_notebook_is_warned_then_stopped(submit, cycle, advance):
         mig_profile="mig-1g.10gb",
         mig_count=1,
         gpu_classes=("A100-80GB",),
-        env={"SIMULATED_GPU_UTIL": "0"},
+        env={"SIMULATED_GPU_UTIL": utilization},
     )
+
+
+def test_an_idle_notebook_is_warned_then_stopped(submit, cycle, advance):
+    notebook = notebook_using(submit, "0")
     cycle()
     advance(10)
     advance(minutes(31).total_seconds())
@@ -140,16 +145,7 @@ def test_an_idle_notebook_is_warned_then_stopped(submit, cycle, advance):
 
 
 def test_a_busy_notebook_is_left_alone(submit, cycle, advance):
-    notebook = submit(
-        name="nb",
-        kind="notebook",
-        tier="dev",
-        gpus=0,
-        mig_profile="mig-1g.10gb",
-        mig_count=1,
-        gpu_classes=("A100-80GB",),
-        env={"SIMULATED_GPU_UTIL": "0.9"},
-    )
+    notebook = notebook_using(submit, "0.9")
     cycle()
     advance(10)
     advance(minutes(120).total_seconds())
