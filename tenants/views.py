@@ -1,6 +1,5 @@
 """The web console's tenancy pages: forms in, services called, messages out."""
 
-
 from allauth.account.adapter import get_adapter
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
