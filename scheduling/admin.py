@@ -98,6 +98,16 @@ class QuotaGrantAdmin(admin.ModelAdmin):
     list_select_related = ["organization", "project", "gpu_class"]
     autocomplete_fields = ["organization"]
 
+    def save_model(self, request, obj, form, change):
+        services.quota_grant_save(caller=Caller(user=request.user), grant=obj)
+
+    def delete_model(self, request, obj):
+        services.quota_grant_delete(caller=Caller(user=request.user), grant=obj)
+
+    def delete_queryset(self, request, queryset):
+        for grant in queryset:
+            services.quota_grant_delete(caller=Caller(user=request.user), grant=grant)
+
 
 class PlacementInline(admin.TabularInline):
     model = Placement

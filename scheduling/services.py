@@ -300,6 +300,51 @@ def project_deprovision(*, project_id, backend: ClusterBackend) -> ProvisioningR
     return record
 
 
+def quota_grant_save(*, caller: Caller, grant: QuotaGrant) -> QuotaGrant:
+    """An operator sets a quota: validated, audited, and the organization's namespaces get
+    their ResourceQuota updated by the worker."""
+    require_operator(caller)
+    grant.full_clean()
+    with transaction.atomic():
+        grant.save()
+        audit_record(
+            caller=caller,
+            organization=grant.organization,
+            action="quota.set",
+            target=grant,
+            payload={
+                "gpu_class": grant.gpu_class.name,
+                "guarantee": grant.guarantee,
+                "limit": grant.limit,
+                "cohort": grant.cohort,
+            },
+        )
+        _reprovision_on_commit(grant.organization_id)
+    return grant
+
+
+def quota_grant_delete(*, caller: Caller, grant: QuotaGrant) -> None:
+    require_operator(caller)
+    with transaction.atomic():
+        audit_record(
+            caller=caller, organization=grant.organization, action="quota.delete", target=grant
+        )
+        organization_id = grant.organization_id
+        grant.delete()
+        _reprovision_on_commit(organization_id)
+
+
+def _reprovision_on_commit(organization_id) -> None:
+    from .tasks import project_provision
+
+    for project_id in Project.objects.filter(
+        organization_id=organization_id, deleted_at__isnull=True
+    ).values_list("pk", flat=True):
+        transaction.on_commit(
+            lambda project_id=project_id: project_provision.delay(str(project_id))
+        )
+
+
 def cluster_provision(*, backend: ClusterBackend) -> ProvisioningRecord:
     """Priority classes for the tiers; labels and taints of every node of every pool."""
     record = _provisioning_record(None)

@@ -69,3 +69,39 @@ def test_a_cordoned_node_receives_no_new_workload(operator_client, submit, cycle
     cycle()
     workload.refresh_from_db()
     assert workload.state == Workload.State.PENDING
+
+
+def test_changing_a_quota_in_admin_reprovisions_the_organizations_namespaces(
+    operator_client, quotas, acme, ai_dev, django_capture_on_commit_callbacks
+):
+    from scheduling.models import QuotaGrant
+
+    grant = QuotaGrant.objects.get(organization=acme, gpu_class__name="L4")
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = operator_client.post(
+            f"/admin/scheduling/quotagrant/{grant.pk}/change/",
+            {
+                "organization": acme.pk,
+                "gpu_class": grant.gpu_class_id,
+                "guarantee": 4,
+                "limit": 12,
+                "cohort": "",
+            },
+        )
+    assert response.status_code == 302
+    grant.refresh_from_db()
+    assert (grant.guarantee, grant.limit) == (4, 12)
+    assert len(callbacks) == 1  # one project: one provisioning task
+
+
+def test_a_quota_whose_limit_is_below_its_guarantee_is_refused(operator_client, quotas, acme):
+    from scheduling.models import QuotaGrant
+
+    grant = QuotaGrant.objects.get(organization=acme, gpu_class__name="L4")
+    response = operator_client.post(
+        f"/admin/scheduling/quotagrant/{grant.pk}/change/",
+        {"organization": acme.pk, "gpu_class": grant.gpu_class_id, "guarantee": 9, "limit": 2},
+    )
+    assert response.status_code == 200
+    grant.refresh_from_db()
+    assert grant.limit == 16
