@@ -73,6 +73,21 @@ def test_fgd_small_first_breaks_ties_towards_nodes_with_fewer_gpus():
     assert place(nodes, WHOLE, policy="fgd_small_first").node == "b"
 
 
+def test_fgd_used_first_breaks_ties_towards_a_node_already_in_use():
+    nodes = [node("a", free=[1000] * 4), node("b", free=[0, 1000, 1000, 1000])]
+    assert place(nodes, WHOLE, policy="fgd_used_first").node == "b"
+
+
+def test_fgd_used_first_puts_cpu_only_work_next_to_the_fewest_idle_gpus():
+    nodes = [node("a", free=[0, 1000, 1000, 1000]), node("b", free=[0, 0, 0, 1000])]
+    assert place(nodes, Demand(cpu_milli=1000), policy="fgd_used_first").node == "b"
+
+
+def test_fgd_used_first_breaks_ties_of_a_share_towards_nodes_with_fewer_gpus():
+    nodes = [node("a", free=[0] + [1000] * 7), node("b", free=[0, 1000])]
+    assert place(nodes, SHARE, policy="fgd_used_first").node == "b"
+
+
 def test_random_is_the_same_for_the_same_seed():
     nodes = [node(f"n{i}", gpus=2) for i in range(20)]
     assert place(nodes, WHOLE, policy="random", seed=7) == place(
