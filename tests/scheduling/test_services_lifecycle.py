@@ -118,3 +118,15 @@ def test_a_workload_waits_to_launch_until_its_namespace_exists(cluster, quotas, 
     workload.refresh_from_db()
     assert workload.launched_at is not None
     assert ProvisioningRecord.objects.get(project=ai_dev).state == "ready"
+
+
+def test_launching_twice_changes_nothing(submit, cycle, cluster):
+    from scheduling import services
+
+    workload = submit(kind="inference", gpus=1, replicas=2, gpu_classes=("L4",))
+    cycle()
+    before = list(SimulatedObject.objects.order_by("pk").values_list("pk", "manifest"))
+    workload.refresh_from_db()
+    Workload.objects.filter(pk=workload.pk).update(launched_at=None)
+    services.workload_launch(workload_id=workload.pk, backend=cluster)
+    assert list(SimulatedObject.objects.order_by("pk").values_list("pk", "manifest")) == before
