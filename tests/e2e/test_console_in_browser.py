@@ -39,3 +39,29 @@ def test_a_member_issues_a_token_and_sees_its_secret_once(mia, acme, sign_in):
     assert secret.startswith(f"gcp_{ApiToken.objects.get().prefix}_")
     page.reload()
     assert page.locator("#issued-secret").count() == 0
+
+
+def test_a_member_submits_a_gpu_workload_and_sees_it_queued(mia, acme, ai_dev, sign_in):
+    from pathlib import Path
+
+    from django.conf import settings
+
+    from scheduling import services
+    from scheduling.models import GpuClass, QuotaGrant, Workload
+
+    services.cluster_catalog_load(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+    QuotaGrant.objects.create(
+        organization=acme, gpu_class=GpuClass.objects.get(name="L4"), guarantee=4, limit=4
+    )
+    page = sign_in("mia@acme.example")
+    page.goto("/orgs/acme/projects/ai-dev/workloads/")
+    page.fill("input[name=name]", "resnet-eval")
+    page.select_option("select[name=kind]", "batch-inference")
+    page.select_option("select[name=tier]", "batch")
+    page.select_option("select[name=gpu_class]", "L4")
+    page.fill("input[name=gpus]", "1")
+    page.fill("input[name=replicas]", "2")
+    page.click("button:has-text('Submit')")
+    page.wait_for_selector("text=Workload resnet-eval submitted")
+    assert page.locator(".state", has_text="Pending").count() == 1
+    assert Workload.objects.get(name="resnet-eval").replicas == 2
