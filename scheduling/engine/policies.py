@@ -9,6 +9,7 @@ coarse scores are what its published numbers come from. ``fgd_small_first`` and
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,15 +23,16 @@ MAX_SPEC_GPU_MILLI = 8_000
 MAX_SCORE = 100
 
 
-class PlacementPolicy:
+class PlacementPolicy(ABC):
     """Scores candidate nodes; the highest wins, then the smallest name (lowest index)."""
 
     name = "base"
 
+    @abstractmethod
     def scores(
         self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
     ) -> np.ndarray:
-        raise NotImplementedError
+        """One number per candidate node; higher is better."""
 
     def choose_node(self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand) -> int:
         scores = self.scores(cluster=cluster, candidates=candidates, demand=demand)
@@ -52,8 +54,13 @@ class RandomPolicy(PlacementPolicy):
     def __init__(self, *, seed: int) -> None:
         self._rng = np.random.default_rng(seed)
 
-    def choose_node(self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand) -> int:
-        return int(candidates[self._rng.integers(len(candidates))])
+    def scores(
+        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
+    ) -> np.ndarray:
+        """One candidate drawn at random scores one, the others zero."""
+        drawn = np.zeros(len(candidates))
+        drawn[self._rng.integers(len(candidates))] = 1.0
+        return drawn
 
     def choose_gpus(self, *, cluster: ClusterState, node: int, demand: Demand) -> tuple[int, ...]:
         if not demand.is_shared:
