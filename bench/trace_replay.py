@@ -7,6 +7,8 @@ cluster's GPUs; pods are placed one by one (placed at once or failed; nothing de
 simulator renames every node with a seeded random prefix, so "smallest name wins a tie" is a
 random node order per seed; we do the same. A checkpoint figure is the mean over the pods whose
 arrival rounds to that percentage, as the paper's analysis scripts take it.
+``--arrivals readme`` replays the trace README's protocol instead: draws with replacement until
+the GPU request reaches 130%, then shuffled (no pass over the list itself).
 Prints one JSON line; appends the figures to bench/RESULTS.md unless --no-results.
 
     nice python bench/trace_replay.py --seeds 42-51
@@ -113,6 +115,24 @@ def arrival_order(*, pods: list[Pod], capacity_milli: int, rng: np.random.Genera
         requested += pod.gpu_request_milli
 
 
+def sampled_arrivals(
+    *, pods: list[Pod], capacity_milli: int, rng: np.random.Generator
+) -> list[Pod]:
+    """The trace README's protocol: uniform draws with replacement until the GPU request
+    reaches 130% of capacity, then shuffled."""
+    limit = ARRIVAL_LIMIT * capacity_milli
+    arrivals: list[Pod] = []
+    requested = 0
+    while requested < limit:
+        pod = pods[int(rng.integers(len(pods)))]
+        arrivals.append(pod)
+        requested += pod.gpu_request_milli
+    return [arrivals[i] for i in rng.permutation(len(arrivals))]
+
+
+ARRIVALS = {"simulator": arrival_order, "readme": sampled_arrivals}
+
+
 def shuffled_names(*, nodes: list[NodeState], rng: np.random.Generator) -> list[NodeState]:
     """Nodes renamed ``<random rank>-<name>``, as the paper's simulator does before placing."""
     ranks = rng.permutation(len(nodes))
@@ -129,7 +149,14 @@ def checkpoint_mean(*, arrival_pct: np.ndarray, values: np.ndarray, point: int) 
     return float(chosen.mean()) if len(chosen) else float(values[-1])
 
 
-def replay(*, nodes: list[NodeState], pods: list[Pod], policy_name: str, seed: int) -> dict:
+def replay(
+    *,
+    nodes: list[NodeState],
+    pods: list[Pod],
+    policy_name: str,
+    seed: int,
+    arrivals: str = "simulator",
+) -> dict:
     """One seed of one policy: allocation at each checkpoint, frag rate at 90%, speed.
 
     The expected workload mix (FGD's target) comes from the pod list itself, as in the paper's
@@ -137,7 +164,7 @@ def replay(*, nodes: list[NodeState], pods: list[Pod], policy_name: str, seed: i
     """
     rng = np.random.default_rng(seed)
     capacity = sum(len(n.gpu_free_milli) for n in nodes) * MILLI_PER_GPU
-    workload = arrival_order(pods=pods, capacity_milli=capacity, rng=rng)
+    workload = ARRIVALS[arrivals](pods=pods, capacity_milli=capacity, rng=rng)
     cluster = ClusterState(shuffled_names(nodes=nodes, rng=rng))
     typical = typical_workload(pod.task for pod in pods)
     policy = make_policy(name=policy_name, seed=seed, workload=typical)
@@ -203,6 +230,12 @@ def main() -> None:
     parser.add_argument("--nodes", type=Path, default=TRACE / "openb_node_list_gpu_node.csv")
     parser.add_argument("--seeds", default="42-51")
     parser.add_argument("--policies", default=",".join(PLACEMENT_POLICIES))
+    parser.add_argument(
+        "--arrivals",
+        choices=sorted(ARRIVALS),
+        default="simulator",
+        help="simulator: the paper's simulator (default); readme: the trace README's sampling",
+    )
     parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
     args = parser.parse_args()
 
@@ -210,12 +243,21 @@ def main() -> None:
     seeds = parse_seeds(args.seeds)
     summary = {}
     for name in args.policies.split(","):
-        runs = [replay(nodes=nodes, pods=pods, policy_name=name, seed=seed) for seed in seeds]
+        runs = [
+            replay(nodes=nodes, pods=pods, policy_name=name, seed=seed, arrivals=args.arrivals)
+            for seed in seeds
+        ]
         summary[name] = {
             key: round(float(np.mean([run[key] for run in runs])), 2)
             for key in ("alloc_90", "alloc_100", "alloc_130", "frag_rate_90", "placements_per_s")
         }
-    line = {"bench": "trace_replay", "pods": args.pods.name, "seeds": seeds, "policies": summary}
+    line = {
+        "bench": "trace_replay",
+        "pods": args.pods.name,
+        "arrivals": args.arrivals,
+        "seeds": seeds,
+        "policies": summary,
+    }
     print(json.dumps(line))
     if not args.no_results:
         append_results(bench="trace_replay", argv=sys.argv, figures=line)
