@@ -30,10 +30,11 @@ def choose_victims(
     cluster: ClusterState,
     candidates: Sequence[Victim],
     now: datetime,
-    place: Callable[[], tuple[ReplicaPlacement, ...] | None],
+    place: Callable[[Sequence[Victim]], tuple[ReplicaPlacement, ...] | None],
     could_fit: Callable[[], bool],
 ) -> tuple[list[Victim], tuple[ReplicaPlacement, ...]] | None:
-    """The smallest-cost set of ``candidates`` whose eviction lets ``place()`` succeed.
+    """The smallest-cost set of ``candidates`` whose eviction lets ``place(victims)`` succeed
+    (``place`` sees the victims, so that it can also ask whether they free enough quota).
 
     Victims are added in cost order until the gang fits, then each one that turns out not to
     be needed is dropped again (most expensive first). On success the cluster holds the
@@ -58,7 +59,7 @@ def choose_victims(
 
     def attempt(victims: Sequence[Victim]) -> tuple[ReplicaPlacement, ...] | None:
         release(victims)
-        return place()
+        return place(victims)
 
     def hopeless() -> bool:
         release(ranked)
@@ -72,7 +73,7 @@ def choose_victims(
         # so far released, so one more victim is one more release.
         chosen.append(victim)
         evict(victim)
-        if place() is not None:
+        if place(chosen) is not None:
             break
         if len(chosen) == 1 and len(ranked) > 1 and hopeless():
             cluster.restore(saved)

@@ -44,6 +44,8 @@ from .quota import QuotaLedger, dominant_shares, validate_request
 CAPACITY_CODES = frozenset(
     {PendingCode.CAPACITY, PendingCode.FRAGMENTATION, PendingCode.GANG, PendingCode.TOPOLOGY}
 )
+# Waiting for these reasons, a request may try to evict lower-priority work.
+PREEMPTION_CODES = CAPACITY_CODES | {PendingCode.RESERVATION, PendingCode.QUOTA}
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,7 @@ class _Cycle:
         self._hopeless: set[tuple] = set()
         self._names: dict[int, set[str]] = {}
         self._evictable: dict[str, tuple[list[int], list[RunningWorkload]]] = {}
+        self._own_evictable: dict[tuple[str, str], list[RunningWorkload]] = {}
 
     def run(self, pending: Sequence[Request]) -> Decisions:
         shares = dominant_shares(
@@ -304,7 +307,7 @@ class _Cycle:
             failures.append(outcome)
         if self.policy.preemption:
             for failure in failures:
-                if failure.code in CAPACITY_CODES or failure.code == PendingCode.RESERVATION:
+                if failure.code in PREEMPTION_CODES:
                     admitted = self._preempt_for(request, demand, failure.gpu_class)
                     if admitted is not None:
                         return admitted
@@ -493,13 +496,53 @@ class _Cycle:
                 del tiers[position], ordered[position]
                 return
 
+    def _own_lower_tier(self, request: Request, gpu_class: str) -> list[RunningWorkload]:
+        """The tenant's own running work of the class below the request's tier, cheapest to
+        evict first: what it may preempt to make room within its own quota."""
+        _, ordered = self._by_tier(gpu_class)
+        key = (gpu_class, request.tenant)
+        own = self._own_evictable.get(key)
+        if own is None:
+            own = self._own_evictable[key] = [
+                w for w in ordered if w.request.tenant == request.tenant
+            ]
+        return [w for w in own if w.request.tier < request.tier and w.request.id in self.running]
+
+    def _quota_allows_without(
+        self, request: Request, gpu_class: str, replicas: int, victims: Sequence[Victim]
+    ) -> bool:
+        for victim in victims:
+            self.ledger.charge(
+                request=victim.workload.request,
+                gpu_class=victim.workload.gpu_class,
+                replicas=len(victim.workload.placements),
+                sign=-1,
+            )
+        try:
+            return self.ledger.check(
+                request=request, gpu_class=gpu_class, replicas=replicas
+            ).allowed
+        finally:
+            for victim in victims:
+                self.ledger.charge(
+                    request=victim.workload.request,
+                    gpu_class=victim.workload.gpu_class,
+                    replicas=len(victim.workload.placements),
+                )
+
     def _preempt_for(self, request: Request, demand: Demand, gpu_class: str) -> Admission | None:
         tiers, workloads = self._by_tier(gpu_class)
         if not workloads:
             return None
         eligible, _ = self._eligible(request, gpu_class)
         replicas, borrowed, _ = self._replicas_within_quota(request, gpu_class)
-        if not replicas or not len(eligible):
+        # At its quota limit, a tenant may still evict its own lower-tier work (as Kueue's
+        # withinClusterQueue: LowerPriority): those victims must free the quota too.
+        within_own_quota = not replicas
+        if within_own_quota:
+            workloads = self._own_lower_tier(request, gpu_class)
+            replicas = request.smallest_gang
+        if not workloads or not len(eligible):
             return None
         eligible_names = self._names.get(id(eligible))
         if eligible_names is None:
@@ -516,7 +559,7 @@ class _Cycle:
             for r in self.reservations
             if r.tenant == request.tenant and r.gpu_class == gpu_class
         }
-        if not may_reclaim and not owned_pools:
+        if not may_reclaim and not owned_pools and not within_own_quota:
             workloads = workloads[: bisect_left(tiers, request.tier)]
         candidates: list[Victim] = []
         for workload in workloads:
@@ -543,7 +586,12 @@ class _Cycle:
             cluster=self.cluster,
             candidates=candidates,
             now=self.now,
-            place=lambda: self._place(request, shape, eligible),
+            place=lambda victims: (
+                self._place(request, shape, eligible)
+                if not within_own_quota
+                or self._quota_allows_without(request, gpu_class, replicas, victims)
+                else None
+            ),
             could_fit=lambda: self._could_fit(shape, eligible),
         )
         if chosen is None:
@@ -571,6 +619,10 @@ class _Cycle:
                     message=_preemption_message(victim, request, gpu_class),
                 )
             )
+        if within_own_quota:
+            borrowed = self.ledger.check(
+                request=request, gpu_class=gpu_class, replicas=len(placements)
+            ).borrowed
         return self._record(request, gpu_class, placements, borrowed)
 
     def _could_fit(self, shape: GangShape, among: np.ndarray) -> bool:

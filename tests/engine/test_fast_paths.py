@@ -135,7 +135,7 @@ def victim_search(nodes, workloads, shape, *, with_cutoff):
         cluster=cluster,
         candidates=[Victim(workload=w, reason="priority") for w in workloads],
         now=NOW,
-        place=lambda: place_gang(
+        place=lambda victims: place_gang(
             cluster=cluster, shape=shape, among=everywhere, policy=policy, domains=domains
         ),
         could_fit=lambda: (

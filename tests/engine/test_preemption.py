@@ -93,3 +93,49 @@ def test_preemption_can_be_switched_off_by_policy():
 def test_the_preemption_message_names_both_tiers():
     decisions = full_node_with(running(request("batch", gpus=8, tier=1), on("a", *range(8))))
     assert "tier 5 over tier 1" in decisions.preemptions[0].message
+
+
+def at_quota_limit(*workloads, pending_tier=5, quotas=None):
+    """acme may use 8 GPUs and uses them all; two free nodes wait for a 4-GPU request."""
+    from .builders import quota
+
+    return cycle(
+        nodes=[node("a", free=[0] * 8), node("b"), node("c")],
+        pending=[request("urgent", gpus=4, tier=pending_tier)],
+        running=list(workloads),
+        quotas=quotas or [quota("acme", gpus=8), quota("globex", gpus=8)],
+    )
+
+
+def test_a_tenant_at_its_quota_evicts_its_own_lower_tier_work_to_run_higher_tier_work():
+    decisions = at_quota_limit(running(request("batch", gpus=8, tier=1), on("a", *range(8))))
+    assert [p.victim_id for p in decisions.preemptions] == ["batch"]
+    assert admitted(decisions) == ["urgent"]
+
+
+def test_at_its_quota_a_tenant_evicts_only_as_much_of_its_own_work_as_the_quota_needs():
+    decisions = at_quota_limit(
+        *(running(request(f"one-{i}", gpus=1, tier=1), on("a", i)) for i in range(8))
+    )
+    assert len(decisions.preemptions) == 4
+
+
+def test_at_its_quota_a_tenant_never_evicts_another_tenants_work():
+    decisions = at_quota_limit(
+        running(request("acme-prod", gpus=8, tier=9), on("b", *range(8))),
+        running(request("globex-batch", gpus=8, tier=1, tenant="globex"), on("a", *range(8))),
+    )
+    assert decisions.preemptions == ()
+    assert reason(decisions, "urgent").code == "quota"
+
+
+def test_at_its_quota_a_tenant_never_evicts_its_own_work_of_the_same_tier():
+    decisions = at_quota_limit(running(request("peer", gpus=8, tier=5), on("a", *range(8))))
+    assert decisions.preemptions == ()
+
+
+def test_at_its_quota_a_tenant_never_evicts_its_own_non_preemptible_work():
+    decisions = at_quota_limit(
+        running(request("prod", gpus=8, tier=1, preemptible=False), on("a", *range(8)))
+    )
+    assert decisions.preemptions == ()
