@@ -180,3 +180,14 @@ def test_a_node_lost_under_a_workload_takes_no_new_work_until_it_is_seen_ready(
     services.inventory_sync(backend=cluster)
     lost.refresh_from_db()
     assert lost.ready
+
+
+def test_a_tenant_at_its_quota_evicts_its_own_training_for_production_inference(
+    full_h100, submit, cycle
+):
+    serving = submit(name="serve", kind="inference", tier="inference-prod", gpus=8)
+    cycle()
+    serving.refresh_from_db()
+    victim = Workload.objects.get(state=Workload.State.PREEMPTED)
+    assert serving.state == Workload.State.ADMITTED
+    assert victim.project == serving.project
