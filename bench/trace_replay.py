@@ -34,6 +34,7 @@ from scheduling.engine.cluster import ClusterState, Demand  # noqa: E402
 from scheduling.engine.fragmentation import (  # noqa: E402
     FragmentationModel,
     cluster_fragmentation,
+    rare_workload,
     typical_workload,
 )
 from scheduling.engine.model import MILLI_PER_GPU, NodeState, TaskType  # noqa: E402
@@ -167,7 +168,12 @@ def replay(
     workload = ARRIVALS[arrivals](pods=pods, capacity_milli=capacity, rng=rng)
     cluster = ClusterState(shuffled_names(nodes=nodes, rng=rng))
     typical = typical_workload(pod.task for pod in pods)
-    policy = make_policy(name=policy_name, seed=seed, workload=typical)
+    policy = make_policy(
+        name=policy_name,
+        seed=seed,
+        workload=typical,
+        rare_workload=rare_workload(pod.task for pod in pods),
+    )
     everywhere = np.arange(len(cluster))
     by_classes = {
         None: everywhere,

@@ -51,6 +51,16 @@ def typical_workload(
     return tuple((task, count / covered) for task, count in chosen)
 
 
+def rare_workload(
+    tasks: Iterable[TaskType], *, coverage: float = TYPICAL_COVERAGE
+) -> tuple[tuple[TaskType, float], ...]:
+    """The task types ``typical_workload`` leaves out, each with its share of all tasks."""
+    counts = Counter(tasks)
+    total = sum(counts.values())
+    typical = {task for task, _ in typical_workload(counts.elements(), coverage=coverage)}
+    return tuple((task, count / total) for task, count in counts.items() if task not in typical)
+
+
 class FragmentationModel:
     """Memoised F(state) for node states ``(class id, free CPU, sorted free GPU milli)``."""
 
