@@ -1,6 +1,7 @@
 """Fragmentation counts what the paper's simulator counts (all but its "Q3 satisfied" part)."""
 
 from scheduling.engine import TaskType, fragmentation
+from scheduling.engine.fragmentation import rare_workload
 
 from .builders import node
 
@@ -23,3 +24,7 @@ def test_the_workload_mix_weights_each_type_by_its_popularity():
     mix = ((CPU_ONLY, 0.25), (ONE_GPU, 0.75))
     view = fragmentation(nodes=[node("a", free=[1000, 500])], workload=mix)
     assert view.fragmented_gpu_milli == 0.25 * 1500 + 0.75 * 500
+
+
+def test_rare_workload_keeps_the_types_past_the_coverage_with_their_share_of_all_tasks():
+    assert rare_workload([ONE_GPU] * 96 + [CPU_ONLY] * 4) == ((CPU_ONLY, 0.04),)
