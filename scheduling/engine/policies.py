@@ -290,9 +290,6 @@ class UsedNodesFirstFragmentationPolicy(FragmentationGradientPolicy):
         return in_use, within_use
 
 
-SCARCE_SHARE = 1 / 16  # a type is scarce while at most this share of the nodes can host it
-
-
 class ScarceNodesKeptFragmentationPolicy(UsedNodesFirstFragmentationPolicy):
     """Ours: ``fgd_used_first``, with one more tie-break between its two: among equal FGD
     scores a node in use first, then the node whose loss matters least to the rare task
@@ -300,9 +297,10 @@ class ScarceNodesKeptFragmentationPolicy(UsedNodesFirstFragmentationPolicy):
 
     FGD's target workload leaves out the rare types (the 5% of tasks past its coverage), such
     as 8-GPU tasks asking 120 cores that only a few untouched large nodes can host. The loss
-    of a node is the GPU request of each scarce rare type (hostable on at most 1/16 of the
-    nodes) that it could host before the replica and not after, weighted by the type's share
-    of all tasks and divided by how many nodes can host it now. Measured in bench/RESULTS.md.
+    of a node is, over the rare types it could host before the replica and not after, the
+    type's share of all tasks times its GPU request, divided by the square of the number of
+    nodes that can host it now: the scarcer the type, the more its last homes are worth.
+    Measured in bench/RESULTS.md.
     """
 
     name = "fgd_keep_scarce"
@@ -359,14 +357,14 @@ class ScarceNodesKeptFragmentationPolicy(UsedNodesFirstFragmentationPolicy):
             return np.zeros(len(candidates))
         self._sync_states(cluster)
         hosts = self._fits[self._row_of_state[cluster.state_id]].sum(axis=0)
-        scarce = np.flatnonzero((hosts > 0) & (hosts <= SCARCE_SHARE * len(cluster)))
-        if not len(scarce):
+        hosted = np.flatnonzero(hosts)
+        if not len(hosted):
             return np.zeros(len(candidates))
-        weight = self._rare_request[scarce] / hosts[scarce]
+        weight = self._rare_request[hosted] / hosts[hosted] ** 2
         states = cluster.state_id[candidates].tolist()
         after_rows = [self._after(cluster, state, demand) for state in states]
-        before = self._fits[self._row_of_state[states]][:, scarce]
-        after = self._fits[after_rows][:, scarce]
+        before = self._fits[self._row_of_state[states]][:, hosted]
+        after = self._fits[after_rows][:, hosted]
         return (before & ~after) @ weight
 
     def _sync_states(self, cluster: ClusterState) -> None:
