@@ -2,8 +2,9 @@
 
 The six baselines follow the FGD paper's simulator (hkust-adsl/kubernetes-scheduler-simulator):
 every score is an integer from 0 to 100 and the smallest node name wins a tie, because those
-coarse scores are what its published numbers come from. ``fgd_small_first`` and
-``fgd_used_first`` are ours: FGD's score with a different choice among equal scores.
+coarse scores are what its published numbers come from. ``fgd_small_first``,
+``fgd_used_first`` and ``fgd_keep_scarce`` are ours: FGD's score with a different choice
+among equal scores.
 """
 
 from __future__ import annotations
