@@ -20,7 +20,7 @@ from .capacity import SettledCapacity
 from .cluster import ClusterState, Demand
 from .eligibility import ineligibility, preference_score
 from .explain import PendingCode, capacity_shortfall, no_eligible_node
-from .fragmentation import typical_workload
+from .fragmentation import rare_workload, typical_workload
 from .gang import GangShape, gang_capacity, place_gang, topology_domains
 from .model import (
     MILLI_PER_GPU,
@@ -150,12 +150,14 @@ class _Cycle:
         )
         ordered = queue_order(pending=pending, shares=shares)
         demands = [Demand.of(r) for r in ordered]
-        workload = self.policy.target_workload or typical_workload(
-            [task_type(d) for d in demands]
-            + [task_type(Demand.of(w.request)) for w in self.running.values()]
-        )
+        tasks = [task_type(d) for d in demands] + [
+            task_type(Demand.of(w.request)) for w in self.running.values()
+        ]
         self.placement = make_policy(
-            name=self.policy.placement, seed=self.policy.seed, workload=workload
+            name=self.policy.placement,
+            seed=self.policy.seed,
+            workload=self.policy.target_workload or typical_workload(tasks),
+            rare_workload=rare_workload(tasks),
         )
         admissions: list[Admission] = []
         failures: list[tuple[Request, _Failure]] = []

@@ -122,3 +122,17 @@ def test_every_policy_returns_none_when_nothing_fits(policy):
 def test_an_unknown_policy_name_is_refused():
     with pytest.raises(ValueError, match="unknown placement policy"):
         make_policy(name="fastest")
+
+
+def test_in_a_cycle_fgd_keep_scarce_keeps_the_only_host_of_a_rare_request_free():
+    from .builders import admitted, cycle, request
+
+    # Only "a" has CPU for the rare request; it is 1 of 25 requests, outside FGD's target.
+    nodes = [node("a", cpu=128_000), *(node(n, cpu=96_000) for n in "bcd")]
+    small = [
+        request(f"small-{i}", gpus=1, cpu_milli=4000, submitted_minutes_ago=60 - i)
+        for i in range(24)
+    ]
+    rare = request("rare", gpus=8, cpu_milli=120_000, submitted_minutes_ago=1)
+    decisions = cycle(nodes=nodes, pending=[*small, rare], placement="fgd_keep_scarce")
+    assert "rare" in admitted(decisions)
