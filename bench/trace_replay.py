@@ -232,10 +232,24 @@ def parse_seeds(text: str) -> list[int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pods", type=Path, default=TRACE / "openb_pod_list_default.csv")
-    parser.add_argument("--nodes", type=Path, default=TRACE / "openb_node_list_gpu_node.csv")
-    parser.add_argument("--seeds", default="42-51")
-    parser.add_argument("--policies", default=",".join(PLACEMENT_POLICIES))
+    parser.add_argument(
+        "--pods",
+        type=Path,
+        default=TRACE / "openb_pod_list_default.csv",
+        help="a pod list of the trace's format (default: the default list)",
+    )
+    parser.add_argument(
+        "--nodes",
+        type=Path,
+        default=TRACE / "openb_node_list_gpu_node.csv",
+        help="a node list (default: the 1,213 GPU nodes)",
+    )
+    parser.add_argument("--seeds", default="42-51", help="a range (42-51) or a comma list")
+    parser.add_argument(
+        "--policies",
+        default=",".join(PLACEMENT_POLICIES),
+        help="comma-separated placement policies (default: all)",
+    )
     parser.add_argument(
         "--arrivals",
         choices=sorted(ARRIVALS),
