@@ -1,7 +1,6 @@
 """GPU inventory, quotas, priority tiers and workloads, with their placements and timeline."""
 
 import uuid
-from datetime import timedelta
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
@@ -238,12 +237,6 @@ class Workload(models.Model):
         if self.started_at and self.max_runtime:
             return self.started_at + self.max_runtime
         return None
-
-    @property
-    def runtime(self) -> timedelta | None:
-        if not self.started_at:
-            return None
-        return (self.finished_at or timezone.now()) - self.started_at
 
 
 class Placement(models.Model):

@@ -4,7 +4,7 @@ from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 
 from tenants.models import Organization, Project
-from tenants.permissions import Action, Caller, authorize, organization_ids_visible_to
+from tenants.permissions import Action, Caller, authorize
 
 from .models import GpuClass, Placement, PriorityTier, QuotaGrant, Workload, WorkloadEvent
 
@@ -41,13 +41,6 @@ def quota_list(*, caller: Caller, organization: Organization) -> QuerySet[QuotaG
     authorize(caller=caller, organization=organization, action=Action.ORGANIZATION_VIEW)
     return QuotaGrant.objects.filter(organization=organization).select_related(
         "organization", "project", "gpu_class"
-    )
-
-
-def workloads_visible_to(*, caller: Caller) -> QuerySet[Workload]:
-    return Workload.objects.filter(
-        project__organization__in=organization_ids_visible_to(caller),
-        project__deleted_at__isnull=True,
     )
 
 

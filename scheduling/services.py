@@ -556,10 +556,9 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
             .select_related(*related)
             .order_by("submitted_at")
         )
+        ready_nodes = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
         snapshot = engine.ClusterSnapshot(
-            nodes=engine_nodes(
-                Node.objects.filter(ready=True).select_related("pool__gpu_class"), placements
-            ),
+            nodes=engine_nodes(ready_nodes, placements),
             quotas=engine_quotas(
                 QuotaGrant.objects.select_related("organization", "project", "gpu_class")
             ),
@@ -580,7 +579,13 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
             policy=policy or engine.Policy(placement=settings.PORTAL_PLACEMENT_POLICY),
         )
         workloads = {str(w.pk): w for w in [*pending, *active]}
-        _persist(decisions, workloads=workloads, now=now)
+        _persist(
+            decisions,
+            workloads=workloads,
+            nodes={node.name: node for node in ready_nodes},
+            classes={pool.gpu_class.name: pool.gpu_class for pool in pools},
+            now=now,
+        )
         elapsed = (time.perf_counter() - started) * 1000
         SchedulerState.objects.update_or_create(
             pk=1,
@@ -611,9 +616,14 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
     )
 
 
-def _persist(decisions: engine.Decisions, *, workloads: dict[str, Workload], now) -> None:
-    nodes = {node.name: node for node in Node.objects.all()}
-    classes = {gpu_class.name: gpu_class for gpu_class in GpuClass.objects.all()}
+def _persist(
+    decisions: engine.Decisions,
+    *,
+    workloads: dict[str, Workload],
+    nodes: dict[str, Node],
+    classes: dict[str, GpuClass],
+    now,
+) -> None:
     for preemption in decisions.preemptions:
         victim = workloads[preemption.victim_id]
         victim.preempted_by = workloads[preemption.preemptor_id]
@@ -806,11 +816,6 @@ def workload_requeue_after_node_loss(*, workload_id, backend: ClusterBackend, re
     _requeue(Workload.objects.get(pk=workload_id), reason=f"{reason} The gang was requeued.")
 
 
-PHASE_STATES = {
-    "DeadlineExceeded": Workload.State.EXPIRED,
-}
-
-
 def workload_sync(*, workload_id, backend: ClusterBackend) -> Workload:
     """Read the workload's status from the cluster and move its state along."""
     workload = _workload_for_cluster(workload_id)
@@ -841,7 +846,9 @@ def workload_sync(*, workload_id, backend: ClusterBackend) -> Workload:
         elif status.phase == Phase.MISSING:
             state, reason = Workload.State.FAILED, "Its objects disappeared from the cluster."
         else:
-            state = PHASE_STATES.get(status.reason, Workload.State.FAILED)
+            # Kubernetes ends a Job past activeDeadlineSeconds this way: its runtime ran out.
+            expired = status.reason == "DeadlineExceeded"
+            state = Workload.State.EXPIRED if expired else Workload.State.FAILED
             reason = f"{status.reason}: {status.message}".strip(": ")
         _end_on_cluster(workload_id=workload.pk, state=state, reason=reason, backend=backend)
     workload.refresh_from_db()
