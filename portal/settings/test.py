@@ -15,3 +15,6 @@ ACCOUNT_DEFAULT_HTTP_PROTOCOL = "http"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / "test.sqlite3")}
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+# One broker queue per test process (pytest-xdist runs several): a Celery worker that a test
+# starts inherits the name, so it only takes the tasks of its own process's tests.
+CELERY_TASK_DEFAULT_QUEUE = f"portal-test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"

@@ -76,11 +76,14 @@ def test_a_workload_goes_from_project_to_success_through_the_worker(
         ).exists()
     )
     submit(client, "train", replicas=2, env={"SIMULATED_RUNTIME_SECONDS": "60"})
-    wait_for(lambda: Workload.objects.filter(name="train", launched_at__isnull=False).exists())
+    wait_for(
+        lambda: Workload.objects.filter(name="train", launched_at__isnull=False).exists(),
+        state=workloads,
+    )
     clock.advance(seconds=10)
-    wait_for(lambda: state_of("train") == "Running")
+    wait_for(lambda: state_of("train") == "Running", state=workloads)
     clock.advance(seconds=120)
-    wait_for(lambda: state_of("train") == "Succeeded")
+    wait_for(lambda: state_of("train") == "Succeeded", state=workloads)
     assert not SimulatedObject.objects.filter(kind="Job", name="train").exists()
 
 
