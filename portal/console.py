@@ -1,19 +1,14 @@
-"""What every console view shares: who is calling, and running a service on a form's behalf."""
+"""What every console view shares: running a service on a form's behalf."""
 
 from collections.abc import Callable
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 
-from tenants.permissions import Caller
-from tenants.services import Conflict
+from portal.errors import DomainError, NotFound
 
 # What `attempt` returns when the service refused.
 REFUSED = object()
-
-
-def console_caller(request) -> Caller:
-    return Caller(user=request.user)
 
 
 def attempt(request, form, write: Callable[[], object]):
@@ -27,6 +22,8 @@ def attempt(request, form, write: Callable[[], object]):
                     form.add_error(field if field in form.fields else None, message)
         else:
             messages.error(request, " ".join(error.messages))
-    except (PermissionDenied, Conflict) as error:
-        messages.error(request, str(error))
+    except NotFound:
+        raise  # the console's 404 page, as for any object the caller may not see
+    except DomainError as error:
+        messages.error(request, error.message)
     return REFUSED

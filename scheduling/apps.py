@@ -4,3 +4,15 @@ from django.apps import AppConfig
 class SchedulingConfig(AppConfig):
     name = "scheduling"
     verbose_name = "Scheduling"
+
+    def ready(self) -> None:
+        from portal.events import Event, subscribe
+
+        from . import tasks
+
+        subscribe(Event.PROJECT_CREATED, tasks.project_provision.delay)
+        subscribe(Event.PROJECT_CHANGED, tasks.project_provision.delay)
+        subscribe(Event.PROJECT_DELETED, tasks.project_deprovision.delay)
+        subscribe(Event.WORKLOAD_SUBMITTED, lambda workload_id: tasks.scheduling_cycle.delay())
+        subscribe(Event.WORKLOAD_ADMITTED, tasks.workload_launch.delay)
+        subscribe(Event.WORKLOAD_RELEASED, tasks.workload_objects_delete.delay)

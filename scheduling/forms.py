@@ -5,8 +5,8 @@ from django import forms
 
 from tenants.models import slug_validator
 
-from .models import GpuClass, PriorityTier, Workload
-from .services import WorkloadRequest
+from .models import GpuClass, PriorityTier, Workload, mig_profile_validator
+from .services import WorkloadRequest, request_bounds
 
 
 class WorkloadSubmitForm(forms.Form):
@@ -21,20 +21,27 @@ class WorkloadSubmitForm(forms.Form):
     fallback_gpu_class = forms.ChoiceField(
         choices=(), required=False, label="Or else", help_text="Used when the first is full."
     )
-    gpus = forms.IntegerField(min_value=0, max_value=64, initial=1, label="GPUs per replica")
+    gpus = forms.IntegerField(**request_bounds("gpus"), initial=1, label="GPUs per replica")
     gpu_milli = forms.IntegerField(
-        min_value=0, max_value=999, initial=0, label="Or a GPU share (milli-GPU)"
+        **request_bounds("gpu_milli"), initial=0, label="Or a GPU share (milli-GPU)"
     )
-    mig_profile = forms.CharField(max_length=20, required=False, label="Or a MIG profile")
-    mig_count = forms.IntegerField(min_value=0, max_value=56, initial=0, label="MIG instances")
-    replicas = forms.IntegerField(min_value=1, max_value=256, initial=1)
+    mig_profile = forms.CharField(
+        max_length=20, required=False, validators=[mig_profile_validator], label="Or a MIG profile"
+    )
+    mig_count = forms.IntegerField(**request_bounds("mig_count"), initial=0, label="MIG instances")
+    replicas = forms.IntegerField(**request_bounds("replicas"), initial=1)
     cpu_milli = forms.IntegerField(
-        min_value=100, max_value=1_000_000, initial=8000, label="CPU per replica (milli-cores)"
+        **request_bounds("cpu_milli"), initial=8000, label="CPU per replica (milli-cores)"
     )
     memory_mib = forms.IntegerField(
-        min_value=128, max_value=8_388_608, initial=32768, label="Memory per replica (MiB)"
+        **request_bounds("memory_mib"), initial=32768, label="Memory per replica (MiB)"
     )
-    max_runtime_minutes = forms.IntegerField(min_value=1, max_value=43200, required=False)
+    max_runtime_minutes = forms.IntegerField(
+        **{
+            bound: seconds // 60 for bound, seconds in request_bounds("max_runtime_seconds").items()
+        },
+        required=False,
+    )
     env = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="KEY=value per line"
     )

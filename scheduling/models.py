@@ -163,6 +163,8 @@ class Workload(models.Model):
 
     ACTIVE_STATES = (State.ADMITTED, State.RUNNING)
     FINAL_STATES = (State.SUCCEEDED, State.FAILED, State.PREEMPTED, State.CANCELLED, State.EXPIRED)
+    # Kinds that run on GPUs: a submission of one of them must ask for some.
+    GPU_KINDS = (Kind.TRAINING, Kind.FINE_TUNING, Kind.BATCH_INFERENCE, Kind.INFERENCE)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="workloads")
@@ -231,6 +233,11 @@ class Workload(models.Model):
     @property
     def is_final(self) -> bool:
         return self.state in self.FINAL_STATES
+
+    @property
+    def needs_gpu(self) -> bool:
+        """It asks for whole GPUs, a GPU share or MIG instances; otherwise it is CPU-only."""
+        return bool(self.gpus or self.gpu_milli or self.mig_count)
 
     @property
     def expected_end(self):

@@ -1,10 +1,10 @@
 """Reads of scheduling data, scoped to the caller's organizations like every tenant read."""
 
 from django.db.models import Prefetch, QuerySet
-from django.http import Http404
 
+from portal.errors import NotFound
 from tenants.models import Organization, Project
-from tenants.permissions import Action, Caller, authorize
+from tenants.permissions import Action, Caller, authorize, role_allows
 
 from .models import GpuClass, Placement, PriorityTier, QuotaGrant, Workload, WorkloadEvent
 
@@ -28,8 +28,14 @@ def workload_list(*, caller: Caller, project: Project) -> QuerySet[Workload]:
 def workload_get(*, caller: Caller, project: Project, name: str) -> Workload:
     workload = workload_list(caller=caller, project=project).filter(name=name).first()
     if workload is None:
-        raise Http404("No such workload.")
+        raise NotFound("No such workload.")
     return workload
+
+
+def workload_cancel_permitted(*, caller: Caller, workload: Workload, role: str) -> bool:
+    """Who may cancel a workload: its submitter, or a role that cancels anyone's work."""
+    own = workload.submitted_by_id == caller.user.pk
+    return own or role_allows(role, Action.WORKLOAD_CANCEL_ANY)
 
 
 def workload_events(*, workload: Workload) -> QuerySet[WorkloadEvent]:

@@ -1,6 +1,6 @@
 """Conversions from the database to the plain data of the engine and of the cluster backends.
 
-`scheduling/services.py` is the only caller: it loads rows, converts them here, and hands the
+`scheduling/services/` is the only caller: it loads rows, converts them here, and hands the
 result to the engine (`scheduling.engine`) or to a backend (`scheduling.cluster`).
 """
 
@@ -12,10 +12,10 @@ from django.db.models import Q
 from tenants.models import Project
 
 from . import engine
+from .cluster.manifests import POOL_LABEL
 from .cluster.specs import NodeSpec, PoolSpec, ProjectSpec, TaintSpec, TierSpec, WorkloadSpec
 from .models import GpuClass, Node, NodePool, Placement, PriorityTier, QuotaGrant, Workload
 
-POOL_LABEL = "gpu-cloud.io/pool"
 MILLI_PER_GPU = engine.model.MILLI_PER_GPU
 
 
@@ -195,7 +195,6 @@ def gpu_tolerations(pools: Iterable[NodePool]) -> tuple[engine.Toleration, ...]:
 def engine_request(
     workload: Workload, *, tolerations: tuple[engine.Toleration, ...]
 ) -> engine.Request:
-    needs_gpu = bool(workload.gpus or workload.gpu_milli or workload.mig_count)
     return engine.Request(
         id=str(workload.pk),
         tenant=workload.project.organization.slug,
@@ -211,7 +210,7 @@ def engine_request(
         min_replicas=workload.min_replicas,
         cpu_milli=workload.cpu_milli,
         memory_mib=workload.memory_mib,
-        tolerations=tolerations if needs_gpu else (),
+        tolerations=tolerations if workload.needs_gpu else (),
         anti_affinity=workload.kind == Workload.Kind.INFERENCE,
         required_topology=workload.required_topology or None,
         max_runtime=workload.max_runtime,

@@ -19,11 +19,12 @@ RETRY = {
 
 
 def cluster_task(give_up: Callable[..., object]):
-    """A retried task that calls `give_up(*args, reason=...)` once its retries are spent."""
+    """A retried task that calls `give_up(..., reason=...)` with the task's own arguments once
+    its retries are spent."""
 
     class GivesUp(Task):
         def on_failure(self, exc, task_id, args, kwargs, einfo):
-            give_up(*args, reason=str(exc))
+            give_up(*args, **kwargs, reason=str(exc))
 
     return shared_task(base=GivesUp, **RETRY)
 
@@ -59,9 +60,9 @@ def workload_launch(workload_id: str) -> str:
     return services.workload_launch(workload_id=workload_id, backend=get_backend()).state
 
 
-@cluster_task(give_up=services.workload_teardown_give_up)
-def workload_teardown(workload_id: str) -> None:
-    services.workload_teardown(workload_id=workload_id, backend=get_backend())
+@cluster_task(give_up=services.workload_objects_delete_give_up)
+def workload_objects_delete(workload_id: str) -> None:
+    services.workload_objects_delete(workload_id=workload_id, backend=get_backend())
 
 
 @shared_task(**RETRY)

@@ -5,9 +5,9 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from portal.console import REFUSED, attempt, console_caller
+from portal.console import REFUSED, attempt
 from tenants import selectors as tenant_selectors
-from tenants.permissions import Action, role_allows
+from tenants.permissions import Action, caller_of, role_allows
 
 from . import selectors, services
 from .forms import WorkloadSubmitForm
@@ -24,7 +24,7 @@ def _project(caller, org_slug: str, project_slug: str):
 
 @login_required
 def workloads(request, org_slug: str, project_slug: str):
-    caller = console_caller(request)
+    caller = caller_of(request)
     organization, project = _project(caller, org_slug, project_slug)
     form = WorkloadSubmitForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -55,12 +55,11 @@ def workloads(request, org_slug: str, project_slug: str):
 
 @login_required
 def workload_detail(request, org_slug: str, project_slug: str, name: str):
-    caller = console_caller(request)
+    caller = caller_of(request)
     organization, project = _project(caller, org_slug, project_slug)
     workload = selectors.workload_get(caller=caller, project=project, name=name)
-    can_cancel = not workload.is_final and (
-        workload.submitted_by_id == request.user.pk
-        or role_allows(organization.my_role, Action.WORKLOAD_CANCEL_ANY)
+    can_cancel = not workload.is_final and selectors.workload_cancel_permitted(
+        caller=caller, workload=workload, role=organization.my_role
     )
     return render(
         request,
@@ -78,7 +77,7 @@ def workload_detail(request, org_slug: str, project_slug: str, name: str):
 @login_required
 @require_POST
 def workload_cancel(request, org_slug: str, project_slug: str, name: str):
-    caller = console_caller(request)
+    caller = caller_of(request)
     _, project = _project(caller, org_slug, project_slug)
     workload = selectors.workload_get(caller=caller, project=project, name=name)
     cancelled = attempt(

@@ -2,15 +2,15 @@
 
 Every service that reads or writes tenant data calls `authorize` (writes) or scopes its query with
 `organization_ids_visible_to` (reads). A caller outside the organization gets NotFound, never
-PermissionDenied, so that an answer never confirms that another tenant's object exists.
+Forbidden, so that an answer never confirms that another tenant's object exists.
 """
 
 from dataclasses import dataclass
 from enum import StrEnum
 
-from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import Http404
+
+from portal.errors import Conflict, Forbidden, NotFound
 
 from .models import ApiToken, Membership, Organization, Role
 
@@ -106,6 +106,12 @@ class Caller:
         return self.token is None and bool(getattr(self.user, "is_staff", False))
 
 
+def caller_of(request) -> Caller:
+    """The caller of a console or API request: an API token narrows its user."""
+    token = getattr(request, "auth", None)
+    return Caller(user=request.user, token=token if isinstance(token, ApiToken) else None)
+
+
 def organization_ids_visible_to(caller: Caller) -> QuerySet:
     """The organizations whose data the caller may read, as a subquery of ids."""
     memberships = Membership.objects.filter(user_id=caller.user.pk)
@@ -117,29 +123,29 @@ def organization_ids_visible_to(caller: Caller) -> QuerySet:
 def caller_role(*, caller: Caller, organization: Organization) -> str:
     """The caller's role in the organization; NotFound when the caller cannot see it."""
     if caller.token is not None and caller.token.organization_id != organization.pk:
-        raise Http404("No such organization.")
+        raise NotFound("No such organization.")
     role = (
         Membership.objects.filter(organization=organization, user_id=caller.user.pk)
         .values_list("role", flat=True)
         .first()
     )
     if role is None:
-        raise Http404("No such organization.")
+        raise NotFound("No such organization.")
     return role
 
 
-class OrganizationSuspended(PermissionDenied):
-    pass
+class OrganizationSuspended(Conflict):
+    code = "organization_suspended"
 
 
 def authorize(*, caller: Caller, organization: Organization, action: Action) -> str:
     """Raise unless the caller may do `action` in `organization`; return the caller's role."""
     role = caller_role(caller=caller, organization=organization)
     if not role_allows(role, action):
-        raise PermissionDenied(f"Your role ({role}) does not allow {action}.")
+        raise Forbidden(f"Your role ({role}) does not allow {action}.")
     if action not in READ_ACTIONS:
         if not caller.can_write:
-            raise PermissionDenied("This API token is read-only.")
+            raise Forbidden("This API token is read-only.")
         if not organization.is_active:
             raise OrganizationSuspended(
                 f"Organization {organization.slug} is suspended; nothing can be changed."
@@ -149,4 +155,4 @@ def authorize(*, caller: Caller, organization: Organization, action: Action) -> 
 
 def require_operator(caller: Caller) -> None:
     if not caller.is_operator:
-        raise PermissionDenied("Only operators (staff) may do this.")
+        raise Forbidden("Only operators (staff) may do this.")

@@ -1,12 +1,13 @@
 """Reads of tenancy data, always through the caller's memberships.
 
 An object of an organization the caller does not belong to is indistinguishable from one that
-does not exist: the getters raise Http404 for both.
+does not exist: the getters raise NotFound for both.
 """
 
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
-from django.http import Http404
+
+from portal.errors import NotFound
 
 from .models import ApiToken, AuditEvent, Invitation, Membership, Organization, Project
 from .permissions import (
@@ -43,7 +44,7 @@ def organization_list(*, caller: Caller) -> QuerySet[Organization]:
 def organization_get(*, caller: Caller, slug: str) -> Organization:
     organization = organization_list(caller=caller).filter(slug=slug).first()
     if organization is None:
-        raise Http404("No such organization.")
+        raise NotFound("No such organization.")
     return organization
 
 
@@ -61,7 +62,7 @@ def member_get(*, caller: Caller, organization: Organization, membership_id) -> 
         member_list(caller=caller, organization=organization).filter(pk=membership_id).first()
     )
     if membership is None:
-        raise Http404("No such member.")
+        raise NotFound("No such member.")
     return membership
 
 
@@ -77,7 +78,7 @@ def invitation_get(*, caller: Caller, organization: Organization, invitation_id)
         invitation_list(caller=caller, organization=organization).filter(pk=invitation_id).first()
     )
     if invitation is None:
-        raise Http404("No such invitation.")
+        raise NotFound("No such invitation.")
     return invitation
 
 
@@ -95,7 +96,7 @@ def project_list(*, caller: Caller, organization: Organization | None = None) ->
 def project_get(*, caller: Caller, organization: Organization, slug: str) -> Project:
     project = project_list(caller=caller, organization=organization).filter(slug=slug).first()
     if project is None:
-        raise Http404("No such project.")
+        raise NotFound("No such project.")
     return project
 
 
@@ -113,7 +114,7 @@ def token_list(*, caller: Caller, organization: Organization) -> QuerySet[ApiTok
 def token_get(*, caller: Caller, organization: Organization, token_id) -> ApiToken:
     token = token_list(caller=caller, organization=organization).filter(pk=token_id).first()
     if token is None:
-        raise Http404("No such token.")
+        raise NotFound("No such token.")
     return token
 
 

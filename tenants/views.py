@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from portal.console import REFUSED, attempt, console_caller
+from portal.console import REFUSED, attempt
 
 from . import selectors, services
 from .forms import (
@@ -18,14 +18,14 @@ from .forms import (
     RoleChangeForm,
     TokenIssueForm,
 )
-from .permissions import Action, role_allows
+from .permissions import Action, caller_of, role_allows
 
 ISSUED_SECRET_KEY = "tenants.issued_token_secret"
 
 
 @login_required
 def home(request):
-    caller = console_caller(request)
+    caller = caller_of(request)
     form = OrganizationCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         organization = attempt(
@@ -43,7 +43,7 @@ def home(request):
 
 @login_required
 def organization_detail(request, org_slug: str):
-    caller = console_caller(request)
+    caller = caller_of(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     role = organization.my_role
     project_form = ProjectCreateForm(request.POST if "create_project" in request.POST else None)
@@ -95,7 +95,7 @@ def organization_detail(request, org_slug: str):
 
 @login_required
 def project_detail(request, org_slug: str, project_slug: str):
-    caller = console_caller(request)
+    caller = caller_of(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     project = selectors.project_get(caller=caller, organization=organization, slug=project_slug)
     if request.method == "POST" and "delete" in request.POST:
@@ -119,7 +119,7 @@ def project_detail(request, org_slug: str, project_slug: str):
 @login_required
 @require_POST
 def member_role(request, org_slug: str, member_id):
-    caller = console_caller(request)
+    caller = caller_of(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     membership = selectors.member_get(
         caller=caller, organization=organization, membership_id=member_id
@@ -141,7 +141,7 @@ def member_role(request, org_slug: str, member_id):
 @login_required
 @require_POST
 def member_remove(request, org_slug: str, member_id):
-    caller = console_caller(request)
+    caller = caller_of(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     membership = selectors.member_get(
         caller=caller, organization=organization, membership_id=member_id
@@ -162,7 +162,7 @@ def member_remove(request, org_slug: str, member_id):
 @login_required
 @require_POST
 def invitation_revoke(request, org_slug: str, invitation_id):
-    caller = console_caller(request)
+    caller = caller_of(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     invitation = selectors.invitation_get(
         caller=caller, organization=organization, invitation_id=invitation_id
@@ -177,7 +177,7 @@ def invitation_revoke(request, org_slug: str, invitation_id):
 
 @login_required
 def tokens(request, org_slug: str):
-    caller = console_caller(request)
+    caller = caller_of(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     form = TokenIssueForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -208,7 +208,7 @@ def tokens(request, org_slug: str):
 @login_required
 @require_POST
 def token_revoke(request, org_slug: str, token_id):
-    caller = console_caller(request)
+    caller = caller_of(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     token = selectors.token_get(caller=caller, organization=organization, token_id=token_id)
     revoked = attempt(request, None, lambda: services.token_revoke(caller=caller, token=token))
@@ -219,7 +219,7 @@ def token_revoke(request, org_slug: str, token_id):
 
 @login_required
 def audit(request, org_slug: str):
-    caller = console_caller(request)
+    caller = caller_of(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     events = selectors.audit_event_list(caller=caller, organization=organization)[:200]
     return render(request, "tenants/audit.html", {"organization": organization, "events": events})

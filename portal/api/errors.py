@@ -6,10 +6,9 @@ from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
-from rest_framework.views import exception_handler
+from rest_framework.views import exception_handler, set_rollback
 
-from tenants.permissions import OrganizationSuspended
-from tenants.services import Conflict
+from portal.errors import DomainError
 
 NON_FIELD = api_settings.NON_FIELD_ERRORS_KEY
 
@@ -56,15 +55,9 @@ def error_response_handler(exc, context):
         else:
             fields = {NON_FIELD: list(exc.messages)}
         return _validation_response(fields)
-    if isinstance(exc, Conflict):
-        return Response(
-            error_body(code=exc.code, message=exc.message), status=status.HTTP_409_CONFLICT
-        )
-    if isinstance(exc, OrganizationSuspended):
-        return Response(
-            error_body(code="organization_suspended", message=str(exc)),
-            status=status.HTTP_409_CONFLICT,
-        )
+    if isinstance(exc, DomainError):
+        set_rollback()
+        return Response(error_body(code=exc.code, message=exc.message), status=exc.status)
     if isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied(str(exc) or None)
     if isinstance(exc, Http404):

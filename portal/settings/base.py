@@ -159,11 +159,11 @@ PORTAL_BASE_URL = os.environ.get("PORTAL_BASE_URL", "http://127.0.0.1:8000")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "portal.api.authentication.BearerTokenAuthentication",
+        "tenants.api.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["portal.api.permissions.TokenScopeAllows"],
-    "DEFAULT_THROTTLE_CLASSES": ["portal.api.throttling.TokenRateThrottle"],
+    "DEFAULT_PERMISSION_CLASSES": ["tenants.api.permissions.TokenScopeAllows"],
+    "DEFAULT_THROTTLE_CLASSES": ["tenants.api.throttling.TokenRateThrottle"],
     "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.PagePagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [

@@ -4,7 +4,15 @@ from datetime import timedelta
 from rest_framework import serializers
 
 from portal.api.serializers import InputSerializer
-from scheduling.models import GpuClass, PriorityTier, QuotaGrant, Workload, WorkloadEvent
+from scheduling.models import (
+    GpuClass,
+    PriorityTier,
+    QuotaGrant,
+    Workload,
+    WorkloadEvent,
+    mig_profile_validator,
+)
+from scheduling.services import request_bounds
 from tenants.models import SLUG_PATTERN
 
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -107,16 +115,16 @@ class WorkloadSubmitInput(InputSerializer):
     gpu_classes = serializers.ListField(
         child=serializers.CharField(max_length=40), max_length=8, required=False, default=list
     )
-    gpus = serializers.IntegerField(min_value=0, max_value=64, default=0)
-    gpu_milli = serializers.IntegerField(min_value=0, max_value=999, default=0)
-    mig_profile = serializers.RegexField(
-        r"^mig-[1-7]g\.[0-9]+gb$", max_length=20, required=False, default=""
+    gpus = serializers.IntegerField(**request_bounds("gpus"), default=0)
+    gpu_milli = serializers.IntegerField(**request_bounds("gpu_milli"), default=0)
+    mig_profile = serializers.CharField(
+        max_length=20, required=False, default="", validators=[mig_profile_validator]
     )
-    mig_count = serializers.IntegerField(min_value=0, max_value=56, default=0)
-    replicas = serializers.IntegerField(min_value=1, max_value=256, default=1)
-    min_replicas = serializers.IntegerField(min_value=1, max_value=256, required=False)
-    cpu_milli = serializers.IntegerField(min_value=100, max_value=1_000_000, default=1000)
-    memory_mib = serializers.IntegerField(min_value=128, max_value=8_388_608, default=4096)
+    mig_count = serializers.IntegerField(**request_bounds("mig_count"), default=0)
+    replicas = serializers.IntegerField(**request_bounds("replicas"), default=1)
+    min_replicas = serializers.IntegerField(**request_bounds("min_replicas"), required=False)
+    cpu_milli = serializers.IntegerField(**request_bounds("cpu_milli"), default=1000)
+    memory_mib = serializers.IntegerField(**request_bounds("memory_mib"), default=4096)
     command = serializers.ListField(
         child=serializers.CharField(max_length=4096), max_length=64, required=False, default=list
     )
@@ -124,7 +132,7 @@ class WorkloadSubmitInput(InputSerializer):
         child=serializers.CharField(max_length=4096, allow_blank=True), required=False, default=dict
     )
     max_runtime_seconds = serializers.IntegerField(
-        min_value=60, max_value=30 * 24 * 3600, required=False
+        **request_bounds("max_runtime_seconds"), required=False
     )
     required_topology = serializers.CharField(max_length=63, required=False, default="")
 

@@ -6,11 +6,11 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.api.permissions import caller_of
 from portal.api.views import list_response
 from scheduling import selectors, services
 from scheduling.models import QuotaGrant, Workload
 from tenants import selectors as tenant_selectors
+from tenants.permissions import caller_of
 
 from .filters import WorkloadFilter
 from .serializers import (

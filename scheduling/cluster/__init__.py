@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .base import ClusterBackend, ClusterError
+from .base import ClusterBackend, ClusterError, manifests_delete
 
 
 def get_backend() -> ClusterBackend:
@@ -17,4 +17,4 @@ def get_backend() -> ClusterBackend:
     return SimulatedBackend(description_path=Path(settings.PORTAL_SIMULATED_CLUSTER))
 
 
-__all__ = ["ClusterBackend", "ClusterError", "get_backend"]
+__all__ = ["ClusterBackend", "ClusterError", "get_backend", "manifests_delete"]

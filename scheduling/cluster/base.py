@@ -35,3 +35,15 @@ class ClusterBackend(Protocol):
     def gpu_utilization(self, *, namespace: str, workload: str) -> float | None:
         """Mean GPU utilization (0-1) of the workload's pods lately; None when unknown."""
         ...
+
+
+def manifests_delete(backend: ClusterBackend, manifests: list[dict]) -> None:
+    """Delete the objects these manifests describe, in order (already gone is fine)."""
+    for manifest in manifests:
+        metadata = manifest["metadata"]
+        backend.delete(
+            api_version=manifest["apiVersion"],
+            kind=manifest["kind"],
+            name=metadata["name"],
+            namespace=metadata.get("namespace"),
+        )

@@ -165,10 +165,6 @@ def _merged(live: Any, desired: Any) -> Any:
     return copy.deepcopy(desired)
 
 
-def _taint_dict(taint: TaintSpec) -> dict:
-    return {"key": taint.key, "value": taint.value, "effect": taint.effect}
-
-
 def _taint_id(taint: Mapping) -> str:
     return f"{taint['key']}:{taint['effect']}"
 
@@ -452,7 +448,7 @@ class KubernetesBackend:
     ) -> None:
         """Set the portal's labels and taints, removing those it set before and no longer
         wants (remembered in annotations); other labels and taints on the node are kept."""
-        wanted_taints = [_taint_dict(taint) for taint in taints]
+        wanted_taints = [taint.as_dict() for taint in taints]
         problems = manifest_problems(
             {
                 "apiVersion": "v1",

@@ -15,8 +15,8 @@ from scheduling import clock
 from scheduling.models import SimulatedNodeState, SimulatedObject
 
 from .base import ClusterError
-from .catalog import cluster_description_load
 from .checks import manifest_problems
+from .description import cluster_description_load
 from .specs import NodeInventory, Phase, TaintSpec, WorkloadStatus
 
 DEFAULT_RUNTIME_SECONDS = 300
@@ -99,7 +99,7 @@ class SimulatedBackend:
     ) -> None:
         state, _ = SimulatedNodeState.objects.get_or_create(name=name)
         state.labels = {**state.labels, **labels}
-        state.taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints]
+        state.taints = [taint.as_dict() for taint in taints]
         state.save(update_fields=["labels", "taints"])
 
     def workload_status(self, *, kind: str, name: str, namespace: str) -> WorkloadStatus:

@@ -27,6 +27,10 @@ class TaintSpec:
     value: str
     effect: str  # NoSchedule | PreferNoSchedule | NoExecute
 
+    def as_dict(self) -> dict:
+        """As a Node's spec.taints entry."""
+        return {"key": self.key, "value": self.value, "effect": self.effect}
+
 
 @dataclass(frozen=True)
 class ProjectSpec:

@@ -6,10 +6,10 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.api.permissions import caller_of
 from portal.api.views import list_response
 from tenants import selectors, services
 from tenants.models import ApiToken, AuditEvent, Invitation, Membership, Organization, Project
+from tenants.permissions import caller_of
 
 from . import filters
 from .serializers import (

@@ -49,7 +49,7 @@ def test_a_member_submits_a_gpu_workload_and_sees_it_queued(mia, acme, ai_dev, s
     from scheduling import services
     from scheduling.models import GpuClass, QuotaGrant, Workload
 
-    services.cluster_catalog_load(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+    services.cluster_description_apply(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
     QuotaGrant.objects.create(
         organization=acme, gpu_class=GpuClass.objects.get(name="L4"), guarantee=4, limit=4
     )

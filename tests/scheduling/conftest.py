@@ -20,7 +20,7 @@ def backend(db):
 
 @pytest.fixture
 def cluster(backend):
-    services.cluster_catalog_load(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+    services.cluster_description_apply(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
     services.inventory_sync(backend=backend)
     return backend
 
@@ -65,7 +65,7 @@ def cycle(cluster):
     def run() -> services.CycleResult:
         result = services.scheduling_cycle_run()
         for workload_id in result.preempted:
-            services.workload_teardown(workload_id=workload_id, backend=cluster)
+            services.workload_objects_delete(workload_id=workload_id, backend=cluster)
         for workload_id in result.admitted:
             services.workload_launch(workload_id=workload_id, backend=cluster)
         return result

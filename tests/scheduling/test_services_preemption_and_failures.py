@@ -1,5 +1,6 @@
 import pytest
 
+from portal.errors import Conflict, Forbidden
 from scheduling import services
 from scheduling.models import GpuClass, Node, Placement, QuotaGrant, SimulatedObject, Workload
 from tenants.permissions import Caller
@@ -76,7 +77,7 @@ def test_cancelling_a_running_workload_releases_its_gpus(submit, cycle, advance,
 
 def test_a_member_cannot_cancel_someone_elses_workload(submit, adam, mia):
     workload = submit(user=adam)
-    with pytest.raises(services.PermissionDenied):
+    with pytest.raises(Forbidden):
         services.workload_cancel(caller=Caller(user=mia), workload=workload)
     workload.refresh_from_db()
     assert workload.state == Workload.State.PENDING
@@ -85,7 +86,7 @@ def test_a_member_cannot_cancel_someone_elses_workload(submit, adam, mia):
 def test_cancelling_a_finished_workload_is_a_conflict(submit, mia):
     workload = submit()
     services.workload_cancel(caller=Caller(user=mia), workload=workload)
-    with pytest.raises(services.Conflict):
+    with pytest.raises(Conflict):
         services.workload_cancel(caller=Caller(user=mia), workload=workload)
 
 

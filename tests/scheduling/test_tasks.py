@@ -40,5 +40,5 @@ def test_a_launch_that_keeps_failing_fails_the_workload_and_frees_its_gpus(submi
 def test_a_teardown_that_keeps_failing_is_shown_on_the_timeline(submit):
     workload = submit()
     error = ClusterError("timeout", retryable=True)
-    tasks.workload_teardown.on_failure(error, "task-id", (str(workload.pk),), {}, None)
+    tasks.workload_objects_delete.on_failure(error, "task-id", (str(workload.pk),), {}, None)
     assert workload.events.filter(kind="teardown_failed").exists()

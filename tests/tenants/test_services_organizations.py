@@ -1,6 +1,7 @@
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
+from portal.errors import Conflict
 from tenants import services
 from tenants.models import AuditEvent, Membership, Organization, Role
 from tenants.permissions import Caller, OrganizationSuspended
@@ -56,7 +57,7 @@ def test_an_update_that_changes_nothing_writes_no_audit_event(alice, acme):
 
 
 def test_an_organization_with_projects_cannot_be_deleted(alice, acme, ai_dev):
-    with pytest.raises(services.Conflict) as error:
+    with pytest.raises(Conflict) as error:
         services.organization_delete(caller=Caller(user=alice), organization=acme)
     assert error.value.code == "organization_has_projects"
     assert Organization.objects.filter(pk=acme.pk).exists()

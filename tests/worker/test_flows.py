@@ -26,7 +26,7 @@ WORKLOADS = "/api/v1/organizations/acme/projects/vision/workloads/"
 @pytest.fixture
 def simulated(transactional_db, acme, globex):
     backend = SimulatedBackend(description_path=Path(settings.PORTAL_SIMULATED_CLUSTER))
-    services.cluster_catalog_load(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+    services.cluster_description_apply(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
     services.inventory_sync(backend=backend)
     h100 = GpuClass.objects.get(name="H100-80GB")
     QuotaGrant.objects.create(organization=acme, gpu_class=h100, guarantee=64, limit=64)

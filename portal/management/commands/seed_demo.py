@@ -68,7 +68,7 @@ class Command(BaseCommand):
     def _cluster(self):
         backend = get_backend()
         if settings.PORTAL_CLUSTER == "simulated":
-            scheduling.cluster_catalog_load(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+            scheduling.cluster_description_apply(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
         scheduling.inventory_sync(backend=backend)
         scheduling.cluster_provision(backend=backend)
 

@@ -16,7 +16,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         backend = get_backend()
         if settings.PORTAL_CLUSTER == "simulated":
-            services.cluster_catalog_load(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+            services.cluster_description_apply(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
         services.inventory_sync(backend=backend)
         record = services.cluster_provision(backend=backend)
         self.stdout.write(f"Cluster provisioning: {record.state}")

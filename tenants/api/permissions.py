@@ -1,7 +1,6 @@
 from rest_framework import permissions
 
 from tenants.models import ApiToken
-from tenants.permissions import Caller
 
 
 class TokenScopeAllows(permissions.BasePermission):
@@ -15,8 +14,3 @@ class TokenScopeAllows(permissions.BasePermission):
         if isinstance(request.auth, ApiToken) and not request.auth.can_write:
             return request.method in permissions.SAFE_METHODS
         return True
-
-
-def caller_of(request) -> Caller:
-    token = request.auth if isinstance(request.auth, ApiToken) else None
-    return Caller(user=request.user, token=token)

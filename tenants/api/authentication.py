@@ -1,7 +1,9 @@
-from django.core.exceptions import PermissionDenied
+"""Who calls the API with a token: the `Authorization: Bearer` scheme and its OpenAPI entry."""
+
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
+from portal.errors import Forbidden
 from tenants.services import token_authenticate
 
 
@@ -20,7 +22,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             )
         try:
             token = token_authenticate(secret=header[1].decode("ascii", errors="replace"))
-        except PermissionDenied as error:
+        except Forbidden as error:
             raise exceptions.AuthenticationFailed(str(error)) from error
         return token.owner, token
 

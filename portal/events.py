@@ -1,0 +1,69 @@
+"""The one channel for side effects between and within apps.
+
+An app's service publishes what happened; an app that must react subscribes to it in its
+`ready()`. Subscribers run after the publishing transaction commits (never for a rolled-back
+write) and only queue Celery tasks: the rules live in the subscriber's services. Facts that must
+never be lost (GPU-seconds) are read from their source rows, not carried by events.
+
+Extension points work the other way round: an app that decides something (accepting a
+submission) runs the checks other apps registered for it, inside its transaction, and a check
+refuses by raising a domain error or a ValidationError.
+"""
+
+from collections import defaultdict
+from collections.abc import Callable
+from enum import StrEnum
+from functools import partial
+
+from django.db import transaction
+
+
+class Event(StrEnum):
+    # tenants: a project (= a namespace) was created or deleted; payload project_id.
+    PROJECT_CREATED = "project_created"
+    PROJECT_DELETED = "project_deleted"
+    # tenants: an invitation awaits its e-mail; payload invitation_id.
+    INVITATION_CREATED = "invitation_created"
+    # scheduling: what a project's namespace carries changed (its organization's quotas);
+    # payload project_id.
+    PROJECT_CHANGED = "project_changed"
+    # scheduling: a submission is waiting for a scheduling cycle; payload workload_id.
+    WORKLOAD_SUBMITTED = "workload_submitted"
+    # scheduling: the cycle admitted a workload onto nodes; payload workload_id.
+    WORKLOAD_ADMITTED = "workload_admitted"
+    # scheduling: an admitted workload stopped holding GPUs (ended, preempted or requeued) and
+    # its cluster objects must go; payload workload_id.
+    WORKLOAD_RELEASED = "workload_released"
+
+
+class ExtensionPoint(StrEnum):
+    # scheduling: a submission is about to be accepted; context caller, project, workload
+    # (unsaved).
+    WORKLOAD_SUBMISSION = "workload_submission"
+
+
+_subscribers: dict[Event, list[Callable[..., object]]] = defaultdict(list)
+_checks: dict[ExtensionPoint, list[Callable[..., object]]] = defaultdict(list)
+
+
+def subscribe(event: Event, handler: Callable[..., object]) -> None:
+    """Call `handler(**payload)` after each commit that published `event`."""
+    if handler not in _subscribers[event]:
+        _subscribers[event].append(handler)
+
+
+def publish(event: Event, **payload) -> None:
+    """Run the event's subscribers once the current transaction commits (at once outside one)."""
+    for handler in _subscribers[Event(event)]:
+        transaction.on_commit(partial(handler, **payload))
+
+
+def check_register(point: ExtensionPoint, check: Callable[..., object]) -> None:
+    if check not in _checks[point]:
+        _checks[point].append(check)
+
+
+def checks_run(point: ExtensionPoint, **context) -> None:
+    """Run every check registered for `point`, in registration order; the first refusal raises."""
+    for check in _checks[ExtensionPoint(point)]:
+        check(**context)

@@ -1,0 +1,77 @@
+"""Every write of scheduling, one module per concern; the public names are importable from here.
+
+- inventory: the cluster description file and the node inventory
+- provisioning: what the cluster and each project's namespace must hold
+- quotas: operators' quota grants
+- submission: a user's request, validated and queued
+- cycle: the scheduling cycle, the only bridge between the ORM and the engine
+- lifecycle: launch, status, idle and runtime rules; the one way to end a workload
+  (`workload_end`) and the one way to requeue it (`workload_requeue`)
+- operators: what operators do to running work and nodes
+- timeline: the workload's events as its users read them
+"""
+
+from .cycle import CYCLE_LOCK_KEY, CycleResult, scheduling_cycle_run
+from .inventory import cluster_description_apply, inventory_sync
+from .lifecycle import (
+    idle_and_runtime_check,
+    workload_cancel,
+    workload_end,
+    workload_launch,
+    workload_launch_give_up,
+    workload_objects_delete,
+    workload_objects_delete_give_up,
+    workload_requeue,
+    workload_sync,
+    workloads_sync,
+)
+from .operators import (
+    node_cordon,
+    node_drain,
+    workload_requeue_by_operator,
+    workload_stop_by_operator,
+)
+from .provisioning import (
+    cluster_manifests,
+    cluster_provision,
+    project_deprovision,
+    project_provision,
+    provisioning_give_up,
+)
+from .quotas import quota_grant_delete, quota_grant_save
+from .submission import REQUEST_BOUNDS, WorkloadRequest, request_bounds, workload_submit
+from .timeline import workload_event_record
+
+__all__ = [
+    "CYCLE_LOCK_KEY",
+    "REQUEST_BOUNDS",
+    "CycleResult",
+    "WorkloadRequest",
+    "cluster_description_apply",
+    "cluster_manifests",
+    "cluster_provision",
+    "idle_and_runtime_check",
+    "inventory_sync",
+    "node_cordon",
+    "node_drain",
+    "project_deprovision",
+    "project_provision",
+    "provisioning_give_up",
+    "quota_grant_delete",
+    "quota_grant_save",
+    "request_bounds",
+    "scheduling_cycle_run",
+    "workload_cancel",
+    "workload_end",
+    "workload_event_record",
+    "workload_launch",
+    "workload_launch_give_up",
+    "workload_objects_delete",
+    "workload_objects_delete_give_up",
+    "workload_requeue",
+    "workload_requeue_by_operator",
+    "workload_stop_by_operator",
+    "workload_submit",
+    "workload_sync",
+    "workloads_sync",
+]

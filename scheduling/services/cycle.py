@@ -1,0 +1,202 @@
+"""The scheduling cycle: the only bridge between the ORM and the engine. It loads a snapshot,
+converts it (`specs_from_models`), lets the engine decide, and persists admissions,
+preemptions and pending reasons in one transaction; launches and teardowns follow after commit."""
+
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from portal.events import Event, publish
+from tenants.models import Organization
+
+from .. import clock, engine
+from ..models import (
+    GpuClass,
+    Node,
+    NodePool,
+    Placement,
+    QuotaGrant,
+    SchedulerState,
+    Workload,
+)
+from ..specs_from_models import (
+    engine_nodes,
+    engine_quotas,
+    engine_request,
+    engine_running,
+    gpu_tolerations,
+    topology_levels,
+)
+from .lifecycle import workload_end
+from .timeline import workload_event_record
+
+# Any stable 64-bit number: the PostgreSQL advisory lock that lets one cycle run at a time.
+CYCLE_LOCK_KEY = 7_340_501_206
+
+
+@dataclass(frozen=True)
+class CycleResult:
+    ran: bool
+    admitted: tuple[str, ...] = ()
+    preempted: tuple[str, ...] = ()
+    pending: int = 0
+    milliseconds: float = 0.0
+
+
+def _cycle_lock() -> bool:
+    """Take the cycle's lock for this transaction; False when another cycle holds it."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [CYCLE_LOCK_KEY])
+            return bool(cursor.fetchone()[0])
+    # SQLite has no advisory locks: the first write takes the database's write lock.
+    state, _ = SchedulerState.objects.get_or_create(pk=1)
+    SchedulerState.objects.filter(pk=state.pk).update(last_cycle_at=clock.now())
+    return True
+
+
+def _active_placements():
+    return Placement.objects.filter(ended_at__isnull=True).select_related("node")
+
+
+def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
+    """Load a snapshot, let the engine decide, persist admissions, preemptions and pending
+    reasons in one transaction; launch and stop on the cluster after it commits."""
+    started = time.perf_counter()
+    with transaction.atomic():
+        if not _cycle_lock():
+            return CycleResult(ran=False)
+        now = clock.now()
+        pools = list(NodePool.objects.select_related("gpu_class"))
+        tolerations = gpu_tolerations(pools)
+        placements = list(_active_placements())
+        by_workload: dict = {}
+        for placement in placements:
+            by_workload.setdefault(placement.workload_id, []).append(placement)
+        related = ("project__organization", "tier", "gpu_class")
+        active = list(
+            Workload.objects.filter(state__in=Workload.ACTIVE_STATES).select_related(*related)
+        )
+        pending = list(
+            Workload.objects.filter(state=Workload.State.PENDING)
+            .select_related(*related)
+            .order_by("submitted_at")
+        )
+        ready_nodes = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
+        snapshot = engine.ClusterSnapshot(
+            nodes=engine_nodes(ready_nodes, placements),
+            quotas=engine_quotas(
+                QuotaGrant.objects.select_related("organization", "project", "gpu_class")
+            ),
+            topology_levels=topology_levels(pools) or ("rack", "block"),
+            tenant_weights={
+                slug: float(weight)
+                for slug, weight in Organization.objects.values_list("slug", "fair_share_weight")
+            },
+        )
+        decisions = engine.schedule(
+            snapshot=snapshot,
+            pending=[engine_request(w, tolerations=tolerations) for w in pending],
+            running=[
+                engine_running(w, by_workload.get(w.pk, []), tolerations=tolerations)
+                for w in active
+            ],
+            now=now,
+            policy=policy or engine.Policy(placement=settings.PORTAL_PLACEMENT_POLICY),
+        )
+        workloads = {str(w.pk): w for w in [*pending, *active]}
+        _persist(
+            decisions,
+            workloads=workloads,
+            nodes={node.name: node for node in ready_nodes},
+            classes={pool.gpu_class.name: pool.gpu_class for pool in pools},
+            now=now,
+        )
+        elapsed = (time.perf_counter() - started) * 1000
+        SchedulerState.objects.update_or_create(
+            pk=1,
+            defaults={
+                "last_cycle_at": now,
+                "last_cycle_ms": elapsed,
+                "last_admitted": len(decisions.admissions),
+                "last_preempted": len(decisions.preemptions),
+                "last_pending": len(decisions.pending),
+            },
+        )
+        admitted = tuple(a.request_id for a in decisions.admissions)
+        preempted = tuple(p.victim_id for p in decisions.preemptions)
+    return CycleResult(
+        ran=True,
+        admitted=admitted,
+        preempted=preempted,
+        pending=len(decisions.pending),
+        milliseconds=elapsed,
+    )
+
+
+def _persist(
+    decisions: engine.Decisions,
+    *,
+    workloads: dict[str, Workload],
+    nodes: dict[str, Node],
+    classes: dict[str, GpuClass],
+    now,
+) -> None:
+    for preemption in decisions.preemptions:
+        victim = workloads[preemption.victim_id]
+        victim.preempted_by = workloads[preemption.preemptor_id]
+        victim.save(update_fields=["preempted_by"])
+        workload_end(
+            workload_id=victim.pk,
+            state=Workload.State.PREEMPTED,
+            reason=preemption.message,
+            event_data={"by": preemption.preemptor_id, "reason": preemption.reason},
+        )
+    for admission in decisions.admissions:
+        workload = workloads[admission.request_id]
+        workload.state = Workload.State.ADMITTED
+        workload.admitted_at = now
+        workload.gpu_class = classes.get(admission.gpu_class)
+        workload.borrowed = admission.borrowed
+        workload.pending_code = workload.pending_message = ""
+        workload.queue_position = workload.estimated_start = None
+        workload.objects_deleted_at = None
+        workload.save()
+        Placement.objects.bulk_create(
+            Placement(
+                workload=workload,
+                replica=index,
+                node=nodes[placement.node],
+                gpu_indices=list(placement.gpu_indices),
+                gpu_milli=placement.gpu_milli,
+                mig_profile=placement.mig_profile or "",
+                mig_count=placement.mig_count,
+                cpu_milli=placement.cpu_milli,
+                memory_mib=placement.memory_mib,
+                started_at=now,
+            )
+            for index, placement in enumerate(admission.placements)
+        )
+        where = ", ".join(sorted({p.node for p in admission.placements}))
+        workload_event_record(
+            workload,
+            "admitted",
+            f"Admitted on {admission.gpu_class}: {len(admission.placements)} replica(s) on "
+            f"{where}" + (" (borrowed capacity)" if admission.borrowed else "") + ".",
+        )
+        publish(Event.WORKLOAD_ADMITTED, workload_id=str(workload.pk))
+    changed = []
+    for reason in decisions.pending:
+        workload = workloads[reason.request_id]
+        if (workload.pending_code, workload.pending_message) != (reason.code, reason.message):
+            workload_event_record(workload, "pending", reason.message, code=reason.code)
+        workload.pending_code = reason.code
+        workload.pending_message = reason.message[:500]
+        workload.queue_position = reason.queue_position
+        workload.estimated_start = reason.estimated_start
+        changed.append(workload)
+    Workload.objects.bulk_update(
+        changed, ["pending_code", "pending_message", "queue_position", "estimated_start"]
+    )

@@ -1,0 +1,150 @@
+"""The cluster's inventory: GPU classes, pools and tiers from the description file; nodes as
+the backend reports them, and the gangs of lost nodes requeued."""
+
+from datetime import timedelta
+from pathlib import Path
+
+from django.db import transaction
+
+from .. import clock
+from ..cluster import ClusterBackend
+from ..cluster.description import cluster_description_load
+from ..cluster.manifests import (
+    POOL_LABEL,
+)
+from ..cluster.specs import NodeInventory
+from ..models import (
+    GpuClass,
+    Node,
+    NodePool,
+    Placement,
+    PriorityTier,
+    Workload,
+)
+from .lifecycle import workload_requeue
+
+
+@transaction.atomic
+def cluster_description_apply(*, path: Path) -> None:
+    """GPU classes, pools and tiers from a cluster description file; idempotent."""
+    description = cluster_description_load(path)
+    for item in description.gpu_classes:
+        GpuClass.objects.update_or_create(
+            name=item["name"],
+            defaults={
+                "memory_gib": item["memory_gib"],
+                "products": item.get("products", []),
+                "mig_profiles": item.get("mig_profiles", []),
+            },
+        )
+    for item in description.pools:
+        NodePool.objects.update_or_create(
+            name=item["name"],
+            defaults={
+                "gpu_class": GpuClass.objects.get(name=item["gpu_class"]),
+                "purpose": item["purpose"],
+                "topology_keys": item.get("topology_keys", []),
+                "labels": item.get("labels", {}),
+            },
+        )
+    for item in description.tiers:
+        minutes = {k: item.get(f"{k}_minutes") for k in ("idle_warn_after", "idle_stop_after")}
+        PriorityTier.objects.update_or_create(
+            name=item["name"],
+            defaults={
+                "value": item["value"],
+                "preemptible": item["preemptible"],
+                "description": item.get("description", ""),
+                **{k: timedelta(minutes=v) if v else None for k, v in minutes.items()},
+            },
+        )
+
+
+def _pool_of(inventory: NodeInventory, pools: list[NodePool]) -> NodePool | None:
+    """The pool a node belongs to: named by its pool label, or the pool whose labels it
+    carries, or the only pool of its GPU product."""
+    named = inventory.labels.get(POOL_LABEL)
+    for pool in pools:
+        if pool.name == named:
+            return pool
+    product = inventory.labels.get("nvidia.com/gpu.product")
+    for pool in pools:
+        if pool.labels and all(inventory.labels.get(k) == v for k, v in pool.labels.items()):
+            return pool
+    by_product = [p for p in pools if product in p.gpu_class.products]
+    return by_product[0] if len(by_product) == 1 else None
+
+
+def _quantity_milli(value: str) -> int:
+    """A Kubernetes CPU quantity ("48", "500m") in milli-cores."""
+    return int(value[:-1]) if value.endswith("m") else int(float(value) * 1000)
+
+
+def _quantity_mib(value: str) -> int:
+    units = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
+    for suffix, factor in units.items():
+        if value.endswith(suffix):
+            return int(float(value[: -len(suffix)]) * factor)
+    return int(value) // (1024 * 1024)
+
+
+def inventory_sync(*, backend: ClusterBackend) -> list[str]:
+    """Bring the Node table to what the cluster reports; requeue the gangs of lost nodes.
+    Returns the names of the lost nodes that still held workloads."""
+    reported = backend.list_nodes()
+    pools = list(NodePool.objects.select_related("gpu_class"))
+    now = clock.now()
+    seen: set[str] = set()
+    with transaction.atomic():
+        for inventory in reported:
+            pool = _pool_of(inventory, pools)
+            if pool is None:
+                continue
+            seen.add(inventory.name)
+            mig = {
+                key.removeprefix("nvidia.com/"): int(count)
+                for key, count in inventory.allocatable.items()
+                if key.startswith("nvidia.com/mig-")
+            }
+            Node.objects.update_or_create(
+                name=inventory.name,
+                defaults={
+                    "pool": pool,
+                    "gpu_count": int(inventory.allocatable.get(pool.gpu_class.resource_name, 0)),
+                    "mig_layout": mig,
+                    "cpu_milli": _quantity_milli(inventory.allocatable.get("cpu", "0")),
+                    "memory_mib": _quantity_mib(inventory.allocatable.get("memory", "0")),
+                    "topology": {
+                        key: inventory.labels[key]
+                        for key in pool.topology_keys
+                        if key in inventory.labels
+                    },
+                    "labels": dict(inventory.labels),
+                    "ready": inventory.ready,
+                    "last_seen_at": now,
+                },
+            )
+        Node.objects.exclude(name__in=seen).update(ready=False)
+    lost = sorted(
+        set(
+            Placement.objects.filter(ended_at__isnull=True, node__ready=False).values_list(
+                "node__name", flat=True
+            )
+        )
+    )
+    for workload in Workload.objects.filter(
+        state__in=Workload.ACTIVE_STATES,
+        placements__ended_at__isnull=True,
+        placements__node__name__in=lost,
+    ).distinct():
+        on_lost = sorted(
+            workload.placements.filter(ended_at__isnull=True, node__name__in=lost).values_list(
+                "node__name", flat=True
+            )
+        )
+        workload_requeue(
+            workload_id=workload.pk,
+            reason=f"Node {', '.join(on_lost)} is no longer ready. The gang was requeued.",
+            backend=backend,
+        )
+    return lost

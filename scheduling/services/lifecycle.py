@@ -1,0 +1,336 @@
+"""Following workloads through the cluster to their end: launch, status, idle and runtime
+rules, and the one way to end a workload and the one way to requeue it.
+
+Calls to the cluster happen outside database transactions; each is idempotent, so a task that
+is killed half-way and run again loses nothing."""
+
+import logging
+
+from django.db import transaction
+
+from portal.errors import Conflict, Forbidden
+from portal.events import Event, publish
+from tenants.permissions import (
+    Caller,
+    caller_role,
+)
+from tenants.services import audit_record
+
+from .. import clock
+from ..cluster import ClusterBackend, ClusterError, manifests_delete
+from ..cluster.manifests import (
+    workload_manifests,
+    workload_primary_object,
+)
+from ..cluster.specs import Phase
+from ..models import (
+    Node,
+    Placement,
+    ProvisioningRecord,
+    Workload,
+)
+from ..selectors import workload_cancel_permitted
+from ..specs_from_models import (
+    workload_spec,
+)
+from .timeline import workload_event_record
+
+logger = logging.getLogger(__name__)
+
+# Below this GPU utilization a workload counts as idle.
+IDLE_UTILIZATION = 0.05
+
+
+def _placements_end(workload: Workload, *, now) -> None:
+    Placement.objects.filter(workload=workload, ended_at__isnull=True).update(ended_at=now)
+
+
+def _objects_released(workload: Workload) -> None:
+    """Its cluster objects must go: the worker deletes them once this transaction commits."""
+    publish(Event.WORKLOAD_RELEASED, workload_id=str(workload.pk))
+
+
+def workload_end(
+    *,
+    workload_id,
+    state: str,
+    reason: str,
+    caller: Caller | None = None,
+    event_data: dict | None = None,
+    backend: ClusterBackend | None = None,
+) -> Workload | None:
+    """The one way a workload ends (succeeded, failed, cancelled, preempted, expired).
+
+    Its GPUs are released and its timeline says why; a person's decision is audited. If it was
+    admitted, its cluster objects go too: at once when the worker passes its backend, otherwise
+    through the worker after commit. None if it had already ended (another worker got there first).
+    """
+    with transaction.atomic():
+        workload = Workload.objects.select_for_update().get(pk=workload_id)
+        if workload.is_final:
+            return None
+        now = clock.now()
+        workload.state = state
+        workload.status_reason = reason[:500]
+        workload.finished_at = now
+        workload.save(update_fields=["state", "status_reason", "finished_at"])
+        _placements_end(workload, now=now)
+        workload_event_record(workload, state.lower(), reason or state, **(event_data or {}))
+        if caller is not None:
+            audit_record(
+                caller=caller,
+                organization=workload.project.organization,
+                action=f"workload.{state.lower()}",
+                target=workload,
+                payload={"reason": reason},
+            )
+        admitted = workload.admitted_at is not None
+        if admitted and backend is None:
+            _objects_released(workload)
+    if admitted and backend is not None:
+        workload_objects_delete(workload_id=workload.pk, backend=backend)
+    return workload
+
+
+def workload_requeue(
+    *,
+    workload_id,
+    reason: str,
+    caller: Caller | None = None,
+    backend: ClusterBackend | None = None,
+) -> Workload | None:
+    """The one way an admitted or running workload goes back to the queue, whole gang at once.
+
+    Its GPUs are released and it waits pending again; a person's decision is audited. Its objects
+    are deleted first when the worker passes its backend (a failed delete then retries with
+    nothing changed), otherwise by the worker after commit. None if it was no longer active.
+    """
+    if backend is not None:
+        workload_objects_delete(workload_id=workload_id, backend=backend)
+    with transaction.atomic():
+        workload = Workload.objects.select_for_update().get(pk=workload_id)
+        if workload.state not in Workload.ACTIVE_STATES:
+            return None
+        if backend is None:
+            _objects_released(workload)
+        _placements_end(workload, now=clock.now())
+        workload.state = Workload.State.PENDING
+        workload.admitted_at = workload.launched_at = workload.started_at = None
+        workload.gpu_class = None
+        workload.status_reason = reason[:500]
+        workload.save()
+        workload_event_record(workload, "requeued", reason)
+        if caller is not None:
+            audit_record(
+                caller=caller,
+                organization=workload.project.organization,
+                action="workload.requeue",
+                target=workload,
+                payload={"reason": reason},
+            )
+    return workload
+
+
+def _workload_for_cluster(workload_id) -> Workload:
+    return Workload.objects.select_related(
+        "project__organization", "tier", "gpu_class", "submitted_by"
+    ).get(pk=workload_id)
+
+
+def _manifests_of(workload: Workload) -> list[dict]:
+    nodes = (
+        [
+            p.node
+            for p in workload.placements.select_related("node__pool__gpu_class").filter(
+                started_at=workload.admitted_at
+            )
+        ]
+        if workload.admitted_at
+        else []
+    )
+    return workload_manifests(workload_spec(workload, nodes=nodes))
+
+
+def workload_objects_delete(*, workload_id, backend: ClusterBackend) -> None:
+    """Delete the workload's Kubernetes objects (already gone is fine)."""
+    workload = _workload_for_cluster(workload_id)
+    manifests_delete(backend, _manifests_of(workload))
+    Workload.objects.filter(pk=workload.pk).update(objects_deleted_at=clock.now())
+
+
+def workload_launch(*, workload_id, backend: ClusterBackend) -> Workload:
+    """Create an admitted workload's objects, after its preemption victims are gone."""
+    workload = _workload_for_cluster(workload_id)
+    if workload.state != Workload.State.ADMITTED:
+        return workload
+    provisioned = ProvisioningRecord.objects.filter(
+        project=workload.project, state=ProvisioningRecord.State.READY
+    ).exists()
+    if not provisioned:
+        # The namespace is still being made: the task retries with backoff.
+        raise ClusterError(
+            f"Namespace {workload.project.namespace} is not provisioned yet.", retryable=True
+        )
+    for victim in workload.victims.filter(objects_deleted_at__isnull=True):
+        workload_objects_delete(workload_id=victim.pk, backend=backend)
+    try:
+        for manifest in _manifests_of(workload):
+            backend.apply(manifest)
+    except ClusterError as error:
+        if error.retryable:
+            raise
+        workload_end(
+            workload_id=workload.pk,
+            state=Workload.State.FAILED,
+            reason=f"The cluster refused it: {error}",
+        )
+        return workload
+    with transaction.atomic():
+        Workload.objects.filter(pk=workload.pk, launched_at__isnull=True).update(
+            launched_at=clock.now()
+        )
+        workload_event_record(
+            workload, "launched", f"Objects created in namespace {workload.project.namespace}."
+        )
+    return workload
+
+
+def workload_launch_give_up(workload_id, *, reason: str) -> None:
+    workload_end(
+        workload_id=workload_id,
+        state=Workload.State.FAILED,
+        reason=f"Its objects could not be created in the cluster: {reason}",
+    )
+
+
+def workload_objects_delete_give_up(workload_id, *, reason: str) -> None:
+    """Its objects may still be in the cluster: tell the operator (its GPUs are released)."""
+    workload = Workload.objects.get(pk=workload_id)
+    workload_event_record(
+        workload, "teardown_failed", f"Its objects could not be deleted: {reason}"
+    )
+    logger.error("Teardown of workload %s failed for good: %s", workload_id, reason)
+
+
+def workload_sync(*, workload_id, backend: ClusterBackend) -> Workload:
+    """Read the workload's status from the cluster and move its state along."""
+    workload = _workload_for_cluster(workload_id)
+    if workload.state not in Workload.ACTIVE_STATES or workload.launched_at is None:
+        return workload
+    _, kind = workload_primary_object(kind=workload.kind)
+    status = backend.workload_status(
+        kind=kind,
+        name=workload.object_name,
+        namespace=workload.project.namespace,
+    )
+    if status.phase == Phase.RUNNING and workload.state == Workload.State.ADMITTED:
+        with transaction.atomic():
+            updated = Workload.objects.filter(pk=workload.pk, state=Workload.State.ADMITTED).update(
+                state=Workload.State.RUNNING, started_at=clock.now()
+            )
+            if updated:
+                workload_event_record(
+                    workload, "running", f"{status.ready_replicas} replica(s) running."
+                )
+    elif status.phase == Phase.FAILED and status.reason == "NodeLost":
+        # Place nothing more there until the inventory sees the node ready again.
+        Node.objects.filter(name__in=status.lost_nodes).update(ready=False)
+        workload_requeue(
+            workload_id=workload.pk,
+            reason=f"{status.message} The gang was requeued.",
+            backend=backend,
+        )
+    elif status.phase in (Phase.SUCCEEDED, Phase.FAILED, Phase.MISSING):
+        if status.phase == Phase.SUCCEEDED:
+            state, reason = Workload.State.SUCCEEDED, "Completed."
+        elif status.phase == Phase.MISSING:
+            state, reason = Workload.State.FAILED, "Its objects disappeared from the cluster."
+        else:
+            # Kubernetes ends a Job past activeDeadlineSeconds this way: its runtime ran out.
+            expired = status.reason == "DeadlineExceeded"
+            state = Workload.State.EXPIRED if expired else Workload.State.FAILED
+            reason = f"{status.reason}: {status.message}".strip(": ")
+        workload_end(workload_id=workload.pk, state=state, reason=reason, backend=backend)
+    workload.refresh_from_db()
+    return workload
+
+
+def workloads_sync(*, backend: ClusterBackend) -> int:
+    """Follow every launched workload; the number followed."""
+    ids = list(
+        Workload.objects.filter(
+            state__in=Workload.ACTIVE_STATES, launched_at__isnull=False
+        ).values_list("pk", flat=True)
+    )
+    for workload_id in ids:
+        workload_sync(workload_id=workload_id, backend=backend)
+    return len(ids)
+
+
+def _idle_rule(workload: Workload, *, utilization: float, now, backend: ClusterBackend) -> None:
+    """Warn once a workload's GPUs idle past its tier's warning, stop it past the limit."""
+    tier = workload.tier
+    if utilization >= IDLE_UTILIZATION:
+        Workload.objects.filter(pk=workload.pk).update(idle_since=None, idle_warned_at=None)
+        return
+    idle_since = workload.idle_since or now
+    idle_for = now - idle_since
+    if tier.idle_stop_after is not None and idle_for >= tier.idle_stop_after:
+        workload_end(
+            workload_id=workload.pk,
+            state=Workload.State.CANCELLED,
+            reason=f"Stopped: its GPUs were idle for {int(idle_for.total_seconds() // 60)} min.",
+            backend=backend,
+        )
+        return
+    fields = {"idle_since": idle_since}
+    warn = tier.idle_warn_after is not None and idle_for >= tier.idle_warn_after
+    if warn and workload.idle_warned_at is None:
+        fields["idle_warned_at"] = now
+        stop = f" and will be stopped after {tier.idle_stop_after}" if tier.idle_stop_after else ""
+        workload_event_record(
+            workload, "idle_warning", f"Its GPUs have been idle for {idle_for}{stop}."
+        )
+    Workload.objects.filter(pk=workload.pk).update(**fields)
+
+
+def idle_and_runtime_check(*, backend: ClusterBackend) -> None:
+    """Stop over-runtime workloads; warn, then stop, workloads idle past their tier's limits."""
+    now = clock.now()
+    running = Workload.objects.filter(state=Workload.State.RUNNING).select_related(
+        "tier", "project"
+    )
+    for workload in running:
+        if workload.expected_end and workload.expected_end <= now:
+            workload_end(
+                workload_id=workload.pk,
+                state=Workload.State.EXPIRED,
+                reason=f"Stopped at its maximum runtime ({workload.max_runtime}).",
+                backend=backend,
+            )
+            continue
+        if workload.tier.idle_warn_after is None and workload.tier.idle_stop_after is None:
+            continue
+        utilization = backend.gpu_utilization(
+            namespace=workload.project.namespace, workload=workload.object_name
+        )
+        if utilization is not None:
+            _idle_rule(workload, utilization=utilization, now=now, backend=backend)
+
+
+def workload_cancel(*, caller: Caller, workload: Workload) -> Workload:
+    role = caller_role(caller=caller, organization=workload.project.organization)
+    if not workload_cancel_permitted(caller=caller, workload=workload, role=role):
+        raise Forbidden("Only its submitter, an admin or an owner may cancel it.")
+    if not caller.can_write:
+        raise Forbidden("This API token is read-only.")
+    ended = workload_end(
+        workload_id=workload.pk,
+        state=Workload.State.CANCELLED,
+        reason=f"Cancelled by {caller.user.email}.",
+        caller=caller,
+    )
+    workload.refresh_from_db()
+    if ended is None:
+        raise Conflict(f"The workload is already {workload.state}.", code="workload_finished")
+    return workload

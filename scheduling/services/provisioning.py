@@ -1,0 +1,140 @@
+"""Provisioning: what the cluster must hold for the portal (priority classes, node labels and
+taints) and for each project (namespace, quota, limits, role binding, network policy).
+Re-running changes nothing; a retryable failure is raised for the task to retry."""
+
+from tenants.models import Organization, Project
+
+from .. import clock
+from ..cluster import ClusterBackend, ClusterError, manifests_delete
+from ..cluster.manifests import (
+    node_labels,
+    priority_class_manifest,
+    project_manifests,
+)
+from ..models import (
+    Node,
+    PriorityTier,
+    ProvisioningRecord,
+    Workload,
+)
+from ..specs_from_models import (
+    node_spec,
+    project_spec,
+    tier_spec,
+)
+from .lifecycle import workload_end, workload_objects_delete
+
+
+def _provisioning_record(project: Project | None) -> ProvisioningRecord:
+    if project is None:
+        record, _ = ProvisioningRecord.objects.get_or_create(project=None, scope="cluster")
+    else:
+        record, _ = ProvisioningRecord.objects.get_or_create(project=project)
+    return record
+
+
+def _provisioning_result(record: ProvisioningRecord, *, error: ClusterError | None, done: str):
+    record.attempts += 1
+    if error is None:
+        record.state, record.error = done, ""
+        record.provisioned_at = clock.now()
+    elif not error.retryable:
+        record.state, record.error = ProvisioningRecord.State.FAILED, str(error)
+    else:
+        record.error = f"Retrying: {error}"
+    record.save()
+    if error is not None and error.retryable:
+        raise error
+
+
+def provisioning_give_up(project_id=None, *, reason: str) -> ProvisioningRecord:
+    """The cluster kept failing: record why, for the project's users and for operators."""
+    project = Project.objects.filter(pk=project_id).first() if project_id else None
+    record = _provisioning_record(project)
+    record.state = ProvisioningRecord.State.FAILED
+    record.error = f"Gave up after retries: {reason}"
+    record.save(update_fields=["state", "error", "updated_at"])
+    return record
+
+
+def _apply_all(backend: ClusterBackend, manifests: list[dict]) -> ClusterError | None:
+    try:
+        for manifest in manifests:
+            backend.apply(manifest)
+    except ClusterError as error:
+        return error
+    return None
+
+
+def project_provision(*, project_id, backend: ClusterBackend) -> ProvisioningRecord:
+    """Ensure the project's namespace, quota, limits, service account, role binding and
+    network policy. Re-running changes nothing; a retryable failure is raised for a retry."""
+    project = Project.objects.select_related("organization").get(pk=project_id)
+    record = _provisioning_record(project)
+    if project.deleted_at is not None:
+        return record
+    error = _apply_all(backend, project_manifests(project_spec(project)))
+    _provisioning_result(record, error=error, done=ProvisioningRecord.State.READY)
+    return record
+
+
+def project_deprovision(*, project_id, backend: ClusterBackend) -> ProvisioningRecord:
+    """Stop the project's workloads, then remove its objects from the cluster."""
+    project = Project.objects.select_related("organization").get(pk=project_id)
+    for workload in Workload.objects.filter(project=project).exclude(
+        state__in=Workload.FINAL_STATES
+    ):
+        workload_end(
+            workload_id=workload.pk,
+            state=Workload.State.CANCELLED,
+            reason="Its project was deleted.",
+            backend=backend,
+        )
+    for workload in Workload.objects.filter(project=project, objects_deleted_at__isnull=True):
+        workload_objects_delete(workload_id=workload.pk, backend=backend)
+    record = _provisioning_record(project)
+    error = None
+    try:
+        manifests_delete(backend, list(reversed(project_manifests(project_spec(project)))))
+    except ClusterError as failure:
+        error = failure
+    _provisioning_result(record, error=error, done=ProvisioningRecord.State.REMOVED)
+    return record
+
+
+def cluster_provision(*, backend: ClusterBackend) -> ProvisioningRecord:
+    """Priority classes for the tiers; labels and taints of every node of every pool."""
+    record = _provisioning_record(None)
+    error = _apply_all(
+        backend, [priority_class_manifest(tier_spec(tier)) for tier in PriorityTier.objects.all()]
+    )
+    if error is None:
+        try:
+            for node in Node.objects.select_related("pool__gpu_class"):
+                labels, taints = node_labels(node_spec(node))
+                backend.label_node(name=node.name, labels=labels, taints=taints)
+        except ClusterError as failure:
+            error = failure
+    _provisioning_result(record, error=error, done=ProvisioningRecord.State.READY)
+    return record
+
+
+def cluster_manifests(*, organization: Organization | None = None) -> list[dict]:
+    """Every object the portal would apply for the current database, for a dry run."""
+    manifests = [priority_class_manifest(tier_spec(tier)) for tier in PriorityTier.objects.all()]
+    for node in Node.objects.select_related("pool__gpu_class"):
+        labels, taints = node_labels(node_spec(node))
+        manifests.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": node.name, "labels": labels},
+                "spec": {"taints": [taint.as_dict() for taint in taints]},
+            }
+        )
+    projects = Project.objects.filter(deleted_at__isnull=True).select_related("organization")
+    if organization is not None:
+        projects = projects.filter(organization=organization)
+    for project in projects.order_by("namespace"):
+        manifests.extend(project_manifests(project_spec(project)))
+    return manifests

@@ -1,0 +1,172 @@
+"""Submission: a user's request validated against the catalog, quotas and the cluster, then
+queued for the next scheduling cycle."""
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from portal.events import Event, ExtensionPoint, checks_run, publish
+from tenants.models import Project
+from tenants.permissions import (
+    Action,
+    Caller,
+    authorize,
+)
+from tenants.services import audit_record
+
+from .. import clock, engine
+from ..models import (
+    GpuClass,
+    Node,
+    NodePool,
+    PriorityTier,
+    QuotaGrant,
+    Workload,
+)
+from ..specs_from_models import (
+    engine_nodes,
+    engine_quotas,
+    engine_request,
+    gpu_tolerations,
+    topology_levels,
+)
+from .timeline import workload_event_record
+
+# The bounds of a submission's numbers: the console form and the API both take them from here.
+REQUEST_BOUNDS = {
+    "gpus": (0, 64),
+    "gpu_milli": (0, 999),
+    "mig_count": (0, 56),
+    "replicas": (1, 256),
+    "min_replicas": (1, 256),
+    "cpu_milli": (100, 1_000_000),
+    "memory_mib": (128, 8_388_608),
+    "max_runtime_seconds": (60, 30 * 24 * 3600),
+}
+
+
+def request_bounds(field: str) -> dict[str, int]:
+    """A field's bounds as form and serializer fields take them."""
+    low, high = REQUEST_BOUNDS[field]
+    return {"min_value": low, "max_value": high}
+
+
+@dataclass(frozen=True)
+class WorkloadRequest:
+    """What a user asks for: the fields of a submission, validated by `workload_submit`."""
+
+    name: str
+    kind: str
+    tier: str
+    image: str
+    gpu_classes: tuple[str, ...] = ()
+    gpus: int = 0
+    gpu_milli: int = 0
+    mig_profile: str = ""
+    mig_count: int = 0
+    replicas: int = 1
+    min_replicas: int | None = None
+    cpu_milli: int = 1000
+    memory_mib: int = 4096
+    command: tuple[str, ...] = ()
+    env: dict | None = None
+    max_runtime: timedelta | None = None
+    required_topology: str = ""
+
+
+def _submission_errors(workload: Workload) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    if workload.kind in Workload.GPU_KINDS and not workload.needs_gpu:
+        errors["gpus"] = [
+            f"A {workload.kind} workload needs GPUs: set gpus, gpu_milli or mig_count."
+        ]
+    known = set(
+        GpuClass.objects.filter(name__in=workload.gpu_classes).values_list("name", flat=True)
+    )
+    unknown = [name for name in workload.gpu_classes if name not in known]
+    if unknown:
+        errors["gpu_classes"] = [f"Unknown GPU class: {', '.join(unknown)}."]
+    if workload.mig_profile:
+        offered = {
+            profile
+            for profiles in GpuClass.objects.filter(name__in=known).values_list(
+                "mig_profiles", flat=True
+            )
+            for profile in profiles
+        }
+        if workload.mig_profile not in offered:
+            errors["mig_profile"] = [f"No acceptable GPU class offers {workload.mig_profile}."]
+    if workload.required_topology:
+        levels = topology_levels(NodePool.objects.all())
+        if workload.required_topology not in levels:
+            errors["required_topology"] = [f"Use one of: {', '.join(levels) or 'none'}."]
+    project = workload.project
+    if Workload.objects.filter(project=project, name=workload.name).exists():
+        errors["name"] = [f"{project.slug} already has a workload named {workload.name!r}."]
+    return errors
+
+
+@transaction.atomic
+def workload_submit(*, caller: Caller, project: Project, request: WorkloadRequest) -> Workload:
+    """Validate a request and queue it; the other apps' submission checks may refuse it."""
+    authorize(caller=caller, organization=project.organization, action=Action.WORKLOAD_SUBMIT)
+    tier = PriorityTier.objects.filter(name=request.tier).first()
+    workload = Workload(
+        project=project,
+        tier=tier,
+        preemptible=tier.preemptible if tier else False,
+        submitted_by=caller.user,
+        submitted_at=clock.now(),
+        name=request.name,
+        kind=request.kind,
+        image=request.image,
+        gpu_classes=list(request.gpu_classes),
+        gpus=request.gpus,
+        gpu_milli=request.gpu_milli,
+        mig_profile=request.mig_profile,
+        mig_count=request.mig_count,
+        replicas=request.replicas,
+        min_replicas=request.min_replicas,
+        cpu_milli=request.cpu_milli,
+        memory_mib=request.memory_mib,
+        command=list(request.command),
+        env=dict(request.env or {}),
+        max_runtime=request.max_runtime,
+        required_topology=request.required_topology,
+    )
+    errors = _submission_errors(workload)
+    if tier is None:
+        errors["tier"] = [f"Unknown priority tier {request.tier!r}."]
+    if errors:
+        raise ValidationError(errors)
+    workload.full_clean(exclude=["submitted_by", "gpu_class", "preempted_by"])
+    pools = NodePool.objects.select_related("gpu_class")
+    engine_errors = engine.validate_request(
+        request=engine_request(workload, tolerations=gpu_tolerations(pools)),
+        quotas=engine_quotas(
+            QuotaGrant.objects.filter(organization=project.organization).select_related(
+                "organization", "project", "gpu_class"
+            )
+        ),
+        nodes=engine_nodes(
+            Node.objects.filter(ready=True).select_related("pool__gpu_class"), active=()
+        ),
+    )
+    if engine_errors:
+        raise ValidationError(engine_errors)
+    checks_run(
+        ExtensionPoint.WORKLOAD_SUBMISSION, caller=caller, project=project, workload=workload
+    )
+    workload.save()
+    workload_event_record(workload, "submitted", f"Submitted by {caller.user.email}.")
+    audit_record(
+        caller=caller,
+        organization=project.organization,
+        action="workload.submit",
+        target=workload,
+        payload={"kind": workload.kind, "tier": tier.name, "gpus": workload.gpus},
+    )
+    publish(Event.WORKLOAD_SUBMITTED, workload_id=str(workload.pk))
+    return workload

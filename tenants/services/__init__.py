@@ -1,0 +1,59 @@
+"""Every write to tenancy: one transactional function per use case, each leaving an AuditEvent.
+
+One module per concern; the public names are importable from here.
+"""
+
+from .audit import audit_record
+from .members import (
+    invitation_accept,
+    invitation_email_send,
+    invitation_from_token,
+    invitation_revoke,
+    invitation_token,
+    invitation_url,
+    member_invite,
+    member_remove,
+    member_role_change,
+    user_create,
+)
+from .organizations import (
+    organization_create,
+    organization_delete,
+    organization_reactivate,
+    organization_suspend,
+    organization_update,
+)
+from .projects import project_create, project_delete, project_namespace, project_update
+from .tokens import (
+    token_authenticate,
+    token_issue,
+    token_revoke,
+    token_revoke_by_operator,
+)
+
+__all__ = [
+    "audit_record",
+    "invitation_accept",
+    "invitation_email_send",
+    "invitation_from_token",
+    "invitation_revoke",
+    "invitation_token",
+    "invitation_url",
+    "member_invite",
+    "member_remove",
+    "member_role_change",
+    "organization_create",
+    "organization_delete",
+    "organization_reactivate",
+    "organization_suspend",
+    "organization_update",
+    "project_create",
+    "project_delete",
+    "project_namespace",
+    "project_update",
+    "token_authenticate",
+    "token_issue",
+    "token_revoke",
+    "token_revoke_by_operator",
+    "user_create",
+]
