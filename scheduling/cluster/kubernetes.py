@@ -9,7 +9,6 @@ means read the live object and bring what the portal owns back to the manifest.
 import copy
 import json
 import logging
-import math
 import os
 import random
 import time
@@ -19,10 +18,20 @@ from typing import Any
 import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
-from kubernetes.utils import parse_quantity
+
+from portal.prometheus import PrometheusClient
 
 from .base import ClusterError
 from .checks import manifest_problems
+from .kubernetes_merge import annotation_set, contains, merged, owned, taint_id
+from .kubernetes_status import (
+    NODE_LOST,
+    STATUS_READERS,
+    is_live,
+    node_inventory,
+    node_of,
+    was_lost,
+)
 from .manifests import WORKLOAD_LABEL, workload_primary_object
 from .specs import LABEL_PREFIX, NodeInventory, Phase, TaintSpec, WorkloadKind, WorkloadStatus
 
@@ -51,17 +60,11 @@ _WORKLOAD_API_VERSIONS = {
 # Kubernetes refuses changes to these kinds' spec (a Job's template and selector, a Pod's
 # containers): a different spec cannot be reconciled, only replaced by delete and create.
 _IMMUTABLE_SPEC_KINDS = frozenset({"Job", "Pod"})
-# Fields whose values the API server rewrites in canonical form ("2048Mi" comes back "2Gi").
-_QUANTITY_MAPS = frozenset({"requests", "limits", "hard", "default", "defaultRequest", "max"})
-# Maps the portal writes whole: a quota entry it dropped must go, not linger from before.
-_WHOLE_MAPS = frozenset({"hard"})
-_NOT_OWNED = frozenset({"apiVersion", "kind", "metadata", "status"})
 _CONFLICT_ATTEMPTS = 3
 _NODE_PAGE_SIZE = 500
 MANAGED_LABELS_ANNOTATION = f"{LABEL_PREFIX}/managed-labels"
 MANAGED_TAINTS_ANNOTATION = f"{LABEL_PREFIX}/managed-taints"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
-NODE_LOST = "NodeLost"
 
 
 class _Refused(ClusterError):
@@ -113,163 +116,6 @@ def resource_path(*, api_version: str, kind: str, namespace: str | None, name: s
     return f"{path}/{name}" if name else path
 
 
-def _contains(live: Any, desired: Any, *, quantities: bool = False, whole: bool = False) -> bool:
-    """Whether the live value already holds everything the desired one says (the server adds
-    defaults and fields of its own, which are not differences, except in a whole map)."""
-    if isinstance(desired, Mapping):
-        if not isinstance(live, Mapping) or (whole and live.keys() != desired.keys()):
-            return False
-        return all(
-            key in live
-            and _contains(
-                live[key],
-                value,
-                quantities=quantities or key in _QUANTITY_MAPS,
-                whole=key in _WHOLE_MAPS,
-            )
-            for key, value in desired.items()
-        )
-    if isinstance(desired, list):
-        return (
-            isinstance(live, list)
-            and len(live) == len(desired)
-            and all(
-                _contains(a, b, quantities=quantities) for a, b in zip(live, desired, strict=True)
-            )
-        )
-    if quantities and live != desired:
-        try:
-            return parse_quantity(live) == parse_quantity(desired)
-        except (ValueError, TypeError):
-            return False
-    return live == desired
-
-
-def _owned(manifest: Mapping) -> dict:
-    """What the portal owns of an object: its labels, annotations and everything but status."""
-    metadata = manifest.get("metadata") or {}
-    owned = {key: value for key, value in manifest.items() if key not in _NOT_OWNED}
-    owned["metadata"] = {key: metadata[key] for key in ("labels", "annotations") if key in metadata}
-    return owned
-
-
-def _merged(live: Any, desired: Any) -> Any:
-    """The live object with the desired values laid over it; maps merge, lists are replaced,
-    so fields the server set (a Service's clusterIP, a Namespace's finalizers) stay."""
-    if isinstance(live, Mapping) and isinstance(desired, Mapping):
-        merged = dict(live)
-        for key, value in desired.items():
-            whole = key in _WHOLE_MAPS
-            merged[key] = copy.deepcopy(value) if whole else _merged(live.get(key), value)
-        return merged
-    return copy.deepcopy(desired)
-
-
-def _taint_id(taint: Mapping) -> str:
-    return f"{taint['key']}:{taint['effect']}"
-
-
-def _annotation_set(annotations: Mapping, key: str) -> set[str]:
-    return {item for item in annotations.get(key, "").split(",") if item}
-
-
-def _node_inventory(node: Mapping) -> NodeInventory:
-    metadata, spec, status = node["metadata"], node.get("spec") or {}, node.get("status") or {}
-    return NodeInventory(
-        name=metadata["name"],
-        labels=dict(metadata.get("labels") or {}),
-        allocatable=dict(status.get("allocatable") or {}),
-        taints=tuple(
-            TaintSpec(key=taint["key"], value=taint.get("value", ""), effect=taint["effect"])
-            for taint in spec.get("taints") or []
-        ),
-        unschedulable=bool(spec.get("unschedulable", False)),
-        ready=_condition(status, "Ready") is not None,
-    )
-
-
-def _condition(status: Mapping, kind: str) -> Mapping | None:
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == kind and condition.get("status") == "True":
-            return condition
-    return None
-
-
-def _job_status(job: Mapping, nodes: tuple[str, ...]) -> WorkloadStatus:
-    status = job.get("status") or {}
-    ready = status.get("ready", 0)
-    if status.get("succeeded", 0) >= (job.get("spec") or {}).get("completions", 1):
-        return WorkloadStatus(phase=Phase.SUCCEEDED, nodes=nodes)
-    failed = _condition(status, "Failed")
-    if failed is not None:
-        return WorkloadStatus(
-            phase=Phase.FAILED,
-            reason=failed.get("reason", ""),
-            message=failed.get("message", ""),
-            nodes=nodes,
-        )
-    phase = Phase.RUNNING if status.get("active", 0) > 0 else Phase.PENDING
-    return WorkloadStatus(phase=phase, ready_replicas=ready, nodes=nodes)
-
-
-def _deployment_status(deployment: Mapping, nodes: tuple[str, ...]) -> WorkloadStatus:
-    status = deployment.get("status") or {}
-    ready = status.get("readyReplicas", 0)
-    if ready >= 1:
-        return WorkloadStatus(phase=Phase.RUNNING, ready_replicas=ready, nodes=nodes)
-    # Why no replica is ready yet (e.g. ProgressDeadlineExceeded), for the user to read.
-    stalled = next((c for c in status.get("conditions") or [] if c.get("status") == "False"), {})
-    return WorkloadStatus(
-        phase=Phase.PENDING,
-        reason=stalled.get("reason", ""),
-        message=stalled.get("message", ""),
-        nodes=nodes,
-    )
-
-
-def _pod_status(pod: Mapping, nodes: tuple[str, ...]) -> WorkloadStatus:
-    status = pod.get("status") or {}
-    phase = status.get("phase", "Pending")
-    reason, message = status.get("reason", ""), status.get("message", "")
-    for container in status.get("containerStatuses") or []:
-        waiting = (container.get("state") or {}).get("waiting")
-        if waiting and not reason:  # ImagePullBackOff, CrashLoopBackOff: what users look for
-            reason, message = waiting.get("reason", ""), waiting.get("message", "")
-    known = phase in {"Pending", "Running", "Succeeded", "Failed"}
-    return WorkloadStatus(
-        # Unknown: the node stopped reporting; the pod's node list lets the portal see that.
-        phase=Phase(phase) if known else Phase.PENDING,
-        reason=reason or ("" if known else phase),
-        message=message,
-        ready_replicas=1 if _condition(status, "Ready") else 0,
-        nodes=nodes,
-    )
-
-
-def _node_of(pod: Mapping) -> str:
-    return (pod.get("spec") or {}).get("nodeName") or ""
-
-
-def _is_live(pod: Mapping) -> bool:
-    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-
-
-def _was_lost(pod: Mapping) -> bool:
-    """The control plane gave up on the pod's node: its kubelet stopped reporting (phase
-    Unknown), the node controller deleted the pod (reason NodeLost), or a NoExecute taint such
-    as node.kubernetes.io/unreachable evicted it."""
-    status = pod.get("status") or {}
-    evicted = _condition(status, "DisruptionTarget")
-    return (
-        status.get("phase") == "Unknown"
-        or status.get("reason") == NODE_LOST
-        or (evicted is not None and evicted.get("reason") == "DeletionByTaintManager")
-    )
-
-
-_STATUS_READERS = {"Job": _job_status, "Deployment": _deployment_status, "Pod": _pod_status}
-
-
 class KubernetesBackend:
     """`ClusterBackend` over the Kubernetes API."""
 
@@ -286,14 +132,17 @@ class KubernetesBackend:
         rng: random.Random | None = None,
     ) -> None:
         self.api_client = api_client
-        self.prometheus_url = prometheus_url.rstrip("/") if prometheus_url else None
+        self.prometheus = (
+            PrometheusClient(url=prometheus_url, timeout=request_timeout)
+            if prometheus_url
+            else None
+        )
         self.request_timeout = request_timeout  # (connect, read) seconds, on every call
         self.max_attempts = max_attempts
         self.base_delay = base_delay
         self.max_delay = max_delay
         self.sleep = sleep
         self.rng = rng or random.Random()
-        self.http = urllib3.PoolManager()
 
     @classmethod
     def from_configuration(
@@ -379,7 +228,7 @@ class KubernetesBackend:
         query = [("limit", str(_NODE_PAGE_SIZE))]
         while True:
             page = self._request("GET", "/api/v1/nodes", query=query)
-            nodes += [_node_inventory(node) for node in page.get("items") or []]
+            nodes += [node_inventory(node) for node in page.get("items") or []]
             next_page = (page.get("metadata") or {}).get("continue")
             if not next_page:
                 return nodes
@@ -404,7 +253,7 @@ class KubernetesBackend:
         return self._reconcile(manifest, path=path)
 
     def _reconcile(self, manifest: dict, *, path: str) -> dict:
-        owned = _owned(manifest)
+        ours = owned(manifest)
         kind, name = manifest["kind"], manifest["metadata"]["name"]
         for _ in range(_CONFLICT_ATTEMPTS):
             live = self._request("GET", path)
@@ -414,15 +263,15 @@ class KubernetesBackend:
                     status=409,
                     retryable=True,
                 )
-            if _contains(live, owned):
+            if contains(live, ours):
                 return live
-            if kind in _IMMUTABLE_SPEC_KINDS and not _contains(live.get("spec"), owned.get("spec")):
+            if kind in _IMMUTABLE_SPEC_KINDS and not contains(live.get("spec"), ours.get("spec")):
                 raise ClusterError(
                     f"{kind} {name} already exists with a different spec, which Kubernetes "
                     "does not allow to change: delete it, then apply again.",
                     status=409,
                 )
-            desired = _merged(live, owned)
+            desired = merged(live, ours)
             desired["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
             try:
                 return self._request("PUT", path, body=desired)
@@ -479,17 +328,17 @@ class KubernetesBackend:
         metadata = node["metadata"]
         live_labels = metadata.get("labels") or {}
         annotations = metadata.get("annotations") or {}
-        stale_labels = _annotation_set(annotations, MANAGED_LABELS_ANNOTATION) - labels.keys()
+        stale_labels = annotation_set(annotations, MANAGED_LABELS_ANNOTATION) - labels.keys()
         label_changes: dict[str, str | None] = {
             key: value for key, value in labels.items() if live_labels.get(key) != value
         }
         # null deletes a key in a merge patch
         label_changes.update({key: None for key in stale_labels if key in live_labels})
-        ours = {_taint_id(taint) for taint in taints}
-        replaced = ours | _annotation_set(annotations, MANAGED_TAINTS_ANNOTATION)
+        ours = {taint_id(taint) for taint in taints}
+        replaced = ours | annotation_set(annotations, MANAGED_TAINTS_ANNOTATION)
         live_taints = (node.get("spec") or {}).get("taints") or []
         # Node taints have no merge key: the list is sent whole, others' taints included.
-        new_taints = [t for t in live_taints if _taint_id(t) not in replaced] + taints
+        new_taints = [t for t in live_taints if taint_id(t) not in replaced] + taints
         managed = {
             MANAGED_LABELS_ANNOTATION: ",".join(sorted(labels)),
             MANAGED_TAINTS_ANNOTATION: ",".join(sorted(ours)),
@@ -497,7 +346,7 @@ class KubernetesBackend:
         annotation_changes = {
             key: value for key, value in managed.items() if annotations.get(key) != value
         }
-        taints_change = not _contains(live_taints, new_taints)
+        taints_change = not contains(live_taints, new_taints)
         if not (label_changes or annotation_changes or taints_change):
             return None
         patch: dict = {"metadata": {"resourceVersion": metadata["resourceVersion"]}}
@@ -513,7 +362,7 @@ class KubernetesBackend:
         """Status of a workload's Job, Deployment or Pod, with the nodes its live pods are on.
         A workload with pods on a lost node has failed with reason NodeLost (as in the
         simulated cluster), whatever its Job says: the portal requeues it whole."""
-        if kind not in _STATUS_READERS:
+        if kind not in STATUS_READERS:
             raise ClusterError(f"{kind} is not a workload kind.")
         path = resource_path(
             api_version=_WORKLOAD_API_VERSIONS[kind], kind=kind, namespace=namespace, name=name
@@ -532,9 +381,9 @@ class KubernetesBackend:
             ).get("items")
             or []
         )
-        nodes = tuple(sorted({_node_of(pod) for pod in pods if _node_of(pod) and _is_live(pod)}))
-        status = _STATUS_READERS[kind](workload, nodes)
-        lost = sorted({_node_of(pod) for pod in pods if _node_of(pod) and _was_lost(pod)})
+        nodes = tuple(sorted({node_of(pod) for pod in pods if node_of(pod) and is_live(pod)}))
+        status = STATUS_READERS[kind](workload, nodes)
+        lost = sorted({node_of(pod) for pod in pods if node_of(pod) and was_lost(pod)})
         if lost and status.phase != Phase.SUCCEEDED:
             return WorkloadStatus(
                 phase=Phase.FAILED,
@@ -546,9 +395,9 @@ class KubernetesBackend:
         return status
 
     def gpu_utilization(self, *, namespace: str, workload: str) -> float | None:
-        """Mean utilization from DCGM exporter metrics in Prometheus. A monitoring outage
-        answers None (unknown), never 0: idle detection must not stop work it cannot see."""
-        if self.prometheus_url is None:
+        """Mean utilization from DCGM exporter metrics in Prometheus; None (unknown, never 0)
+        when monitoring cannot tell: idle detection must not stop work it cannot see."""
+        if self.prometheus is None:
             return None
         # Job and Deployment pods are <name>-<suffix>; a notebook Pod is <name> itself.
         selector = f'namespace="{namespace}",pod=~"{workload}(-.*)?"'
@@ -557,29 +406,7 @@ class KubernetesBackend:
             (f"avg(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{selector}}})", 1.0),  # ratio
         )
         for query, scale in queries:
-            value = self._prometheus_value(query)
+            value = self.prometheus.value(query)
             if value is not None:
                 return min(max(value / scale, 0.0), 1.0)
         return None
-
-    def _prometheus_value(self, query: str) -> float | None:
-        try:
-            response = self.http.request(
-                "GET",
-                f"{self.prometheus_url}/api/v1/query",
-                fields={"query": query},
-                timeout=urllib3.Timeout(
-                    connect=self.request_timeout[0], read=self.request_timeout[1]
-                ),
-                retries=False,
-            )
-            if response.status != 200:
-                raise ValueError(f"HTTP {response.status}")
-            result = json.loads(response.data)["data"]["result"]
-        except (urllib3.exceptions.HTTPError, ValueError, KeyError, TypeError) as error:
-            logger.warning("Prometheus query %s failed: %s", query, error)
-            return None
-        if not result:
-            return None
-        value = float(result[0]["value"][1])
-        return None if math.isnan(value) else value
