@@ -1,6 +1,6 @@
 import pytest
 
-from scheduling.models import Placement, SimulatedObject, Workload
+from scheduling.models import Placement, QuotaGrant, SimulatedObject, Workload
 
 from .conftest import minutes
 
@@ -64,13 +64,26 @@ def test_a_job_past_its_deadline_ends_expired(submit, cycle, advance):
 
 
 def test_a_request_beyond_free_capacity_waits_with_the_reason_and_numbers(submit, cycle):
-    submit(name="big", gpus=8, replicas=8)
-    waiting = submit(name="next", gpus=8, replicas=1)
+    # A quota above the cluster's 64 H100s, so that capacity, not the quota, is what is short.
+    QuotaGrant.objects.filter(gpu_class__name="H100-80GB").update(guarantee=128, limit=128)
+    submit(name="big", gpus=8, replicas=7)
+    submit(name="half", gpus=4)
+    waiting = submit(name="next", gpus=8)
     cycle()
     waiting.refresh_from_db()
-    assert waiting.state == Workload.State.PENDING
-    assert waiting.pending_code
-    assert any(ch.isdigit() for ch in waiting.pending_message)
+    assert (waiting.state, waiting.pending_code) == (Workload.State.PENDING, "capacity")
+    assert waiting.pending_message == (
+        "H100-80GB: 4 H100-80GB free on eligible nodes, 8 H100-80GB needed per replica."
+    )
+
+
+def test_a_request_beyond_the_quota_waits_with_the_quota_in_use_and_requested(submit, cycle):
+    submit(name="big", gpus=8, replicas=8)
+    waiting = submit(name="next", gpus=8)
+    cycle()
+    waiting.refresh_from_db()
+    assert (waiting.state, waiting.pending_code) == (Workload.State.PENDING, "quota")
+    assert waiting.pending_message == "H100-80GB: 64 of 64 in use by acme, 8 more requested"
 
 
 def test_a_runtime_check_stops_a_workload_past_its_max_runtime(submit, cycle, advance):

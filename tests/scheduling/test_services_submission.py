@@ -3,6 +3,9 @@ from datetime import timedelta
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
+from portal import events
+from portal.errors import Conflict
+from portal.events import ExtensionPoint
 from scheduling.models import Workload
 
 pytestmark = pytest.mark.django_db
@@ -75,3 +78,16 @@ def test_a_fractional_gpu_request_is_accepted(submit, cycle):
     workload.refresh_from_db()
     placement = workload.placements.get()
     assert (workload.state, placement.gpu_milli, len(placement.gpu_indices)) == ("Admitted", 250, 1)
+
+
+def test_a_check_registered_for_submissions_can_refuse_one_and_nothing_is_saved(
+    submit, monkeypatch
+):
+    def over_budget(*, caller, project, workload):
+        raise Conflict(f"{project.slug} is over its budget.", code="budget_exceeded")
+
+    monkeypatch.setitem(events._checks, ExtensionPoint.WORKLOAD_SUBMISSION, [over_budget])
+    with pytest.raises(Conflict) as error:
+        submit(name="spendy")
+    assert error.value.code == "budget_exceeded"
+    assert not Workload.objects.filter(name="spendy").exists()

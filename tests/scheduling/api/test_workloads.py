@@ -123,8 +123,8 @@ def test_a_waiting_workload_shows_why_and_its_queue_position(ready, submit, cycl
     submit(name="next", gpus=8)
     cycle()
     pending = api_as(ready["member"]).get(f"{URL}next/").json()["pending"]
-    assert pending["code"] and pending["message"]
-    assert pending["queue_position"] >= 1
+    assert (pending["code"], pending["queue_position"]) == ("quota", 1)
+    assert pending["message"] == "H100-80GB: 64 of 64 in use by acme, 8 more requested"
 
 
 def test_an_admitted_workload_shows_its_placements(ready, submit, cycle, api_as):
