@@ -63,10 +63,13 @@ def workload_end(
 
     Its GPUs are released and its timeline says why; a person's decision is audited. If it was
     admitted, its cluster objects go too: at once when the worker passes its backend, otherwise
-    through the worker after commit. None if it had already ended (another worker got there first).
+    through the worker after commit. If it had already ended: a Conflict for a person, None for
+    the worker (another one got there first).
     """
     with transaction.atomic():
         workload = Workload.objects.select_for_update().get(pk=workload_id)
+        if workload.is_final and caller is not None:
+            raise Conflict(f"The workload is already {workload.state}.", code="workload_finished")
         if workload.is_final:
             return None
         now = clock.now()
@@ -324,13 +327,9 @@ def workload_cancel(*, caller: Caller, workload: Workload) -> Workload:
         raise Forbidden("Only its submitter, an admin or an owner may cancel it.")
     if not caller.can_write:
         raise Forbidden("This API token is read-only.")
-    ended = workload_end(
+    return workload_end(
         workload_id=workload.pk,
         state=Workload.State.CANCELLED,
         reason=f"Cancelled by {caller.user.email}.",
         caller=caller,
     )
-    workload.refresh_from_db()
-    if ended is None:
-        raise Conflict(f"The workload is already {workload.state}.", code="workload_finished")
-    return workload

@@ -3,7 +3,6 @@
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from portal.errors import Conflict
 from tenants.permissions import (
     Caller,
     require_operator,
@@ -18,16 +17,12 @@ from .lifecycle import workload_end, workload_requeue
 
 def workload_stop_by_operator(*, caller: Caller, workload: Workload) -> Workload:
     require_operator(caller)
-    ended = workload_end(
+    return workload_end(
         workload_id=workload.pk,
         state=Workload.State.CANCELLED,
         reason=f"Stopped by operator {caller.user.email}.",
         caller=caller,
     )
-    workload.refresh_from_db()
-    if ended is None:
-        raise Conflict(f"The workload is already {workload.state}.", code="workload_finished")
-    return workload
 
 
 def workload_requeue_by_operator(*, caller: Caller, workload: Workload) -> Workload:
