@@ -3,6 +3,7 @@ import pytest
 from portal.errors import Conflict, Forbidden
 from scheduling import services
 from scheduling.models import GpuClass, Node, Placement, QuotaGrant, SimulatedObject, Workload
+from tenants.models import AuditEvent
 from tenants.permissions import Caller
 
 from ..factories import ProjectFactory
@@ -164,6 +165,18 @@ def test_draining_a_node_requeues_its_workloads_and_cordons_it(submit, cycle, ad
     workload.refresh_from_db()
     node.refresh_from_db()
     assert (workload.state, node.cordoned) == (Workload.State.PENDING, True)
+
+
+def test_an_operators_requeue_is_audited_with_the_operator(submit, cycle):
+    workload = submit()
+    cycle()
+    operator_user = type(workload.submitted_by).objects.create(
+        username="op", email="ops@example.com", is_staff=True
+    )
+    services.workload_requeue_by_operator(caller=Caller(user=operator_user), workload=workload)
+    event = AuditEvent.objects.get(action="workload.requeue")
+    assert (event.actor, event.target_id) == (operator_user, str(workload.pk))
+    assert event.payload == {"reason": "Requeued by operator ops@example.com."}
 
 
 def test_a_node_lost_under_a_workload_takes_no_new_work_until_it_is_seen_ready(
