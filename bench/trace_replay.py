@@ -30,13 +30,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.results import append_results  # noqa: E402
-from scheduling.engine.cluster import ClusterState, Demand  # noqa: E402
 from scheduling.engine.fragmentation import (  # noqa: E402
     FragmentationModel,
     cluster_fragmentation,
     rare_workload,
     typical_workload,
 )
+from scheduling.engine.free_capacity import ClusterState, Demand  # noqa: E402
 from scheduling.engine.model import MILLI_PER_GPU, NodeState, TaskType  # noqa: E402
 from scheduling.engine.placement import place_replica  # noqa: E402
 from scheduling.engine.policies import PLACEMENT_POLICIES, make_policy  # noqa: E402

@@ -220,7 +220,7 @@ PORTAL_SIMULATED_CLUSTER = os.environ.get(
 )
 # Prometheus with NVIDIA DCGM exporter metrics, for idle detection on a real cluster.
 PORTAL_PROMETHEUS_URL = os.environ.get("PORTAL_PROMETHEUS_URL", "")
-# The placement policy of the scheduling engine (see scheduling/engine/policies.py).
+# The placement policy of the scheduling engine (see scheduling/engine/policies/).
 PORTAL_PLACEMENT_POLICY = os.environ.get("PORTAL_PLACEMENT_POLICY", "fgd_keep_scarce")
 # How often beat runs the scheduling cycle and follows workloads, in seconds.
 PORTAL_CYCLE_SECONDS = float(os.environ.get("PORTAL_CYCLE_SECONDS", "5"))

@@ -51,7 +51,8 @@ def owned(manifest: Mapping) -> dict:
     """What the portal owns of an object: its labels, annotations and everything but status."""
     metadata = manifest.get("metadata") or {}
     result = {key: value for key, value in manifest.items() if key not in _NOT_OWNED}
-    result["metadata"] = {key: metadata[key] for key in ("labels", "annotations") if key in metadata}
+    kept = ("labels", "annotations")
+    result["metadata"] = {key: metadata[key] for key in kept if key in metadata}
     return result
 
 

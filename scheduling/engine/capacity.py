@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cluster import ClusterState, Demand
 from .explain import FreeGpus, free_gpus
 from .fragmentation import FragmentationModel, cluster_fragmentation
+from .free_capacity import ClusterState, Demand
 from .gang import GangShape, gang_capacity
 from .model import MILLI_PER_GPU, NodeState, TaskType
 

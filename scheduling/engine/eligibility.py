@@ -65,8 +65,7 @@ def ineligibility(*, node: NodeState, request: Request, gpu_class: str) -> str |
         return "cordoned"
     if request.pools and node.pool not in request.pools:
         return f"pool {node.pool} not requested"
-    wants_gpu = request.gpus or request.gpu_milli or request.mig_count
-    if wants_gpu and node.gpu_class != gpu_class:
+    if request.needs_gpu and node.gpu_class != gpu_class:
         return f"GPU class {node.gpu_class}"
     labels = node_labels(node)
     for requirement in request.required_affinity:

@@ -8,7 +8,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from .cluster import ClusterState, Demand
+from .free_capacity import ClusterState, Demand
 from .gang import GangShape
 from .model import MILLI_PER_GPU
 
@@ -23,6 +23,12 @@ class PendingCode(StrEnum):
     RESERVATION = "reservation"
     PRIORITY = "priority"
     INVALID = "invalid"
+
+
+# Within quota, but short of room on the eligible nodes.
+CAPACITY_CODES = frozenset(
+    {PendingCode.CAPACITY, PendingCode.FRAGMENTATION, PendingCode.GANG, PendingCode.TOPOLOGY}
+)
 
 
 def no_eligible_node(*, gpu_class: str, reasons: Counter[str]) -> tuple[PendingCode, str]:

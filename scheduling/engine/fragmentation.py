@@ -15,7 +15,7 @@ from itertools import accumulate
 
 import numpy as np
 
-from .cluster import ClusterState
+from .free_capacity import ClusterState
 from .model import TaskType
 
 TYPICAL_COVERAGE = 0.95

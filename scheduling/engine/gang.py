@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cluster import ClusterState, Demand
-from .model import ReplicaPlacement
+from .free_capacity import ClusterState, Demand
+from .model import ReplicaPlacement, Request
 from .placement import place_replica
 from .policies import PlacementPolicy
 
@@ -28,6 +28,17 @@ class GangShape:
     min_replicas: int
     anti_affinity: bool = False
     required_level: str | None = None
+
+    @classmethod
+    def of(cls, request: Request, demand: Demand, replicas: int) -> GangShape:
+        """``replicas`` replicas of ``request``, each taking ``demand``."""
+        return cls(
+            demand=demand,
+            replicas=replicas,
+            min_replicas=min(request.smallest_gang, replicas),
+            anti_affinity=request.anti_affinity,
+            required_level=request.required_topology,
+        )
 
 
 def topology_domains(*, cluster: ClusterState, levels: tuple[str, ...]) -> dict[str, np.ndarray]:

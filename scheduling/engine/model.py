@@ -115,6 +115,11 @@ class Request:
     evicted_by: tuple[str, ...] = ()
 
     @property
+    def needs_gpu(self) -> bool:
+        """It asks for whole GPUs, a GPU share or MIG instances; otherwise it is CPU-only."""
+        return bool(self.gpus or self.gpu_milli or self.mig_count)
+
+    @property
     def gpu_milli_per_replica(self) -> int:
         """GPU amount one replica charges against quota, in milli-GPU."""
         if self.gpus:

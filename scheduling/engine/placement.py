@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cluster import ClusterState, Demand
+from .free_capacity import ClusterState, Demand
 from .model import ReplicaPlacement
 from .policies import PlacementPolicy
 

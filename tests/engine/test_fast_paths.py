@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 
 from scheduling.engine import Quota
 from scheduling.engine.capacity import SettledCapacity
-from scheduling.engine.cluster import ClusterState, Demand
 from scheduling.engine.explain import free_gpus
+from scheduling.engine.free_capacity import ClusterState, Demand
 from scheduling.engine.gang import GangShape, gang_capacity, place_gang, topology_domains
 from scheduling.engine.policies import make_policy
 from scheduling.engine.preemption import Victim, choose_victims

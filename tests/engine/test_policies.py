@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from scheduling.engine import TaskType
-from scheduling.engine.cluster import ClusterState, Demand
+from scheduling.engine.free_capacity import ClusterState, Demand
 from scheduling.engine.placement import place_replica
 from scheduling.engine.policies import PLACEMENT_POLICIES, make_policy
 

@@ -1,149 +1,22 @@
-"""Placement policies: which node (and which GPUs on it) one replica goes to.
+"""FGD, the FGD paper's policy, and ours built on it.
 
-The six baselines follow the FGD paper's simulator (hkust-adsl/kubernetes-scheduler-simulator):
-every score is an integer from 0 to 100 and the smallest node name wins a tie, because those
-coarse scores are what its published numbers come from. ``fgd_small_first``,
-``fgd_used_first`` and ``fgd_keep_scarce`` are ours: FGD's score with a different choice
-among equal scores.
+FGD scores like the paper's baselines: an integer from 0 to 100, and the smallest node name
+wins a tie. ``fgd_small_first``, ``fgd_used_first`` and ``fgd_keep_scarce`` are ours: FGD's
+score with a different choice among equal scores.
 """
 
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import Self
 
 import numpy as np
 
-from .cluster import ClusterState, Demand
-from .fragmentation import FragmentationModel
-from .model import MILLI_PER_GPU, TaskType
-
-MAX_SPEC_CPU_MILLI = 128_000  # the paper's normalisers: the biggest node it knew
-MAX_SPEC_GPU_MILLI = 8_000
-MAX_SCORE = 100
-
-
-class PlacementPolicy(ABC):
-    """Scores candidate nodes; the highest wins, then the smallest name (lowest index)."""
-
-    name = "base"
-
-    @abstractmethod
-    def scores(
-        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
-    ) -> np.ndarray:
-        """One number per candidate node; higher is better."""
-
-    def choose_node(self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand) -> int:
-        scores = self.scores(cluster=cluster, candidates=candidates, demand=demand)
-        return int(candidates[int(np.argmax(scores))])
-
-    def choose_gpus(self, *, cluster: ClusterState, node: int, demand: Demand) -> tuple[int, ...]:
-        return cluster.best_fit_gpus(demand=demand, node=node)
-
-
-def _idle_gpu_milli(cluster: ClusterState, candidates: np.ndarray) -> np.ndarray:
-    return np.maximum(cluster.gpu_free[candidates], 0).sum(axis=1)
-
-
-class RandomPolicy(PlacementPolicy):
-    """Any node that fits, uniformly at random from a seeded generator."""
-
-    name = "random"
-
-    def __init__(self, *, seed: int) -> None:
-        self._rng = np.random.default_rng(seed)
-
-    def scores(
-        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
-    ) -> np.ndarray:
-        """One candidate drawn at random scores one, the others zero."""
-        drawn = np.zeros(len(candidates))
-        drawn[self._rng.integers(len(candidates))] = 1.0
-        return drawn
-
-    def choose_gpus(self, *, cluster: ClusterState, node: int, demand: Demand) -> tuple[int, ...]:
-        if not demand.is_shared:
-            return cluster.best_fit_gpus(demand=demand, node=node)
-        fitting = np.flatnonzero(cluster.gpu_free[node] >= demand.gpu_milli)
-        return (int(fitting[self._rng.integers(len(fitting))]),)
-
-
-class DotProductPolicy(PlacementPolicy):
-    """Tetris: the smallest dot product of free and requested (CPU, GPU) wins."""
-
-    name = "dotprod"
-
-    def scores(
-        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
-    ) -> np.ndarray:
-        cpu = cluster.cpu_free[candidates] / MAX_SPEC_CPU_MILLI
-        gpu = _idle_gpu_milli(cluster, candidates) / MAX_SPEC_GPU_MILLI
-        product = cpu * (demand.cpu_milli / MAX_SPEC_CPU_MILLI) + gpu * (
-            demand.total_gpu_milli / MAX_SPEC_GPU_MILLI
-        )
-        return np.trunc(MAX_SCORE * (1 - product / 2))
-
-
-class BestFitPolicy(PlacementPolicy):
-    """The node left with the least free CPU and GPU (equal weights) wins."""
-
-    name = "bestfit"
-
-    def scores(
-        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
-    ) -> np.ndarray:
-        cpu_left = (cluster.cpu_free[candidates] - demand.cpu_milli) / MAX_SPEC_CPU_MILLI * 0.5
-        gpu_left = (
-            (_idle_gpu_milli(cluster, candidates) - demand.total_gpu_milli)
-            / MAX_SPEC_GPU_MILLI
-            * 0.5
-        )
-        return np.trunc((1.0 - (cpu_left + gpu_left)) * MAX_SCORE)
-
-
-class PackingPolicy(PlacementPolicy):
-    """Fill partly used GPUs first, then idle GPUs of used nodes, then idle nodes."""
-
-    name = "packing"
-
-    def scores(
-        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
-    ) -> np.ndarray:
-        if not demand.gpus:
-            return np.zeros(len(candidates))
-        frees = cluster.gpu_free[candidates]
-        idle = (frees == MILLI_PER_GPU).sum(axis=1)
-        untouched = idle == cluster.gpu_count[candidates]
-        if demand.is_shared:
-            fitting = np.where(frees >= demand.gpu_milli, frees, MILLI_PER_GPU + 1)
-            tightest = fitting.min(axis=1)
-            on_idle_gpu = np.full(len(candidates), max(MAX_SCORE // 2 - 1, MAX_SCORE // 3))
-            on_used_gpu = np.maximum(MAX_SCORE - (tightest * 100 // MILLI_PER_GPU) // 10, 50)
-            used_node = np.where(tightest == MILLI_PER_GPU, on_idle_gpu, on_used_gpu)
-        else:
-            used_node = np.full(len(candidates), max(MAX_SCORE // 2 - demand.gpus, MAX_SCORE // 3))
-        return np.where(untouched, np.maximum(MAX_SCORE // 3 - idle, idle), used_node)
-
-
-class ClusteringPolicy(PlacementPolicy):
-    """Put replicas of the same GPU shape together (shared, 1-GPU, 2-GPU, ...)."""
-
-    name = "clustering"
-
-    def scores(
-        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
-    ) -> np.ndarray:
-        if not demand.gpus:
-            return np.zeros(len(candidates))
-        shapes = cluster.shape_counts[candidates]
-        present = (shapes > 0).sum(axis=1)
-        same = shapes[:, cluster.shape_of(demand)] > 0
-        fill = (MAX_SCORE // 4) * (MAX_SPEC_GPU_MILLI - _idle_gpu_milli(cluster, candidates))
-        fill = fill // MAX_SPEC_GPU_MILLI
-        band = np.where(same, np.where(present == 1, 3, 2), np.where(present == 0, 1, 0))
-        return fill + band * (MAX_SCORE // 4)
+from ..fragmentation import FragmentationModel
+from ..free_capacity import ClusterState, Demand
+from ..model import MILLI_PER_GPU, TaskType
+from .base import MAX_SCORE, PlacementPolicy, PolicyContext, idle_gpu_milli
 
 
 def _sigmoid_score(delta: float) -> int:
@@ -163,6 +36,10 @@ class FragmentationGradientPolicy(PlacementPolicy):
         self._workload = tuple(workload)
         self._model: FragmentationModel | None = None
         self._tables: dict[Demand, np.ndarray] = {}
+
+    @classmethod
+    def from_context(cls, context: PolicyContext) -> Self:
+        return cls(workload=context.workload)
 
     def model(self, cluster: ClusterState) -> FragmentationModel:
         if self._model is None:
@@ -280,7 +157,7 @@ class UsedNodesFirstFragmentationPolicy(FragmentationGradientPolicy):
         self, cluster: ClusterState, candidates: np.ndarray, demand: Demand
     ) -> tuple[np.ndarray, np.ndarray]:
         """(node in use, a fraction below one ordering nodes of equal use) per candidate."""
-        idle = _idle_gpu_milli(cluster, candidates)
+        idle = idle_gpu_milli(cluster, candidates)
         in_use = idle < cluster.gpu_count[candidates] * MILLI_PER_GPU
         if not demand.gpus:
             within_use = 1.0 - idle / (cluster.gpu_free.shape[1] * MILLI_PER_GPU + 1)
@@ -327,6 +204,10 @@ class ScarceNodesKeptFragmentationPolicy(UsedNodesFirstFragmentationPolicy):
         self._fits = np.zeros((0, len(self._rare)), dtype=bool)
         self._row_of_state = np.zeros(0, dtype=np.int64)
         self._row_after: dict[tuple[Demand, int], int] = {}
+
+    @classmethod
+    def from_context(cls, context: PolicyContext) -> Self:
+        return cls(workload=context.workload, rare_workload=context.rare_workload)
 
     def scores(
         self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
@@ -414,49 +295,3 @@ class ScarceNodesKeptFragmentationPolicy(UsedNodesFirstFragmentationPolicy):
             self._fits = grown
         self._fits[row] = fits
         return row
-
-
-PLACEMENT_POLICIES = (
-    "random",
-    "dotprod",
-    "clustering",
-    "packing",
-    "bestfit",
-    "fgd",
-    "fgd_small_first",
-    "fgd_used_first",
-    "fgd_keep_scarce",
-)
-
-
-def make_policy(
-    *,
-    name: str,
-    seed: int = 0,
-    workload: Sequence[tuple[TaskType, float]] = (),
-    rare_workload: Sequence[tuple[TaskType, float]] = (),
-) -> PlacementPolicy:
-    """``workload``: FGD's target mix; ``rare_workload``: the types it leaves out
-    (``fragmentation.rare_workload``), which only ``fgd_keep_scarce`` reads."""
-    match name:
-        case "random":
-            return RandomPolicy(seed=seed)
-        case "dotprod":
-            return DotProductPolicy()
-        case "clustering":
-            return ClusteringPolicy()
-        case "packing":
-            return PackingPolicy()
-        case "bestfit":
-            return BestFitPolicy()
-        case "fgd":
-            return FragmentationGradientPolicy(workload=workload)
-        case "fgd_small_first":
-            return SmallNodesFirstFragmentationPolicy(workload=workload)
-        case "fgd_used_first":
-            return UsedNodesFirstFragmentationPolicy(workload=workload)
-        case "fgd_keep_scarce":
-            return ScarceNodesKeptFragmentationPolicy(
-                workload=workload, rare_workload=rare_workload
-            )
-    raise ValueError(f"unknown placement policy {name!r}; choose from {PLACEMENT_POLICIES}")

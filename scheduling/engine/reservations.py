@@ -1,0 +1,91 @@
+"""Reserved capacity: whole GPUs of a class in a pool held for one tenant, which other tenants'
+non-preemptible work may not take while the owner leaves them unused."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+import numpy as np
+
+from .capacity import SettledCapacity
+from .free_capacity import ClusterState
+from .model import MILLI_PER_GPU, Request, Reservation, RunningWorkload
+
+
+class ReservationBook:
+    """The reservations active in a cycle and how much of them their owners use, kept up to
+    date as the cycle starts and stops work."""
+
+    def __init__(
+        self,
+        *,
+        reservations: Sequence[Reservation],
+        now: datetime,
+        cluster: ClusterState,
+        settled: SettledCapacity,
+        running: Iterable[RunningWorkload],
+    ) -> None:
+        self._reservations = [r for r in reservations if r.is_active(now=now)]
+        self._cluster = cluster
+        self._settled = settled
+        self._pools = np.array([n.pool for n in cluster.nodes])
+        # GPU milli each tenant runs per (tenant, class, pool).
+        self._usage: Counter[tuple[str, str, str]] = Counter()
+        for workload in running:
+            self.started(workload)
+
+    def started(self, workload: RunningWorkload) -> None:
+        self._count(workload, sign=1)
+
+    def stopped(self, workload: RunningWorkload) -> None:
+        self._count(workload, sign=-1)
+
+    def owned_pools(self, tenant: str, gpu_class: str | None = None) -> set[str]:
+        """Pools where ``tenant`` holds a reservation (of ``gpu_class``, if given)."""
+        return {
+            r.pool
+            for r in self._reservations
+            if r.tenant == tenant and (gpu_class is None or r.gpu_class == gpu_class)
+        }
+
+    def outside(
+        self, request: Request, gpu_class: str, among: np.ndarray, need_gpus: int
+    ) -> tuple[np.ndarray, str | None]:
+        """Drop pools whose idle GPUs are held for others, unless the request is preemptible;
+        with a note naming them, if any were dropped."""
+        if request.preemptible:
+            return among, None
+        held = self._held_for_others(request, gpu_class)
+        idle = self._settled.idle_by_pool(among=among) if held else {}
+        blocked = [pool for pool, gpus in held.items() if idle.get(pool, 0) - need_gpus < gpus]
+        if not blocked:
+            return among, None
+        owners = sorted(
+            {r.tenant for r in self._reservations if r.pool in blocked and r.gpu_class == gpu_class}
+        )
+        note = (
+            f"{gpu_class}: {sum(held[p] for p in blocked)} GPUs in pool {', '.join(blocked)}"
+            f" are reserved for {', '.join(owners)}; only preemptible work may use them."
+        )
+        return among[~np.isin(self._pools[among], blocked)], note
+
+    def _held_for_others(self, request: Request, gpu_class: str) -> dict[str, int]:
+        """Per pool, whole GPUs of ``gpu_class`` held by other tenants' reservations and not
+        used by them."""
+        held: dict[str, int] = Counter()
+        for reservation in self._reservations:
+            if reservation.gpu_class == gpu_class and reservation.tenant != request.tenant:
+                key = (reservation.tenant, reservation.gpu_class, reservation.pool)
+                held[reservation.pool] += max(
+                    reservation.gpus * MILLI_PER_GPU - self._usage[key], 0
+                )
+        return {pool: milli // MILLI_PER_GPU for pool, milli in held.items() if milli}
+
+    def _count(self, workload: RunningWorkload, *, sign: int) -> None:
+        for placement in workload.placements:
+            node = self._cluster.index.get(placement.node)
+            if node is not None:
+                key = (workload.request.tenant, workload.gpu_class, self._cluster.nodes[node].pool)
+                self._usage[key] += sign * placement.gpu_milli * len(placement.gpu_indices)
