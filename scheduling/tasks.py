@@ -55,6 +55,13 @@ def scheduling_cycle() -> dict:
     return {"ran": result.ran, "admitted": len(result.admitted), "pending": result.pending}
 
 
+def scheduling_cycle_request(**_event) -> None:
+    """Queue a cycle, unless one already waits in the queue: requests fold into it, so a burst
+    of submissions queues one cycle, not one each."""
+    if services.scheduling_cycle_request():
+        scheduling_cycle.delay()
+
+
 @cluster_task(give_up=services.workload_launch_give_up)
 def workload_launch(workload_id: str) -> str:
     return services.workload_launch(workload_id=workload_id, backend=get_backend()).state
@@ -73,3 +80,9 @@ def workloads_sync() -> int:
 @shared_task(**RETRY)
 def idle_and_runtime_check() -> None:
     services.idle_and_runtime_check(backend=get_backend())
+
+
+@shared_task
+def cluster_reconcile() -> dict:
+    result = services.cluster_reconcile(backend=get_backend())
+    return {kind: len(ids) for kind, ids in vars(result).items()}

@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from kombu import Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -35,6 +36,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "django_celery_beat",
     "allauth",
     "allauth.account",
     "allauth.socialaccount",
@@ -199,11 +201,16 @@ if CELERY_BROKER_URL.startswith("filesystem"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_FOLDER),
         "data_folder_out": str(BROKER_FOLDER),
+# No task runs longer than this (seconds): the worker kills it, and the broker may redeliver it.
+CELERY_TASK_TIME_LIMIT = int(os.environ.get("CELERY_TASK_TIME_LIMIT", "300"))
         "control_folder": str(BROKER_FOLDER / "control"),
         "store_processed": False,
     }
 else:
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    # Redis redelivers a task whose worker died once this has passed since it was taken: the
+    # longest task's limit and a margin, so a live task is never run twice. The reconciler
+    # (PORTAL_RECONCILE_SECONDS) finishes a lost launch or teardown well before that.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 60}
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -221,11 +228,49 @@ PORTAL_SIMULATED_CLUSTER = os.environ.get(
 # Prometheus with NVIDIA DCGM exporter metrics, for idle detection on a real cluster.
 PORTAL_PROMETHEUS_URL = os.environ.get("PORTAL_PROMETHEUS_URL", "")
 # The placement policy of the scheduling engine (see scheduling/engine/policies/).
+# Periodic tasks live in the database (django-celery-beat): no schedule file, and operators see
+# and change them in admin. CELERY_BEAT_SCHEDULE only installs the missing ones.
+CELERY_BEAT_SCHEDULER = "portal.beat:DefaultsOnlyDatabaseScheduler"
+
+# One queue per kind of work, so that a burst of one kind never starves another. A worker
+# started without -Q takes them all (the demo); see the README's worker layout.
+TASK_QUEUES = {
+    "scheduling.tasks.scheduling_cycle": "cycle",
+    "scheduling.tasks.workload_launch": "cluster",
+    "scheduling.tasks.workload_objects_delete": "cluster",
+    "scheduling.tasks.workloads_sync": "sync",
+    "scheduling.tasks.idle_and_runtime_check": "sync",
+    "scheduling.tasks.inventory_sync": "sync",
+    "scheduling.tasks.cluster_reconcile": "sync",
+    "scheduling.tasks.project_provision": "provisioning",
+    "scheduling.tasks.project_deprovision": "provisioning",
+    "scheduling.tasks.cluster_provision": "provisioning",
+    "tenants.tasks.invitation_email_send": "mail",
+}
+
+
+def celery_queues(prefix: str) -> tuple[str, list[Queue], dict]:
+    """The default queue, every queue, and each task's route, named with `prefix`."""
+    names = ["default", *dict.fromkeys(TASK_QUEUES.values())]
+    return (
+        f"{prefix}default",
+        [Queue(f"{prefix}{name}") for name in names],
+        {task: {"queue": f"{prefix}{queue}"} for task, queue in TASK_QUEUES.items()},
+    )
+
+
+CELERY_TASK_DEFAULT_QUEUE, CELERY_TASK_QUEUES, CELERY_TASK_ROUTES = celery_queues("")
 PORTAL_PLACEMENT_POLICY = os.environ.get("PORTAL_PLACEMENT_POLICY", "fgd_keep_scarce")
-# How often beat runs the scheduling cycle and follows workloads, in seconds.
-PORTAL_CYCLE_SECONDS = float(os.environ.get("PORTAL_CYCLE_SECONDS", "5"))
+# How often beat runs the scheduling cycle and follows workloads, in seconds (whole seconds:
+# django-celery-beat's intervals are).
+PORTAL_CYCLE_SECONDS = int(os.environ.get("PORTAL_CYCLE_SECONDS", "5"))
+# How long a workload may stay admitted but not launched, or ended with its objects still in
+# the cluster, before the reconciler does the lost task's work (seconds).
+PORTAL_RECONCILE_SECONDS = int(os.environ.get("PORTAL_RECONCILE_SECONDS", "60"))
 if PORTAL_CLUSTER not in {"simulated", "kubernetes"}:
     raise ValueError(f"PORTAL_CLUSTER must be 'simulated' or 'kubernetes', not {PORTAL_CLUSTER!r}")
+# How long each object write takes on the simulated cluster (seconds), as on a loaded API server.
+PORTAL_SIMULATED_LATENCY_SECONDS = float(os.environ.get("PORTAL_SIMULATED_LATENCY_SECONDS", "0"))
 
 LOGGING = {
     "version": 1,
@@ -245,4 +290,7 @@ CELERY_BEAT_SCHEDULE = {
     # Re-applies priority classes and node labels, repairing drift made by hand.
     "cluster-provision": {"task": "scheduling.tasks.cluster_provision", "schedule": 600.0},
 }
-CELERY_BEAT_SCHEDULE_FILENAME = str(BASE_DIR / "var" / "celerybeat-schedule")
+    "cluster-reconcile": {
+        "task": "scheduling.tasks.cluster_reconcile",
+        "schedule": max(1, PORTAL_RECONCILE_SECONDS // 2),
+    },

@@ -3,7 +3,7 @@
 import os
 
 from .base import *  # noqa: F403
-from .base import BASE_DIR, DATABASES
+from .base import BASE_DIR, DATABASES, celery_queues
 
 SECRET_KEY = "test-only-secret-key-not-for-production-use"
 DEBUG = False
@@ -15,6 +15,8 @@ ACCOUNT_DEFAULT_HTTP_PROTOCOL = "http"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / "test.sqlite3")}
 DATABASES["default"]["CONN_MAX_AGE"] = 0
-# One broker queue per test process (pytest-xdist runs several): a Celery worker that a test
-# starts inherits the name, so it only takes the tasks of its own process's tests.
-CELERY_TASK_DEFAULT_QUEUE = f"portal-test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+# Broker queues of their own per test process (pytest-xdist runs several): a Celery worker that a
+# test starts inherits the names, so it only takes the tasks of its own process's tests.
+CELERY_TASK_DEFAULT_QUEUE, CELERY_TASK_QUEUES, CELERY_TASK_ROUTES = celery_queues(
+    f"portal-test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-"
+)

@@ -14,7 +14,10 @@ def get_backend() -> ClusterBackend:
         return KubernetesBackend.from_environment(prometheus_url=settings.PORTAL_PROMETHEUS_URL)
     from .simulated import SimulatedBackend
 
-    return SimulatedBackend(description_path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+    return SimulatedBackend(
+        description_path=Path(settings.PORTAL_SIMULATED_CLUSTER),
+        latency_seconds=settings.PORTAL_SIMULATED_LATENCY_SECONDS,
+    )
 
 
 __all__ = ["ClusterBackend", "ClusterError", "get_backend", "manifests_delete"]

@@ -5,8 +5,10 @@ database; workloads "run" on the simulated clock (`scheduling.clock`), which tes
 Environment variables of a workload's container steer the simulation:
 `SIMULATED_RUNTIME_SECONDS` (how long a job runs before it succeeds, default 300),
 `SIMULATED_EXIT` (`fail` to make it fail), `SIMULATED_GPU_UTIL` (0-1, default 0.8).
+`latency_seconds` makes every object write take that long, as a loaded API server does.
 """
 
+import time
 from pathlib import Path
 
 from django.db import transaction
@@ -48,8 +50,9 @@ def _affinity_nodes(manifest: dict) -> tuple[str, ...]:
 
 
 class SimulatedBackend:
-    def __init__(self, *, description_path: Path) -> None:
+    def __init__(self, *, description_path: Path, latency_seconds: float = 0.0) -> None:
         self.description_path = Path(description_path)
+        self.latency_seconds = latency_seconds
 
     def list_nodes(self) -> list[NodeInventory]:
         states = {state.name: state for state in SimulatedNodeState.objects.all()}
@@ -74,6 +77,7 @@ class SimulatedBackend:
         problems = manifest_problems(manifest)
         if problems:
             raise ClusterError("; ".join(problems), status=422)
+        time.sleep(self.latency_seconds)
         metadata = manifest["metadata"]
         with transaction.atomic():
             stored, created = SimulatedObject.objects.select_for_update().get_or_create(

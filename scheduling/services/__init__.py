@@ -8,10 +8,11 @@
 - lifecycle: launch, status, idle and runtime rules; the one way to end a workload
   (`workload_end`) and the one way to requeue it (`workload_requeue`)
 - operators: what operators do to running work and nodes
+- reconciler: finishing the work of lost tasks
 - timeline: the workload's events as its users read them
 """
 
-from .cycle import CYCLE_LOCK_KEY, CycleResult, scheduling_cycle_run
+from .cycle import CYCLE_LOCK_KEY, CycleResult, scheduling_cycle_request, scheduling_cycle_run
 from .inventory import cluster_description_apply, inventory_sync
 from .lifecycle import (
     idle_and_runtime_check,
@@ -39,6 +40,7 @@ from .provisioning import (
     provisioning_give_up,
 )
 from .quotas import quota_grant_delete, quota_grant_save
+from .reconciler import Reconciled, cluster_reconcile
 from .submission import REQUEST_BOUNDS, WorkloadRequest, request_bounds, workload_submit
 from .timeline import workload_event_record
 
@@ -46,10 +48,12 @@ __all__ = [
     "CYCLE_LOCK_KEY",
     "REQUEST_BOUNDS",
     "CycleResult",
+    "Reconciled",
     "WorkloadRequest",
     "cluster_description_apply",
     "cluster_manifests",
     "cluster_provision",
+    "cluster_reconcile",
     "idle_and_runtime_check",
     "inventory_sync",
     "node_cordon",
@@ -60,6 +64,7 @@ __all__ = [
     "quota_grant_delete",
     "quota_grant_save",
     "request_bounds",
+    "scheduling_cycle_request",
     "scheduling_cycle_run",
     "workload_cancel",
     "workload_end",

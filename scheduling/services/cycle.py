@@ -4,9 +4,12 @@ preemptions and pending reasons in one transaction; launches and teardowns follo
 
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from portal.events import Event, publish
 from tenants.models import Organization
@@ -34,6 +37,8 @@ from .timeline import workload_event_record
 
 # Any stable 64-bit number: the PostgreSQL advisory lock that lets one cycle run at a time.
 CYCLE_LOCK_KEY = 7_340_501_206
+# Longer than any cycle waits in its queue: a request older than this lost its task.
+CYCLE_REQUEST_LOST_AFTER = timedelta(minutes=2)
 
 
 @dataclass(frozen=True)
@@ -61,10 +66,26 @@ def _active_placements():
     return Placement.objects.filter(ended_at__isnull=True).select_related("node")
 
 
+def scheduling_cycle_request() -> bool:
+    """Ask for a scheduling cycle: True when the caller must queue one, False when one already
+    waits in the queue and will serve this request too (requests fold into it). A request that
+    waited longer than CYCLE_REQUEST_LOST_AFTER lost its task and counts as none."""
+    now = timezone.now()
+    none_waiting = Q(cycle_requested_at__isnull=True) | Q(
+        cycle_requested_at__lt=now - CYCLE_REQUEST_LOST_AFTER
+    )
+    if SchedulerState.objects.filter(none_waiting, pk=1).update(cycle_requested_at=now):
+        return True
+    _, created = SchedulerState.objects.get_or_create(pk=1, defaults={"cycle_requested_at": now})
+    return created
+
+
 def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
     """Load a snapshot, let the engine decide, persist admissions, preemptions and pending
     reasons in one transaction; launch and stop on the cluster after it commits."""
     started = time.perf_counter()
+    # This run serves every request made so far; one made from now on queues the next run.
+    SchedulerState.objects.filter(pk=1).update(cycle_requested_at=None)
     with transaction.atomic():
         if not _cycle_lock():
             return CycleResult(ran=False)
@@ -162,7 +183,7 @@ def _persist(
         workload.borrowed = admission.borrowed
         workload.pending_code = workload.pending_message = ""
         workload.queue_position = workload.estimated_start = None
-        workload.objects_deleted_at = None
+        workload.objects_deleted_at = workload.teardown_due_at = None
         workload.save()
         Placement.objects.bulk_create(
             Placement(

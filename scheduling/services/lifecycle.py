@@ -45,11 +45,6 @@ def _placements_end(workload: Workload, *, now) -> None:
     Placement.objects.filter(workload=workload, ended_at__isnull=True).update(ended_at=now)
 
 
-def _objects_released(workload: Workload) -> None:
-    """Its cluster objects must go: the worker deletes them once this transaction commits."""
-    publish(Event.WORKLOAD_RELEASED, workload_id=str(workload.pk))
-
-
 def workload_end(
     *,
     workload_id,
@@ -63,8 +58,9 @@ def workload_end(
 
     Its GPUs are released and its timeline says why; a person's decision is audited. If it was
     admitted, its cluster objects go too: at once when the worker passes its backend, otherwise
-    through the worker after commit. If it had already ended: a Conflict for a person, None for
-    the worker (another one got there first).
+    through the worker after commit; until they are gone it is due for teardown, so that the
+    reconciler finishes the job if a worker dies. If it had already ended: a Conflict for a
+    person, None for the worker (another one got there first).
     """
     with transaction.atomic():
         workload = Workload.objects.select_for_update().get(pk=workload_id)
@@ -73,10 +69,12 @@ def workload_end(
         if workload.is_final:
             return None
         now = clock.now()
+        admitted = workload.admitted_at is not None
         workload.state = state
         workload.status_reason = reason[:500]
         workload.finished_at = now
-        workload.save(update_fields=["state", "status_reason", "finished_at"])
+        workload.teardown_due_at = now if admitted else workload.teardown_due_at
+        workload.save(update_fields=["state", "status_reason", "finished_at", "teardown_due_at"])
         _placements_end(workload, now=now)
         workload_event_record(workload, state.lower(), reason or state, **(event_data or {}))
         if caller is not None:
@@ -87,9 +85,8 @@ def workload_end(
                 target=workload,
                 payload={"reason": reason},
             )
-        admitted = workload.admitted_at is not None
         if admitted and backend is None:
-            _objects_released(workload)
+            publish(Event.WORKLOAD_RELEASED, workload_id=str(workload.pk))
     if admitted and backend is not None:
         workload_objects_delete(workload_id=workload.pk, backend=backend)
     return workload
@@ -106,7 +103,8 @@ def workload_requeue(
 
     Its GPUs are released and it waits pending again; a person's decision is audited. Its objects
     are deleted first when the worker passes its backend (a failed delete then retries with
-    nothing changed), otherwise by the worker after commit. None if it was no longer active.
+    nothing changed), otherwise by the worker after commit (it is due for teardown until then).
+    None if it was no longer active.
     """
     if backend is not None:
         workload_objects_delete(workload_id=workload_id, backend=backend)
@@ -114,9 +112,11 @@ def workload_requeue(
         workload = Workload.objects.select_for_update().get(pk=workload_id)
         if workload.state not in Workload.ACTIVE_STATES:
             return None
+        now = clock.now()
         if backend is None:
-            _objects_released(workload)
-        _placements_end(workload, now=clock.now())
+            workload.teardown_due_at = now
+            publish(Event.WORKLOAD_RELEASED, workload_id=str(workload.pk))
+        _placements_end(workload, now=now)
         workload.state = Workload.State.PENDING
         workload.admitted_at = workload.launched_at = workload.started_at = None
         workload.gpu_class = None
@@ -158,7 +158,9 @@ def workload_objects_delete(*, workload_id, backend: ClusterBackend) -> None:
     """Delete the workload's Kubernetes objects (already gone is fine)."""
     workload = _workload_for_cluster(workload_id)
     manifests_delete(backend, _manifests_of(workload))
-    Workload.objects.filter(pk=workload.pk).update(objects_deleted_at=clock.now())
+    Workload.objects.filter(pk=workload.pk).update(
+        objects_deleted_at=clock.now(), teardown_due_at=None
+    )
 
 
 def workload_launch(*, workload_id, backend: ClusterBackend) -> Workload:

@@ -12,6 +12,8 @@ from scheduling.cluster.simulated import SimulatedBackend
 from scheduling.models import GpuClass, QuotaGrant, Workload
 from tenants.permissions import Caller
 
+from ..factories import ProjectFactory
+
 
 @pytest.fixture
 def backend(db):
@@ -87,3 +89,31 @@ def advance(cluster):
 
 def minutes(n: int) -> timedelta:
     return timedelta(minutes=n)
+
+
+@pytest.fixture
+def full_h100(submit, cycle):
+    """Eight one-node training gangs fill all 64 H100 GPUs."""
+    workloads = [submit(name=f"fill-{n}", gpus=8) for n in range(8)]
+    cycle()
+    return workloads
+
+
+@pytest.fixture
+def globex_serving(globex, bruno, submit):
+    """globex, guaranteed 8 H100, starts a production inference service."""
+    QuotaGrant.objects.create(
+        organization=globex,
+        gpu_class=GpuClass.objects.get(name="H100-80GB"),
+        guarantee=8,
+        limit=8,
+    )
+    project = ProjectFactory(organization=globex, slug="web")
+    return lambda: submit(
+        name="serve",
+        user=bruno,
+        project=project,
+        kind="inference",
+        tier="inference-prod",
+        gpus=8,
+    )

@@ -2,42 +2,13 @@ import pytest
 
 from portal.errors import Conflict, Forbidden
 from scheduling import services
-from scheduling.models import GpuClass, Node, Placement, QuotaGrant, SimulatedObject, Workload
+from scheduling.models import Node, Placement, SimulatedObject, Workload
 from tenants.models import AuditEvent
 from tenants.permissions import Caller
 
-from ..factories import ProjectFactory
 from .conftest import minutes
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def full_h100(submit, cycle):
-    """Eight one-node training gangs fill all 64 H100 GPUs."""
-    workloads = [submit(name=f"fill-{n}", gpus=8) for n in range(8)]
-    cycle()
-    return workloads
-
-
-@pytest.fixture
-def globex_serving(globex, bruno, submit):
-    """globex, guaranteed 8 H100, starts a production inference service."""
-    QuotaGrant.objects.create(
-        organization=globex,
-        gpu_class=GpuClass.objects.get(name="H100-80GB"),
-        guarantee=8,
-        limit=8,
-    )
-    project = ProjectFactory(organization=globex, slug="web")
-    return lambda: submit(
-        name="serve",
-        user=bruno,
-        project=project,
-        kind="inference",
-        tier="inference-prod",
-        gpus=8,
-    )
 
 
 def test_a_higher_non_preemptible_tier_evicts_a_training_gang(full_h100, globex_serving, cycle):

@@ -23,16 +23,24 @@ def database_url() -> str:
     return f"postgres://{credentials}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
-def start_worker(tmp_path: Path, *, beat: bool) -> tuple[subprocess.Popen, Path]:
-    app.control.purge()
+def start_worker(
+    tmp_path: Path, *, beat: bool, purge: bool = True, **settings: str
+) -> tuple[subprocess.Popen, Path]:
+    """A worker in a session of its own (so that a test can kill it whole), in an empty folder
+    as a fresh clone would be; `settings` are extra environment variables."""
+    if purge:
+        app.control.purge()
+    tmp_path.mkdir(parents=True, exist_ok=True)
     mail_dir = tmp_path / "mail"
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "portal.settings.test",
+        "PYTHONPATH": str(ROOT),
         "DATABASE_URL": database_url(),
         "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
         "EMAIL_FILE_PATH": str(mail_dir),
-        "PORTAL_CYCLE_SECONDS": "0.5",
+        "PORTAL_CYCLE_SECONDS": "1",
+        **settings,
     }
     command = [
         sys.executable,
@@ -48,9 +56,15 @@ def start_worker(tmp_path: Path, *, beat: bool) -> tuple[subprocess.Popen, Path]
         "--loglevel=INFO",
     ]
     if beat:
-        command += ["--beat", "--schedule", str(tmp_path / "beat-schedule")]
+        command.append("--beat")
     worker = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     return worker, mail_dir
 
@@ -77,8 +91,8 @@ def celery_worker(transactional_db, tmp_path):
 
 @pytest.fixture
 def celery_worker_with_beat(transactional_db, tmp_path):
-    """A worker that also runs the periodic tasks (scheduling cycle, status sync) twice a
-    second of real time."""
+    """A worker that also runs the periodic tasks (scheduling cycle, status sync) every second
+    of real time."""
     worker, _ = start_worker(tmp_path, beat=True)
     try:
         yield worker

@@ -5,18 +5,29 @@ worker, with beat, does everything else).
 They live in one file so that pytest-xdist runs them in one process: two workers on the same
 broker queue would take each other's tasks."""
 
+import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django_celery_beat.models import PeriodicTask
 
 from scheduling import clock, services
 from scheduling.cluster.simulated import SimulatedBackend
-from scheduling.models import GpuClass, ProvisioningRecord, QuotaGrant, SimulatedObject, Workload
+from scheduling.models import (
+    GpuClass,
+    ProvisioningRecord,
+    QuotaGrant,
+    SchedulerState,
+    SimulatedObject,
+    Workload,
+)
 from tenants.models import Invitation
 
 from ..factories import ProjectFactory
-from .conftest import wait_for
+from .conftest import start_worker, stop_worker, wait_for
 
 pytestmark = pytest.mark.worker
 
@@ -144,3 +155,41 @@ def test_an_invitation_made_in_the_api_is_mailed_by_a_real_worker(
     assert "To: new@acme.example" in mailed
     assert "/invitations/" in mailed
     assert invitation.state() == "pending"
+
+
+def test_beat_keeps_its_schedule_in_the_database_and_needs_no_file(
+    simulated, tmp_path, celery_worker_with_beat
+):
+    wait_for(lambda: SchedulerState.objects.filter(last_cycle_at__isnull=False).exists())
+    names = set(PeriodicTask.objects.values_list("name", flat=True))
+    assert {"scheduling-cycle", "workloads-sync", "cluster-reconcile"} <= names
+    # The worker ran in an empty folder, as in a fresh clone: beat wrote nothing there.
+    assert [path.name for path in tmp_path.iterdir() if path.name != "mail"] == []
+
+
+def test_a_launch_killed_with_its_worker_is_finished_by_the_reconciler(
+    simulated, acme, alice, api_as, tmp_path
+):
+    vision = ProjectFactory(organization=acme, slug="vision")
+    services.project_provision(project_id=vision.pk, backend=simulated)
+    # Each object write takes 4 s, so the launch is surely under way when the worker dies.
+    slow = {"PORTAL_SIMULATED_LATENCY_SECONDS": "4", "PORTAL_RECONCILE_SECONDS": "2"}
+    first, _ = start_worker(tmp_path / "first", beat=True, **slow)
+    try:
+        submit(api_as(alice), "train", env={"SIMULATED_RUNTIME_SECONDS": "100000"})
+        wait_for(lambda: state_of("train") == "Admitted", state=workloads)
+        time.sleep(2)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.communicate()
+    assert Workload.objects.get(name="train").launched_at is None
+    second, _ = start_worker(tmp_path / "second", beat=True, purge=False, **slow)
+    try:
+        wait_for(
+            lambda: Workload.objects.filter(name="train", launched_at__isnull=False).exists(),
+            state=workloads,
+        )
+        clock.advance(seconds=10)
+        wait_for(lambda: state_of("train") == "Running", state=workloads)
+    finally:
+        stop_worker(second)
