@@ -6,6 +6,8 @@ import json
 import os
 import platform
 import shlex
+import statistics
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,6 +25,20 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}"
 
 
+def calibration_seconds() -> float:
+    """The median time of a fixed piece of pure-Python work, to compare machines and moments:
+    a timing is read against the calibration measured beside it (machines here differ by 2.5x
+    from one session to the next)."""
+    runs = []
+    for _ in range(5):
+        started = time.perf_counter()
+        total = 0
+        for number in range(2_000_000):
+            total += number * number % 7
+        runs.append(time.perf_counter() - started)
+    return round(statistics.median(runs), 3)
+
+
 def append_results(*, bench: str, argv: list[str], figures: dict) -> None:
     command = "nice python " + " ".join(
         shlex.quote(a) for a in ["bench/" + Path(argv[0]).name, *argv[1:]]
@@ -30,7 +46,8 @@ def append_results(*, bench: str, argv: list[str], figures: dict) -> None:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     entry = (
         f"\n### {bench}, {stamp}\n\n"
-        f"- machine: {machine()}\n"
+        f"- machine: {machine()}; calibration "
+        f"{figures.get('calibration_s') or calibration_seconds()} s\n"
         f"- rerun: `{command}`\n\n"
         f"```json\n{json.dumps(figures)}\n```\n"
     )

@@ -30,7 +30,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.results import append_results  # noqa: E402
+from bench.results import append_results, calibration_seconds  # noqa: E402
 from scheduling.engine import (  # noqa: E402
     ClusterSnapshot,
     NodeState,
@@ -164,6 +164,7 @@ def main() -> None:
     placed = sum(len(a.placements) for a in decisions.admissions)
     line = {
         "bench": "scheduler_scale",
+        "calibration_s": calibration_seconds(),
         "nodes": args.nodes,
         "gpus": args.nodes * 8,
         "pending": args.pending,

@@ -29,7 +29,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.results import append_results  # noqa: E402
+from bench.results import append_results, calibration_seconds  # noqa: E402
 from scheduling.engine.fragmentation import (  # noqa: E402
     FragmentationModel,
     cluster_fragmentation,
@@ -273,6 +273,7 @@ def main() -> None:
         }
     line = {
         "bench": "trace_replay",
+        "calibration_s": calibration_seconds(),
         "pods": args.pods.name,
         "arrivals": args.arrivals,
         "seeds": seeds,

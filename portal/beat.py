@@ -14,6 +14,5 @@ class DefaultsOnlyDatabaseScheduler(DatabaseScheduler):
     def setup_schedule(self) -> None:
         self.install_default_entries(self.schedule)
         stored = set(PeriodicTask.objects.values_list("name", flat=True))
-        self.update_from_dict(
-            {name: entry for name, entry in self.app.conf.beat_schedule.items() if name not in stored}
-        )
+        defaults = self.app.conf.beat_schedule.items()
+        self.update_from_dict({name: entry for name, entry in defaults if name not in stored})

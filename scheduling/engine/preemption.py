@@ -137,13 +137,18 @@ class Preemptor:
         self._evictable: dict[str, tuple[list[int], list[RunningWorkload]]] = {}
         self._own_evictable: dict[tuple[str, str], list[RunningWorkload]] = {}
         self._hopeless: set[tuple] = set()  # failed searches, until the cluster changes
+        # Victim candidates by everything they depend on, until running work changes: ten
+        # thousand waiting requests share a few hundred (tenant, tier) keys.
+        self._candidates: dict[tuple, list[Victim]] = {}
 
     def protect(self, request_id: str) -> None:
         self._protected.add(request_id)
+        self._candidates.clear()
 
     def changed(self) -> None:
         """Running work changed (an admission, an eviction): failed searches may succeed."""
         self._hopeless.clear()
+        self._candidates.clear()
 
     def preempt_for(
         self, request: Request, demand: Demand, gpu_class: str
@@ -177,15 +182,30 @@ class Preemptor:
         owned_pools = self._reservations.owned_pools(request.tenant, gpu_class)
         if not may_reclaim and not owned_pools and not within_own_quota:
             workloads = workloads[: bisect_left(tiers, request.tier)]
-        candidates: list[Victim] = []
-        for workload in workloads:
-            if len(candidates) == MAX_CANDIDATES:
-                break  # the victim search only ever tries the cheapest ones
-            reason = self._victim_reason(
-                request, workload, may_reclaim=may_reclaim, owned_pools=owned_pools
-            )
-            if reason is not None and any(p.node in eligible_names for p in workload.placements):
-                candidates.append(Victim(workload=workload, reason=reason))
+        key = (
+            request.tenant,
+            request.tier,
+            gpu_class,
+            may_reclaim,
+            frozenset(owned_pools),
+            within_own_quota,
+            id(eligible),
+        )
+        candidates = None if request.evicted_by else self._candidates.get(key)
+        if candidates is None:
+            candidates = []
+            for workload in workloads:
+                if len(candidates) == MAX_CANDIDATES:
+                    break  # the victim search only ever tries the cheapest ones
+                reason = self._victim_reason(
+                    request, workload, may_reclaim=may_reclaim, owned_pools=owned_pools
+                )
+                if reason is not None and any(
+                    p.node in eligible_names for p in workload.placements
+                ):
+                    candidates.append(Victim(workload=workload, reason=reason))
+            if not request.evicted_by:
+                self._candidates[key] = candidates
         if not candidates:
             return None
         shape = GangShape.of(request, demand, replicas)

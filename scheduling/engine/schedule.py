@@ -33,6 +33,7 @@ from .model import (
     ReplicaPlacement,
     Request,
     RunningWorkload,
+    TaintEffect,
     TaskType,
 )
 from .policies import make_policy
@@ -102,7 +103,10 @@ class _Cycle:
             self._tenant_quotas[quota.tenant].append(quota)
         self.domains = topology_domains(cluster=self.cluster, levels=snapshot.topology_levels)
         self._eligible_cache: dict[tuple, tuple[np.ndarray, Counter[str]]] = {}
-        self._soft_taints = any(n.taints for n in self.cluster.nodes)
+        # Only PreferNoSchedule taints make nodes unequal in preference; hard ones only filter.
+        self._soft_taints = any(
+            t.effect == TaintEffect.PREFER_NO_SCHEDULE for n in self.cluster.nodes for t in n.taints
+        )
         # Running work and the cluster's free capacity change for good only on admission or
         # eviction (trials restore what they change): ``_changed`` tells every memo of them.
         # Node sets kept to the end (eligible nodes, and those less a shadow) are registered

@@ -11,8 +11,9 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from portal.db import rows_update
 from portal.events import Event, publish
-from tenants.models import Organization
+from tenants.models import Organization, Project
 
 from .. import clock, engine
 from ..models import (
@@ -20,9 +21,11 @@ from ..models import (
     Node,
     NodePool,
     Placement,
+    PriorityTier,
     QuotaGrant,
     SchedulerState,
     Workload,
+    WorkloadEvent,
 )
 from ..specs_from_models import (
     engine_nodes,
@@ -33,12 +36,14 @@ from ..specs_from_models import (
     topology_levels,
 )
 from .lifecycle import workload_end
-from .timeline import workload_event_record
+from .timeline import workload_event
 
 # Any stable 64-bit number: the PostgreSQL advisory lock that lets one cycle run at a time.
 CYCLE_LOCK_KEY = 7_340_501_206
 # Longer than any cycle waits in its queue: a request older than this lost its task.
 CYCLE_REQUEST_LOST_AFTER = timedelta(minutes=2)
+# Rows per statement when the cycle writes many.
+BATCH = 1_000
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,64 @@ def _cycle_lock() -> bool:
     state, _ = SchedulerState.objects.get_or_create(pk=1)
     SchedulerState.objects.filter(pk=state.pk).update(last_cycle_at=clock.now())
     return True
+
+
+# What the cycle writes of a workload it admits, and of one it leaves waiting.
+ADMISSION_FIELDS = [
+    "state",
+    "admitted_at",
+    "gpu_class",
+    "borrowed",
+    "pending_code",
+    "pending_message",
+    "queue_position",
+    "estimated_start",
+    "objects_deleted_at",
+    "teardown_due_at",
+]
+PENDING_FIELDS = ["pending_code", "pending_message", "queue_position", "estimated_start"]
+
+
+# What the cycle reads of a workload (engine_request, engine_running, _persist): the rest, an
+# environment that may be large among it, stays in the database.
+CYCLE_FIELDS = (
+    "project",
+    "tier",
+    "gpu_class",
+    "state",
+    "kind",
+    "gpu_classes",
+    "gpus",
+    "gpu_milli",
+    "mig_profile",
+    "mig_count",
+    "replicas",
+    "min_replicas",
+    "cpu_milli",
+    "memory_mib",
+    "required_topology",
+    "max_runtime",
+    "preemptible",
+    "borrowed",
+    "submitted_at",
+    "admitted_at",
+    *PENDING_FIELDS,
+)
+
+
+def _workloads(queryset, classes: dict) -> list[Workload]:
+    """The workloads with their project, organization, tier and GPU class, each loaded once
+    however many workloads share it (10,000 pending share a few hundred projects)."""
+    workloads = list(queryset.only(*CYCLE_FIELDS))
+    projects = Project.objects.select_related("organization").in_bulk(
+        {workload.project_id for workload in workloads}
+    )
+    tiers = PriorityTier.objects.in_bulk()
+    for workload in workloads:
+        workload.project = projects[workload.project_id]
+        workload.tier = tiers[workload.tier_id]
+        workload.gpu_class = classes.get(workload.gpu_class_id)
+    return workloads
 
 
 def _active_placements():
@@ -96,14 +159,11 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
         by_workload: dict = {}
         for placement in placements:
             by_workload.setdefault(placement.workload_id, []).append(placement)
-        related = ("project__organization", "tier", "gpu_class")
-        active = list(
-            Workload.objects.filter(state__in=Workload.ACTIVE_STATES).select_related(*related)
-        )
-        pending = list(
-            Workload.objects.filter(state=Workload.State.PENDING)
-            .select_related(*related)
-            .order_by("submitted_at")
+        classes = GpuClass.objects.in_bulk()
+        active = _workloads(Workload.objects.filter(state__in=Workload.ACTIVE_STATES), classes)
+        pending = _workloads(
+            Workload.objects.filter(state=Workload.State.PENDING).order_by("submitted_at", "pk"),
+            classes,
         )
         ready_nodes = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
         snapshot = engine.ClusterSnapshot(
@@ -165,6 +225,7 @@ def _persist(
     classes: dict[str, GpuClass],
     now,
 ) -> None:
+    """Write the decisions: a few statements for the admissions and the waiting, however many."""
     for preemption in decisions.preemptions:
         victim = workloads[preemption.victim_id]
         victim.preempted_by = workloads[preemption.preemptor_id]
@@ -175,6 +236,9 @@ def _persist(
             reason=preemption.message,
             event_data={"by": preemption.preemptor_id, "reason": preemption.reason},
         )
+    events: list[WorkloadEvent] = []
+    admitted: list[Workload] = []
+    placements: list[Placement] = []
     for admission in decisions.admissions:
         workload = workloads[admission.request_id]
         workload.state = Workload.State.ADMITTED
@@ -184,8 +248,8 @@ def _persist(
         workload.pending_code = workload.pending_message = ""
         workload.queue_position = workload.estimated_start = None
         workload.objects_deleted_at = workload.teardown_due_at = None
-        workload.save()
-        Placement.objects.bulk_create(
+        admitted.append(workload)
+        placements.extend(
             Placement(
                 workload=workload,
                 replica=index,
@@ -201,23 +265,30 @@ def _persist(
             for index, placement in enumerate(admission.placements)
         )
         where = ", ".join(sorted({p.node for p in admission.placements}))
-        workload_event_record(
-            workload,
-            "admitted",
-            f"Admitted on {admission.gpu_class}: {len(admission.placements)} replica(s) on "
-            f"{where}" + (" (borrowed capacity)" if admission.borrowed else "") + ".",
+        borrowed = " (borrowed capacity)" if admission.borrowed else ""
+        events.append(
+            workload_event(
+                workload,
+                "admitted",
+                f"Admitted on {admission.gpu_class}: {len(admission.placements)} replica(s) on "
+                f"{where}{borrowed}.",
+                at=now,
+            )
         )
         publish(Event.WORKLOAD_ADMITTED, workload_id=str(workload.pk))
+    rows_update(admitted, ADMISSION_FIELDS)
+    Placement.objects.bulk_create(placements, batch_size=BATCH)
     changed = []
     for reason in decisions.pending:
         workload = workloads[reason.request_id]
-        if (workload.pending_code, workload.pending_message) != (reason.code, reason.message):
-            workload_event_record(workload, "pending", reason.message, code=reason.code)
-        workload.pending_code = reason.code
-        workload.pending_message = reason.message[:500]
-        workload.queue_position = reason.queue_position
-        workload.estimated_start = reason.estimated_start
-        changed.append(workload)
-    Workload.objects.bulk_update(
-        changed, ["pending_code", "pending_message", "queue_position", "estimated_start"]
-    )
+        wanted = (reason.code, reason.message[:500], reason.queue_position, reason.estimated_start)
+        if (workload.pending_code, workload.pending_message) != wanted[:2]:
+            events.append(
+                workload_event(workload, "pending", reason.message, at=now, code=reason.code)
+            )
+        if tuple(getattr(workload, field) for field in PENDING_FIELDS) != wanted:
+            for field, value in zip(PENDING_FIELDS, wanted, strict=True):
+                setattr(workload, field, value)
+            changed.append(workload)
+    rows_update(changed, PENDING_FIELDS)
+    WorkloadEvent.objects.bulk_create(events, batch_size=BATCH)

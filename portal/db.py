@@ -1,0 +1,45 @@
+"""Database helpers every app may use."""
+
+from collections.abc import Sequence
+
+from django.db import connection, models
+
+
+def rows_update(rows: Sequence[models.Model], fields: Sequence[str]) -> None:
+    """Write `fields` of many rows of one model.
+
+    On PostgreSQL one UPDATE ... FROM unnest(one array per column): a handful of parameters
+    however many rows. Elsewhere one UPDATE a row, sent together. Django's bulk_update builds
+    a CASE expression per field and row in Python, which costs seconds for the ten thousand
+    pending workloads of a cycle.
+    """
+    if not rows:
+        return
+    meta = rows[0]._meta
+    quote = connection.ops.quote_name
+    columns = [meta.get_field(name) for name in fields]
+    values = [
+        [column.get_db_prep_save(getattr(row, column.attname), connection) for row in rows]
+        for column in columns
+    ]
+    keys = [meta.pk.get_db_prep_value(row.pk, connection) for row in rows]
+    table, key = quote(meta.db_table), quote(meta.pk.column)
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            assignments = ", ".join(f"{quote(column.column)} = %s" for column in columns)
+            cursor.executemany(
+                f"UPDATE {table} SET {assignments} WHERE {key} = %s",
+                [[*row, pk] for *row, pk in zip(*values, keys, strict=True)],
+            )
+            return
+        names = [f"c{index}" for index in range(len(columns))]
+        arrays = ", ".join(f"%s::{column.db_type(connection)}[]" for column in [*columns, meta.pk])
+        assignments = ", ".join(
+            f"{quote(column.column)} = v.{name}"
+            for column, name in zip(columns, names, strict=True)
+        )
+        cursor.execute(
+            f"UPDATE {table} AS t SET {assignments} "
+            f"FROM unnest({arrays}) AS v({', '.join(names)}, pk) WHERE t.{key} = v.pk",
+            [*values, keys],
+        )

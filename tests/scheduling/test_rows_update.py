@@ -1,0 +1,50 @@
+"""portal.db.rows_update writes the named fields of many rows in one go, and nothing else."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from portal.db import rows_update
+from scheduling.models import Workload
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def waiting(submit) -> list[Workload]:
+    return [submit(name=f"wait-{n}", gpus=1) for n in range(3)]
+
+
+def test_the_named_fields_of_every_row_are_written(waiting):
+    soon = timezone.now() + timedelta(hours=1)
+    for position, workload in enumerate(waiting, start=1):
+        workload.queue_position, workload.estimated_start = position, soon
+        workload.pending_code = "capacity"
+    rows_update(waiting, ["queue_position", "estimated_start", "pending_code"])
+    stored = Workload.objects.filter(pk__in=[w.pk for w in waiting]).order_by("queue_position")
+    assert [(w.queue_position, w.estimated_start, w.pending_code) for w in stored] == [
+        (1, soon, "capacity"),
+        (2, soon, "capacity"),
+        (3, soon, "capacity"),
+    ]
+
+
+def test_a_none_is_written_as_null(waiting):
+    Workload.objects.update(queue_position=7)
+    for workload in waiting:
+        workload.queue_position = None
+    rows_update(waiting, ["queue_position"])
+    assert set(Workload.objects.values_list("queue_position", flat=True)) == {None}
+
+
+def test_fields_not_named_are_left_alone(waiting):
+    waiting[0].name, waiting[0].queue_position = "renamed", 4
+    rows_update(waiting[:1], ["queue_position"])
+    waiting[0].refresh_from_db()
+    assert (waiting[0].name, waiting[0].queue_position) == ("wait-0", 4)
+
+
+def test_no_rows_is_no_query(django_assert_num_queries):
+    with django_assert_num_queries(0):
+        rows_update([], ["queue_position"])
