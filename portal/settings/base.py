@@ -193,6 +193,8 @@ SPECTACULAR_SETTINGS = {
 
 # Celery: JSON only, acknowledged after the task ran so a killed worker loses nothing.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://localhost//")
+# No task runs longer than this (seconds): the worker kills it, and the broker may redeliver it.
+CELERY_TASK_TIME_LIMIT = int(os.environ.get("CELERY_TASK_TIME_LIMIT", "300"))
 if CELERY_BROKER_URL.startswith("filesystem"):
     # kombu's filesystem transport: a broker that needs no server, for the demo. It needs the
     # folder to exist before the first message.
@@ -201,8 +203,6 @@ if CELERY_BROKER_URL.startswith("filesystem"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_FOLDER),
         "data_folder_out": str(BROKER_FOLDER),
-# No task runs longer than this (seconds): the worker kills it, and the broker may redeliver it.
-CELERY_TASK_TIME_LIMIT = int(os.environ.get("CELERY_TASK_TIME_LIMIT", "300"))
         "control_folder": str(BROKER_FOLDER / "control"),
         "store_processed": False,
     }
@@ -220,14 +220,6 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TIMEZONE = "UTC"
-
-PORTAL_CLUSTER = os.environ.get("PORTAL_CLUSTER", "simulated")
-PORTAL_SIMULATED_CLUSTER = os.environ.get(
-    "PORTAL_SIMULATED_CLUSTER", str(BASE_DIR / "deploy" / "clusters" / "demo.yaml")
-)
-# Prometheus with NVIDIA DCGM exporter metrics, for idle detection on a real cluster.
-PORTAL_PROMETHEUS_URL = os.environ.get("PORTAL_PROMETHEUS_URL", "")
-# The placement policy of the scheduling engine (see scheduling/engine/policies/).
 # Periodic tasks live in the database (django-celery-beat): no schedule file, and operators see
 # and change them in admin. CELERY_BEAT_SCHEDULE only installs the missing ones.
 CELERY_BEAT_SCHEDULER = "portal.beat:DefaultsOnlyDatabaseScheduler"
@@ -260,6 +252,16 @@ def celery_queues(prefix: str) -> tuple[str, list[Queue], dict]:
 
 
 CELERY_TASK_DEFAULT_QUEUE, CELERY_TASK_QUEUES, CELERY_TASK_ROUTES = celery_queues("")
+
+PORTAL_CLUSTER = os.environ.get("PORTAL_CLUSTER", "simulated")
+PORTAL_SIMULATED_CLUSTER = os.environ.get(
+    "PORTAL_SIMULATED_CLUSTER", str(BASE_DIR / "deploy" / "clusters" / "demo.yaml")
+)
+# How long each object write takes on the simulated cluster (seconds), as on a loaded API server.
+PORTAL_SIMULATED_LATENCY_SECONDS = float(os.environ.get("PORTAL_SIMULATED_LATENCY_SECONDS", "0"))
+# Prometheus with NVIDIA DCGM exporter metrics, for idle detection on a real cluster.
+PORTAL_PROMETHEUS_URL = os.environ.get("PORTAL_PROMETHEUS_URL", "")
+# The placement policy of the scheduling engine (see scheduling/engine/policies/).
 PORTAL_PLACEMENT_POLICY = os.environ.get("PORTAL_PLACEMENT_POLICY", "fgd_keep_scarce")
 # How often beat runs the scheduling cycle and follows workloads, in seconds (whole seconds:
 # django-celery-beat's intervals are).
@@ -269,8 +271,6 @@ PORTAL_CYCLE_SECONDS = int(os.environ.get("PORTAL_CYCLE_SECONDS", "5"))
 PORTAL_RECONCILE_SECONDS = int(os.environ.get("PORTAL_RECONCILE_SECONDS", "60"))
 if PORTAL_CLUSTER not in {"simulated", "kubernetes"}:
     raise ValueError(f"PORTAL_CLUSTER must be 'simulated' or 'kubernetes', not {PORTAL_CLUSTER!r}")
-# How long each object write takes on the simulated cluster (seconds), as on a loaded API server.
-PORTAL_SIMULATED_LATENCY_SECONDS = float(os.environ.get("PORTAL_SIMULATED_LATENCY_SECONDS", "0"))
 
 LOGGING = {
     "version": 1,
@@ -289,8 +289,8 @@ CELERY_BEAT_SCHEDULE = {
     "idle-and-runtime-check": {"task": "scheduling.tasks.idle_and_runtime_check", "schedule": 60.0},
     # Re-applies priority classes and node labels, repairing drift made by hand.
     "cluster-provision": {"task": "scheduling.tasks.cluster_provision", "schedule": 600.0},
-}
     "cluster-reconcile": {
         "task": "scheduling.tasks.cluster_reconcile",
         "schedule": max(1, PORTAL_RECONCILE_SECONDS // 2),
     },
+}
