@@ -63,8 +63,9 @@ def scheduling_cycle_request(**_event) -> None:
 
 
 @cluster_task(give_up=services.workload_launch_give_up)
-def workload_launch(workload_id: str) -> str:
-    return services.workload_launch(workload_id=workload_id, backend=get_backend()).state
+def workload_launch(workload_id: str) -> str | None:
+    workload = services.workload_launch(workload_id=workload_id, backend=get_backend())
+    return workload and workload.state
 
 
 @cluster_task(give_up=services.workload_objects_delete_give_up)

@@ -60,10 +60,12 @@ def workload_end(
     admitted, its cluster objects go too: at once when the worker passes its backend, otherwise
     through the worker after commit; until they are gone it is due for teardown, so that the
     reconciler finishes the job if a worker dies. If it had already ended: a Conflict for a
-    person, None for the worker (another one got there first).
+    person, None for the worker (another one got there first, or it no longer exists).
     """
     with transaction.atomic():
-        workload = Workload.objects.select_for_update().get(pk=workload_id)
+        workload = Workload.objects.select_for_update().filter(pk=workload_id).first()
+        if workload is None:
+            return None
         if workload.is_final and caller is not None:
             raise Conflict(f"The workload is already {workload.state}.", code="workload_finished")
         if workload.is_final:
@@ -109,8 +111,8 @@ def workload_requeue(
     if backend is not None:
         workload_objects_delete(workload_id=workload_id, backend=backend)
     with transaction.atomic():
-        workload = Workload.objects.select_for_update().get(pk=workload_id)
-        if workload.state not in Workload.ACTIVE_STATES:
+        workload = Workload.objects.select_for_update().filter(pk=workload_id).first()
+        if workload is None or workload.state not in Workload.ACTIVE_STATES:
             return None
         now = clock.now()
         if backend is None:
@@ -134,10 +136,16 @@ def workload_requeue(
     return workload
 
 
-def _workload_for_cluster(workload_id) -> Workload:
-    return Workload.objects.select_related(
-        "project__organization", "tier", "gpu_class", "submitted_by"
-    ).get(pk=workload_id)
+def _workload_for_cluster(workload_id) -> Workload | None:
+    """The workload with what its manifests need; None once it no longer exists (its
+    organization was deleted), when a late task has nothing left to do."""
+    return (
+        Workload.objects.select_related(
+            "project__organization", "tier", "gpu_class", "submitted_by"
+        )
+        .filter(pk=workload_id)
+        .first()
+    )
 
 
 def _manifests_of(workload: Workload) -> list[dict]:
@@ -157,16 +165,18 @@ def _manifests_of(workload: Workload) -> list[dict]:
 def workload_objects_delete(*, workload_id, backend: ClusterBackend) -> None:
     """Delete the workload's Kubernetes objects (already gone is fine)."""
     workload = _workload_for_cluster(workload_id)
+    if workload is None:
+        return
     manifests_delete(backend, _manifests_of(workload))
     Workload.objects.filter(pk=workload.pk).update(
         objects_deleted_at=clock.now(), teardown_due_at=None
     )
 
 
-def workload_launch(*, workload_id, backend: ClusterBackend) -> Workload:
+def workload_launch(*, workload_id, backend: ClusterBackend) -> Workload | None:
     """Create an admitted workload's objects, after its preemption victims are gone."""
     workload = _workload_for_cluster(workload_id)
-    if workload.state != Workload.State.ADMITTED:
+    if workload is None or workload.state != Workload.State.ADMITTED:
         return workload
     provisioned = ProvisioningRecord.objects.filter(
         project=workload.project, state=ProvisioningRecord.State.READY
@@ -210,16 +220,20 @@ def workload_launch_give_up(workload_id, *, reason: str) -> None:
 
 def workload_objects_delete_give_up(workload_id, *, reason: str) -> None:
     """Its objects may still be in the cluster: tell the operator (its GPUs are released)."""
-    workload = Workload.objects.get(pk=workload_id)
+    workload = Workload.objects.filter(pk=workload_id).first()
+    logger.error("Teardown of workload %s failed for good: %s", workload_id, reason)
+    if workload is None:
+        return
     workload_event_record(
         workload, "teardown_failed", f"Its objects could not be deleted: {reason}"
     )
-    logger.error("Teardown of workload %s failed for good: %s", workload_id, reason)
 
 
-def workload_sync(*, workload_id, backend: ClusterBackend) -> Workload:
+def workload_sync(*, workload_id, backend: ClusterBackend) -> Workload | None:
     """Read the workload's status from the cluster and move its state along."""
     workload = _workload_for_cluster(workload_id)
+    if workload is None:
+        return None
     if workload.state not in Workload.ACTIVE_STATES or workload.launched_at is None:
         return workload
     _, kind = workload_primary_object(kind=workload.kind)

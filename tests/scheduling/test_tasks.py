@@ -42,3 +42,18 @@ def test_a_teardown_that_keeps_failing_is_shown_on_the_timeline(submit):
     error = ClusterError("timeout", retryable=True)
     tasks.workload_objects_delete.on_failure(error, "task-id", (str(workload.pk),), {}, None)
     assert workload.events.filter(kind="teardown_failed").exists()
+
+
+def test_a_late_launch_of_a_workload_that_no_longer_exists_does_nothing(submit, cycle):
+    workload = submit()
+    Workload.objects.filter(pk=workload.pk).delete()
+    assert tasks.workload_launch(str(workload.pk)) is None
+
+
+def test_giving_up_on_a_workload_that_no_longer_exists_raises_nothing(submit):
+    workload = submit()
+    Workload.objects.filter(pk=workload.pk).delete()
+    error = ClusterError("timeout", retryable=True)
+    # Before, both raised DoesNotExist inside the worker's failure handler.
+    tasks.workload_launch.on_failure(error, "task-id", (str(workload.pk),), {}, None)
+    tasks.workload_objects_delete.on_failure(error, "task-id", (str(workload.pk),), {}, None)
