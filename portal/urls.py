@@ -22,5 +22,6 @@ urlpatterns = [
     path("", include(("tenants.urls", "console"), namespace="console")),
 ]
 
+handler400 = "portal.views.bad_request"
 handler404 = "portal.views.not_found"
 handler500 = "portal.views.server_error"

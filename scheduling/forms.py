@@ -5,7 +5,14 @@ from django import forms
 
 from tenants.models import slug_validator
 
-from .models import GpuClass, PriorityTier, Workload, mig_profile_validator
+from .models import (
+    IMAGE_MAX,
+    GpuClass,
+    PriorityTier,
+    Workload,
+    image_reference_validator,
+    mig_profile_validator,
+)
 from .services import WorkloadRequest, request_bounds
 
 
@@ -13,7 +20,11 @@ class WorkloadSubmitForm(forms.Form):
     name = forms.CharField(max_length=40, validators=[slug_validator])
     kind = forms.ChoiceField(choices=Workload.Kind.choices)
     tier = forms.ChoiceField(choices=(), initial="training")
-    image = forms.CharField(max_length=500, initial="nvcr.io/nvidia/pytorch:25.01-py3")
+    image = forms.CharField(
+        max_length=IMAGE_MAX,
+        validators=[image_reference_validator],
+        initial="nvcr.io/nvidia/pytorch:25.01-py3",
+    )
     command = forms.CharField(
         max_length=4000, required=False, help_text="As in a shell, e.g. torchrun train.py"
     )

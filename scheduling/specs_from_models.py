@@ -7,7 +7,7 @@ result to the engine (`scheduling.engine`) or to a backend (`scheduling.cluster`
 from collections import defaultdict
 from collections.abc import Iterable
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from tenants.models import Project
 
@@ -133,6 +133,23 @@ def _engine_taint(pool: NodePool) -> tuple[engine.Taint, ...]:
             value=pool.taint_value,
             effect=engine.TaintEffect(pool.taint_effect),
         ),
+    )
+
+
+def node_shapes(nodes: QuerySet[Node]) -> tuple[engine.NodeState, ...]:
+    """One empty node of each distinct shape (GPU class, GPUs, CPU, memory): all that
+    `engine.validate_request` compares a replica with, in one small query."""
+    shapes = nodes.values_list("pool__gpu_class__name", "gpu_count", "cpu_milli", "memory_mib")
+    return tuple(
+        engine.NodeState(
+            name=f"shape-{index}",
+            pool="",
+            gpu_class=gpu_class,
+            gpu_free_milli=(MILLI_PER_GPU,) * gpus,
+            cpu_free_milli=cpu,
+            memory_free_mib=memory,
+        )
+        for index, (gpu_class, gpus, cpu, memory) in enumerate(shapes.distinct())
     )
 
 

@@ -9,8 +9,9 @@ from django.db import models
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-# A DNS-1123 label that starts with a letter: safe inside Kubernetes names and URLs.
-SLUG_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+# A DNS-1123 label that starts with a letter: safe inside Kubernetes names and URLs. (\A and
+# \Z, because "$" also matches before a trailing newline.)
+SLUG_PATTERN = r"\A[a-z]([-a-z0-9]*[a-z0-9])?\Z"
 slug_validator = RegexValidator(
     SLUG_PATTERN,
     "Use lowercase letters, digits and hyphens; start with a letter, end with a letter or digit.",

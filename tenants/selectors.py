@@ -131,3 +131,20 @@ def membership_list_of_caller(*, caller: Caller) -> QuerySet[Membership]:
         .select_related("user", "organization")
         .order_by("organization__slug")
     )
+
+
+def project_get_by_slugs(*, caller: Caller, org_slug: str, project_slug: str) -> Project:
+    """A project reached by its URL, with its organization, in one query (every workload
+    request starts here); NotFound names the organization or the project, as the two getters
+    above do."""
+    project = (
+        project_list(caller=caller)
+        .filter(organization__slug=org_slug, slug=project_slug)
+        .select_related(None)
+        .select_related("organization")
+        .first()
+    )
+    if project is None:
+        organization_get(caller=caller, slug=org_slug)
+        raise NotFound("No such project.")
+    return project

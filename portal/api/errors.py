@@ -1,8 +1,11 @@
 """One error shape for every API failure: {"error": {"code", "message", "fields"}}."""
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -48,7 +51,14 @@ def _validation_response(fields: dict) -> Response:
     )
 
 
+def _too_large() -> dict:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return error_body(code="request_too_large", message=f"The request body exceeds {limit} bytes.")
+
+
 def error_response_handler(exc, context):
+    if isinstance(exc, RequestDataTooBig):
+        return Response(_too_large(), status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, DjangoValidationError):
         if hasattr(exc, "error_dict"):
             fields = {name: list(messages) for name, messages in exc.message_dict.items()}
@@ -75,10 +85,19 @@ def error_response_handler(exc, context):
     return response
 
 
+@csrf_exempt  # any method: an unknown URL is a 404, never the CSRF page
 def api_not_found(request, exception=None):
     return JsonResponse(
         error_body(code="not_found", message=f"No API endpoint at {request.path}."), status=404
     )
+
+
+def api_bad_request(request, exception=None):
+    """Django's own 400s under /api/ (a body over DATA_UPLOAD_MAX_MEMORY_SIZE read outside a
+    view, a suspicious request): the error shape, never the HTML page."""
+    if isinstance(exception, RequestDataTooBig):
+        return JsonResponse(_too_large(), status=413)
+    return JsonResponse(error_body(code="bad_request", message="Bad request."), status=400)
 
 
 def api_server_error(request):

@@ -1,8 +1,51 @@
 from rest_framework import serializers
 
 
+def _type_error(field: serializers.Field, value) -> str | None:
+    """Why `value` is not of the JSON type that `field` declares, if it is not.
+
+    DRF coerces: its string fields take 5 as "5", its integer fields "5" and 5.0 as 5. The
+    schema says "string" or "integer", so the API takes exactly that.
+    """
+    if value is None:
+        return None  # the field's own allow_null decides
+    if isinstance(field, serializers.CharField) and not isinstance(value, str):
+        return "Not a valid string."
+    if isinstance(field, serializers.IntegerField) and (
+        isinstance(value, bool) or not isinstance(value, int)
+    ):
+        return "A valid integer is required."
+    if isinstance(field, serializers.ListField) and isinstance(value, list):
+        items = ((f"Item {index}", item) for index, item in enumerate(value))
+    elif isinstance(field, serializers.DictField) and isinstance(value, dict):
+        items = value.items()
+    else:
+        return None
+    for where, item in items:
+        error = _type_error(field.child, item)
+        if error:
+            return f"{where}: {error}"
+    return None
+
+
+def _untrimmed(field: serializers.Field) -> None:
+    """DRF trims strings before it checks them against maxLength and patterns, so " acme" would
+    pass as a slug although the schema's pattern refuses it: strings are taken as sent."""
+    if isinstance(field, serializers.CharField):
+        field.trim_whitespace = False
+    if isinstance(field, serializers.ListField | serializers.DictField):
+        _untrimmed(field.child)
+
+
 class InputSerializer(serializers.Serializer):
-    """Request bodies: unknown fields are an error, so a misspelt field never passes silently."""
+    """Request bodies: unknown fields are an error, so a misspelt field never passes silently;
+    every value must have the JSON type its field declares, strings are not trimmed."""
+
+    def get_fields(self):
+        fields = super().get_fields()
+        for field in fields.values():
+            _untrimmed(field)
+        return fields
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
@@ -11,4 +54,11 @@ class InputSerializer(serializers.Serializer):
                 raise serializers.ValidationError(
                     {name: ["Unknown field."] for name in unknown}, code="unknown_field"
                 )
+            wrong = {
+                name: [error]
+                for name, field in self.fields.items()
+                if name in data and (error := _type_error(field, data[name]))
+            }
+            if wrong:
+                raise serializers.ValidationError(wrong, code="invalid")
         return super().to_internal_value(data)

@@ -1,5 +1,22 @@
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
+from rest_framework.views import APIView
+
+# The methods an endpoint answers are those its class defines, as the schema lists them: no
+# OPTIONS (DRF's describes a serializer class that these views do not have), so it is a 405.
+METHODS = [method for method in APIView.http_method_names if method != "options"]
+
+
+class ApiView(APIView):
+    """One resource of the API."""
+
+    http_method_names = METHODS
+
+
+class CollectionApiView(GenericAPIView):
+    """A collection of the API: filtered, ordered and paginated by `list_response`."""
+
+    http_method_names = METHODS
 
 
 def list_response(*, view: GenericAPIView, queryset, serializer_class) -> Response:

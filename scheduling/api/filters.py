@@ -1,11 +1,12 @@
 import django_filters
 
+from portal.api.filters import EnumFilter
 from scheduling.models import Workload
 
 
 class WorkloadFilter(django_filters.FilterSet):
-    state = django_filters.ChoiceFilter(choices=Workload.State.choices)
-    kind = django_filters.ChoiceFilter(choices=Workload.Kind.choices)
+    state = EnumFilter(choices=Workload.State.choices)
+    kind = EnumFilter(choices=Workload.Kind.choices)
     tier = django_filters.CharFilter(field_name="tier__name")
 
     class Meta:

@@ -1,21 +1,25 @@
-import re
 from datetime import timedelta
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.api.serializers import InputSerializer
 from scheduling.models import (
+    ENV_MAX_BYTES,
+    ENV_MAX_VARIABLES,
+    ENV_VALUE_MAX,
+    IMAGE_MAX,
     GpuClass,
     PriorityTier,
     QuotaGrant,
     Workload,
     WorkloadEvent,
+    gpu_class_name_validator,
+    image_reference_validator,
     mig_profile_validator,
 )
 from scheduling.services import request_bounds
 from tenants.models import SLUG_PATTERN
-
-ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
 class GpuClassOutput(serializers.ModelSerializer):
@@ -31,7 +35,9 @@ class PriorityTierOutput(serializers.ModelSerializer):
 
 
 class QuotaOutput(serializers.ModelSerializer):
-    project = serializers.CharField(source="project.slug", default=None, read_only=True)
+    project = serializers.CharField(
+        source="project.slug", default=None, read_only=True, allow_null=True
+    )
     gpu_class = serializers.CharField(source="gpu_class.name", read_only=True)
 
     class Meta:
@@ -48,11 +54,22 @@ class PlacementOutput(serializers.Serializer):
     mig_count = serializers.IntegerField()
 
 
+class PendingOutput(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    queue_position = serializers.IntegerField(allow_null=True)
+    estimated_start = serializers.DateTimeField(allow_null=True)
+
+
 class WorkloadOutput(serializers.ModelSerializer):
     project = serializers.CharField(source="project.slug", read_only=True)
     tier = serializers.CharField(source="tier.name", read_only=True)
-    gpu_class = serializers.CharField(source="gpu_class.name", default=None, read_only=True)
-    submitted_by = serializers.EmailField(source="submitted_by.email", default=None, read_only=True)
+    gpu_class = serializers.CharField(
+        source="gpu_class.name", default=None, read_only=True, allow_null=True
+    )
+    submitted_by = serializers.EmailField(
+        source="submitted_by.email", default=None, read_only=True, allow_null=True
+    )
     max_runtime_seconds = serializers.SerializerMethodField()
     pending = serializers.SerializerMethodField()
     placements = PlacementOutput(source="active_placements", many=True, read_only=True)
@@ -96,6 +113,7 @@ class WorkloadOutput(serializers.ModelSerializer):
     def get_max_runtime_seconds(self, workload) -> int | None:
         return int(workload.max_runtime.total_seconds()) if workload.max_runtime else None
 
+    @extend_schema_field(PendingOutput(allow_null=True))
     def get_pending(self, workload) -> dict | None:
         if workload.state != Workload.State.PENDING or not workload.pending_code:
             return None
@@ -107,13 +125,30 @@ class WorkloadOutput(serializers.ModelSerializer):
         }
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": {"type": "string", "maxLength": ENV_VALUE_MAX},
+        "maxProperties": ENV_MAX_VARIABLES,
+        "description": "Environment variables: names are C identifiers (letters, digits and _,"
+        f" not a digit first); at most {ENV_MAX_VARIABLES} variables and {ENV_MAX_BYTES} bytes"
+        " of names and values.",
+    }
+)
+class EnvField(serializers.DictField):
+    pass
+
+
 class WorkloadSubmitInput(InputSerializer):
     name = serializers.RegexField(SLUG_PATTERN, min_length=2, max_length=40)
     kind = serializers.ChoiceField(choices=Workload.Kind.choices)
     tier = serializers.RegexField(SLUG_PATTERN, max_length=40)
-    image = serializers.CharField(max_length=500)
+    image = serializers.CharField(max_length=IMAGE_MAX, validators=[image_reference_validator])
     gpu_classes = serializers.ListField(
-        child=serializers.CharField(max_length=40), max_length=8, required=False, default=list
+        child=serializers.CharField(max_length=40, validators=[gpu_class_name_validator]),
+        max_length=8,
+        required=False,
+        default=list,
     )
     gpus = serializers.IntegerField(**request_bounds("gpus"), default=0)
     gpu_milli = serializers.IntegerField(**request_bounds("gpu_milli"), default=0)
@@ -128,19 +163,15 @@ class WorkloadSubmitInput(InputSerializer):
     command = serializers.ListField(
         child=serializers.CharField(max_length=4096), max_length=64, required=False, default=list
     )
-    env = serializers.DictField(
-        child=serializers.CharField(max_length=4096, allow_blank=True), required=False, default=dict
+    env = EnvField(
+        child=serializers.CharField(max_length=ENV_VALUE_MAX, allow_blank=True),
+        required=False,
+        default=dict,
     )
     max_runtime_seconds = serializers.IntegerField(
         **request_bounds("max_runtime_seconds"), required=False
     )
     required_topology = serializers.CharField(max_length=63, required=False, default="")
-
-    def validate_env(self, env: dict) -> dict:
-        bad = [key for key in env if not re.match(ENV_NAME, key)]
-        if bad:
-            raise serializers.ValidationError(f"Not environment variable names: {', '.join(bad)}.")
-        return env
 
     def to_request_fields(self) -> dict:
         data = dict(self.validated_data)

@@ -2,11 +2,9 @@
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from portal.api.views import list_response
+from portal.api.views import ApiView, CollectionApiView, list_response
 from scheduling import selectors, services
 from scheduling.models import QuotaGrant, Workload
 from tenants import selectors as tenant_selectors
@@ -24,25 +22,26 @@ from .serializers import (
 
 
 def _project(request, org_slug: str, project_slug: str):
-    caller = caller_of(request)
-    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
-    return tenant_selectors.project_get(caller=caller, organization=organization, slug=project_slug)
+    return tenant_selectors.project_get_by_slugs(
+        caller=caller_of(request), org_slug=org_slug, project_slug=project_slug
+    )
 
 
-class GpuClassListApi(APIView):
+class GpuClassListApi(ApiView):
     @extend_schema(operation_id="gpu_classes_list", responses=GpuClassOutput(many=True))
     def get(self, request):
         return Response(GpuClassOutput(selectors.gpu_class_list(), many=True).data)
 
 
-class PriorityTierListApi(APIView):
+class PriorityTierListApi(ApiView):
     @extend_schema(operation_id="priority_tiers_list", responses=PriorityTierOutput(many=True))
     def get(self, request):
         return Response(PriorityTierOutput(selectors.tier_list(), many=True).data)
 
 
-class QuotaListApi(GenericAPIView):
+class QuotaListApi(CollectionApiView):
     queryset = QuotaGrant.objects.none()
+    ordering_fields = ["gpu_class__name", "guarantee", "limit"]
 
     @extend_schema(operation_id="quotas_list", responses=QuotaOutput(many=True))
     def get(self, request, org_slug: str):
@@ -55,7 +54,7 @@ class QuotaListApi(GenericAPIView):
         )
 
 
-class WorkloadCollectionApi(GenericAPIView):
+class WorkloadCollectionApi(CollectionApiView):
     queryset = Workload.objects.none()
     filterset_class = WorkloadFilter
     ordering_fields = ["submitted_at", "name", "state"]
@@ -83,13 +82,11 @@ class WorkloadCollectionApi(GenericAPIView):
             project=project,
             request=services.WorkloadRequest(**serializer.to_request_fields()),
         )
-        workload = selectors.workload_get(
-            caller=caller_of(request), project=project, name=workload.name
-        )
+        workload.active_placements = []  # a workload just submitted is placed nowhere yet
         return Response(WorkloadOutput(workload).data, status=status.HTTP_201_CREATED)
 
 
-class WorkloadDetailApi(APIView):
+class WorkloadDetailApi(ApiView):
     @extend_schema(operation_id="workloads_retrieve", responses=WorkloadOutput)
     def get(self, request, org_slug: str, project_slug: str, name: str):
         project = _project(request, org_slug, project_slug)
@@ -97,7 +94,7 @@ class WorkloadDetailApi(APIView):
         return Response(WorkloadOutput(workload).data)
 
 
-class WorkloadCancelApi(APIView):
+class WorkloadCancelApi(ApiView):
     @extend_schema(operation_id="workloads_cancel", request=None, responses=WorkloadOutput)
     def post(self, request, org_slug: str, project_slug: str, name: str):
         caller = caller_of(request)
@@ -108,7 +105,7 @@ class WorkloadCancelApi(APIView):
         return Response(WorkloadOutput(workload).data)
 
 
-class WorkloadEventListApi(APIView):
+class WorkloadEventListApi(ApiView):
     @extend_schema(operation_id="workload_events_list", responses=WorkloadEventOutput(many=True))
     def get(self, request, org_slug: str, project_slug: str, name: str):
         project = _project(request, org_slug, project_slug)

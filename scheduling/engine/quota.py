@@ -158,7 +158,8 @@ def validate_request(
     """Field errors that make a request impossible to ever admit (empty dict: valid).
 
     Called at submission, so that a request bigger than its limit is rejected instead of
-    queued forever. ``nodes`` (optional) also rejects a replica larger than any node.
+    queued forever. ``nodes`` (optional) also rejects a replica that asks more GPUs, CPU or
+    memory than any node that could run it has.
     """
     errors: dict[str, list[str]] = defaultdict(list)
     forms = sum(bool(x) for x in (request.gpus, request.gpu_milli, request.mig_count))
@@ -177,7 +178,11 @@ def validate_request(
     needs_gpu = request.gpu_milli_per_replica > 0
     if needs_gpu and not request.gpu_classes:
         errors["gpu_classes"].append("Name at least one acceptable GPU class.")
-    if errors or not needs_gpu:
+    if errors:
+        return dict(errors)
+    if nodes:
+        _larger_than_any_node(request, nodes, errors)
+    if not needs_gpu:
         return dict(errors)
     need = request.gpu_milli_per_replica * request.smallest_gang
     limits = {
@@ -190,12 +195,32 @@ def validate_request(
         errors["gpus"].append(
             f"{_gpus(need)} GPUs exceed the quota limit of {request.tenant} ({shown})."
         )
-    if nodes and request.gpus:
-        largest = max(
-            (len(n.gpu_free_milli) for n in nodes if n.gpu_class in request.gpu_classes), default=0
-        )
+    return dict(errors)
+
+
+def _larger_than_any_node(
+    request: Request, nodes: Sequence[NodeState], errors: dict[str, list[str]]
+) -> None:
+    """Field errors for each resource of which a replica asks more than the largest node that
+    could run it has (a node of an acceptable GPU class, or any node for CPU-only work)."""
+    if request.needs_gpu:
+        nodes = [n for n in nodes if n.gpu_class in request.gpu_classes]
+    if request.gpus:
+        largest = max((len(n.gpu_free_milli) for n in nodes), default=0)
         if request.gpus > largest:
             errors["gpus"].append(
                 f"{request.gpus} GPUs per replica, but the largest node has {largest}."
             )
-    return dict(errors)
+    if not nodes:
+        return
+    largest = max(n.cpu_free_milli for n in nodes)
+    if request.cpu_milli > largest:
+        errors["cpu_milli"].append(
+            f"{request.cpu_milli} milli-CPU per replica, but the largest node has {largest}."
+        )
+    largest = max(n.memory_free_mib for n in nodes)
+    if request.memory_mib > largest:
+        errors["memory_mib"].append(
+            f"{request.memory_mib} MiB of memory per replica, but the largest node has"
+            f" {largest} MiB."
+        )

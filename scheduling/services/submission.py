@@ -15,6 +15,7 @@ from tenants.permissions import (
     authorize,
 )
 from tenants.services import audit_record
+from tenants.services.common import insert
 
 from .. import clock, engine
 from ..models import (
@@ -26,13 +27,12 @@ from ..models import (
     Workload,
 )
 from ..specs_from_models import (
-    engine_nodes,
     engine_quotas,
     engine_request,
-    gpu_tolerations,
+    node_shapes,
     topology_levels,
 )
-from .timeline import workload_event_record
+from .timeline import workload_event
 
 # The bounds of a submission's numbers: the console form and the API both take them from here.
 REQUEST_BOUNDS = {
@@ -76,35 +76,29 @@ class WorkloadRequest:
     required_topology: str = ""
 
 
+def _name_taken(workload: Workload) -> str:
+    return f"{workload.project.slug} already has a workload named {workload.name!r}."
+
+
 def _submission_errors(workload: Workload) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
     if workload.kind in Workload.GPU_KINDS and not workload.needs_gpu:
         errors["gpus"] = [
             f"A {workload.kind} workload needs GPUs: set gpus, gpu_milli or mig_count."
         ]
-    known = set(
-        GpuClass.objects.filter(name__in=workload.gpu_classes).values_list("name", flat=True)
+    profiles = dict(
+        GpuClass.objects.filter(name__in=workload.gpu_classes).values_list("name", "mig_profiles")
     )
-    unknown = [name for name in workload.gpu_classes if name not in known]
+    unknown = [name for name in workload.gpu_classes if name not in profiles]
     if unknown:
         errors["gpu_classes"] = [f"Unknown GPU class: {', '.join(unknown)}."]
-    if workload.mig_profile:
-        offered = {
-            profile
-            for profiles in GpuClass.objects.filter(name__in=known).values_list(
-                "mig_profiles", flat=True
-            )
-            for profile in profiles
-        }
-        if workload.mig_profile not in offered:
-            errors["mig_profile"] = [f"No acceptable GPU class offers {workload.mig_profile}."]
+    offered = {profile for offers in profiles.values() for profile in offers}
+    if workload.mig_profile and workload.mig_profile not in offered:
+        errors["mig_profile"] = [f"No acceptable GPU class offers {workload.mig_profile}."]
     if workload.required_topology:
         levels = topology_levels(NodePool.objects.all())
         if workload.required_topology not in levels:
             errors["required_topology"] = [f"Use one of: {', '.join(levels) or 'none'}."]
-    project = workload.project
-    if Workload.objects.filter(project=project, name=workload.name).exists():
-        errors["name"] = [f"{project.slug} already has a workload named {workload.name!r}."]
     return errors
 
 
@@ -141,26 +135,31 @@ def workload_submit(*, caller: Caller, project: Project, request: WorkloadReques
         errors["tier"] = [f"Unknown priority tier {request.tier!r}."]
     if errors:
         raise ValidationError(errors)
-    workload.full_clean(exclude=["submitted_by", "gpu_class", "preempted_by"])
-    pools = NodePool.objects.select_related("gpu_class")
+    # Its project and tier are the rows just read; its name is unique by the insert below.
+    workload.full_clean(
+        exclude=["project", "tier", "submitted_by", "gpu_class", "preempted_by"],
+        validate_unique=False,
+        validate_constraints=False,
+    )
     engine_errors = engine.validate_request(
-        request=engine_request(workload, tolerations=gpu_tolerations(pools)),
+        request=engine_request(workload, tolerations=()),  # no taint matters to its size
         quotas=engine_quotas(
             QuotaGrant.objects.filter(organization=project.organization).select_related(
                 "organization", "project", "gpu_class"
             )
         ),
-        nodes=engine_nodes(
-            Node.objects.filter(ready=True).select_related("pool__gpu_class"), active=()
-        ),
+        nodes=node_shapes(Node.objects.filter(ready=True)),
     )
     if engine_errors:
         raise ValidationError(engine_errors)
     checks_run(
         ExtensionPoint.WORKLOAD_SUBMISSION, caller=caller, project=project, workload=workload
     )
-    workload.save()
-    workload_event_record(workload, "submitted", f"Submitted by {caller.user.email}.")
+    # The unique constraint decides a taken name, also between concurrent submissions.
+    insert(workload, field="name", message=_name_taken(workload))
+    workload_event(
+        workload, "submitted", f"Submitted by {caller.user.email}.", at=workload.submitted_at
+    ).save()
     audit_record(
         caller=caller,
         organization=project.organization,

@@ -1,10 +1,11 @@
 import django_filters
 
+from portal.api.filters import EnumFilter, UtcDateTimeFilter
 from tenants.models import ApiToken, AuditEvent, Membership, Organization, Project, Role
 
 
 class OrganizationFilter(django_filters.FilterSet):
-    status = django_filters.ChoiceFilter(choices=Organization.Status.choices)
+    status = EnumFilter(choices=Organization.Status.choices)
     search = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
 
     class Meta:
@@ -13,7 +14,7 @@ class OrganizationFilter(django_filters.FilterSet):
 
 
 class MembershipFilter(django_filters.FilterSet):
-    role = django_filters.ChoiceFilter(choices=Role.choices)
+    role = EnumFilter(choices=Role.choices)
     email = django_filters.CharFilter(field_name="user__email", lookup_expr="icontains")
 
     class Meta:
@@ -22,7 +23,7 @@ class MembershipFilter(django_filters.FilterSet):
 
 
 class InvitationFilter(django_filters.FilterSet):
-    role = django_filters.ChoiceFilter(choices=Role.choices)
+    role = EnumFilter(choices=Role.choices)
     email = django_filters.CharFilter(lookup_expr="icontains")
 
 
@@ -38,7 +39,7 @@ class ProjectFilter(django_filters.FilterSet):
 
 
 class TokenFilter(django_filters.FilterSet):
-    scope = django_filters.ChoiceFilter(choices=ApiToken.Scope.choices)
+    scope = EnumFilter(choices=ApiToken.Scope.choices)
     owner = django_filters.CharFilter(field_name="owner__email", lookup_expr="iexact")
 
     class Meta:
@@ -50,8 +51,8 @@ class AuditEventFilter(django_filters.FilterSet):
     action = django_filters.CharFilter()
     actor = django_filters.CharFilter(field_name="actor_email", lookup_expr="iexact")
     target_type = django_filters.CharFilter()
-    since = django_filters.IsoDateTimeFilter(field_name="at", lookup_expr="gte")
-    until = django_filters.IsoDateTimeFilter(field_name="at", lookup_expr="lt")
+    since = UtcDateTimeFilter(field_name="at", lookup_expr="gte")
+    until = UtcDateTimeFilter(field_name="at", lookup_expr="lt")
 
     class Meta:
         model = AuditEvent

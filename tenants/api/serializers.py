@@ -64,12 +64,14 @@ class OrganizationOutput(serializers.ModelSerializer):
 class OrganizationCreateInput(InputSerializer):
     slug = slug_field(ORGANIZATION_SLUG_MAX)
     name = serializers.CharField(max_length=100)
-    billing_email = serializers.EmailField(required=False, allow_blank=True, default="")
+    billing_email = serializers.EmailField(
+        max_length=254, required=False, allow_blank=True, default=""
+    )
 
 
 class OrganizationUpdateInput(InputSerializer):
     name = serializers.CharField(max_length=100, required=False)
-    billing_email = serializers.EmailField(required=False, allow_blank=True)
+    billing_email = serializers.EmailField(max_length=254, required=False, allow_blank=True)
 
 
 # Members and invitations
@@ -90,8 +92,12 @@ class MembershipUpdateInput(InputSerializer):
 
 class InvitationOutput(serializers.ModelSerializer):
     organization = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    invited_by = serializers.EmailField(source="invited_by.email", read_only=True, default=None)
-    accepted_by = serializers.EmailField(source="accepted_by.email", read_only=True, default=None)
+    invited_by = serializers.EmailField(
+        source="invited_by.email", read_only=True, default=None, allow_null=True
+    )
+    accepted_by = serializers.EmailField(
+        source="accepted_by.email", read_only=True, default=None, allow_null=True
+    )
     state = serializers.SerializerMethodField()
 
     class Meta:
@@ -129,7 +135,9 @@ class InvitationAcceptInput(InputSerializer):
 
 class ProjectOutput(serializers.ModelSerializer):
     organization = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    created_by = serializers.EmailField(source="created_by.email", read_only=True, default=None)
+    created_by = serializers.EmailField(
+        source="created_by.email", read_only=True, default=None, allow_null=True
+    )
 
     class Meta:
         model = Project
@@ -204,7 +212,9 @@ class TokenIssueInput(InputSerializer):
 
 
 class AuditEventOutput(serializers.ModelSerializer):
-    via_token = serializers.CharField(source="via_token.name", read_only=True, default=None)
+    via_token = serializers.CharField(
+        source="via_token.name", read_only=True, default=None, allow_null=True
+    )
 
     class Meta:
         model = AuditEvent

@@ -1,23 +1,44 @@
+import time
+
 from django.conf import settings
-from rest_framework.throttling import SimpleRateThrottle
+from django.core.cache import cache
+from rest_framework.throttling import BaseThrottle
 
 from tenants.models import ApiToken
 
+PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
-class TokenRateThrottle(SimpleRateThrottle):
-    """Limits each API token to PORTAL_TOKEN_THROTTLE_RATE; console sessions are not limited."""
 
-    scope = "token"
+def parse_rate(rate: str) -> tuple[int, int]:
+    """ "1200/min" as (1200, 60): requests per window, and the window in seconds."""
+    count, period = rate.split("/")
+    return int(count), PERIODS[period[0]]
 
-    def get_rate(self) -> str:
-        return settings.PORTAL_TOKEN_THROTTLE_RATE
+
+def _window_count(key: str, *, timeout: int) -> int:
+    """This request's number within its window. `add` and `incr` are atomic in the shared
+    cache (Redis; in-process memory holds a lock), so concurrent requests never share one."""
+    if cache.add(key, 1, timeout=timeout):
+        return 1
+    try:
+        return cache.incr(key)
+    except ValueError:  # the key expired between the two calls: a new window began
+        return 1 if cache.add(key, 1, timeout=timeout) else cache.incr(key)
+
+
+class TokenRateThrottle(BaseThrottle):
+    """Limits each API token to PORTAL_TOKEN_THROTTLE_RATE in fixed windows (a minute for
+    "1200/min"), counted in the shared cache; console sessions are not limited."""
 
     def allow_request(self, request, view) -> bool:
-        self.rate = self.get_rate()
-        self.num_requests, self.duration = self.parse_rate(self.rate)
-        return super().allow_request(request, view)
-
-    def get_cache_key(self, request, view) -> str | None:
         if not isinstance(request.auth, ApiToken):
-            return None
-        return self.cache_format % {"scope": self.scope, "ident": request.auth.pk}
+            return True
+        limit, seconds = parse_rate(settings.PORTAL_TOKEN_THROTTLE_RATE)
+        now = time.time()
+        window = int(now // seconds)
+        self.retry_after = (window + 1) * seconds - now
+        key = f"throttle:token:{request.auth.pk}:{window}"
+        return _window_count(key, timeout=seconds + 1) <= limit
+
+    def wait(self) -> float:
+        return self.retry_after

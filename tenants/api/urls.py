@@ -16,6 +16,11 @@ urlpatterns = [
         views.InvitationDetailApi.as_view(),
         name="invitation",
     ),
+    path(
+        f"{org}/invitations/<uuid:invitation_id>/revoke/",
+        views.InvitationRevokeApi.as_view(),
+        name="invitation-revoke",
+    ),
     path("invitations/accept/", views.InvitationAcceptApi.as_view(), name="invitation-accept"),
     path(f"{org}/projects/", views.ProjectCollectionApi.as_view(), name="projects"),
     path(
@@ -25,5 +30,8 @@ urlpatterns = [
     ),
     path(f"{org}/tokens/", views.TokenCollectionApi.as_view(), name="tokens"),
     path(f"{org}/tokens/<uuid:token_id>/", views.TokenDetailApi.as_view(), name="token"),
+    path(
+        f"{org}/tokens/<uuid:token_id>/revoke/", views.TokenRevokeApi.as_view(), name="token-revoke"
+    ),
     path(f"{org}/audit-events/", views.AuditEventCollectionApi.as_view(), name="audit-events"),
 ]

@@ -2,11 +2,9 @@
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from portal.api.views import list_response
+from portal.api.views import ApiView, CollectionApiView, list_response
 from tenants import selectors, services
 from tenants.models import ApiToken, AuditEvent, Invitation, Membership, Organization, Project
 from tenants.permissions import caller_of
@@ -43,7 +41,7 @@ def _organization(request, org_slug: str):
     return selectors.organization_get(caller=caller_of(request), slug=org_slug)
 
 
-class OrganizationCollectionApi(GenericAPIView):
+class OrganizationCollectionApi(CollectionApiView):
     filterset_class = filters.OrganizationFilter
     ordering_fields = ["slug", "name", "created_at"]
     queryset = Organization.objects.none()
@@ -70,7 +68,7 @@ class OrganizationCollectionApi(GenericAPIView):
         return Response(OrganizationOutput(organization).data, status=status.HTTP_201_CREATED)
 
 
-class OrganizationDetailApi(APIView):
+class OrganizationDetailApi(ApiView):
     @extend_schema(operation_id="organizations_retrieve", responses=OrganizationOutput)
     def get(self, request, org_slug: str):
         return Response(OrganizationOutput(_organization(request, org_slug)).data)
@@ -96,7 +94,7 @@ class OrganizationDetailApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class MemberCollectionApi(GenericAPIView):
+class MemberCollectionApi(CollectionApiView):
     filterset_class = filters.MembershipFilter
     ordering_fields = ["role", "created_at", "user__email"]
     queryset = Membership.objects.none()
@@ -111,7 +109,7 @@ class MemberCollectionApi(GenericAPIView):
         )
 
 
-class MemberDetailApi(APIView):
+class MemberDetailApi(ApiView):
     def _membership(self, request, org_slug, member_id):
         return selectors.member_get(
             caller=caller_of(request),
@@ -142,7 +140,7 @@ class MemberDetailApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class InvitationCollectionApi(GenericAPIView):
+class InvitationCollectionApi(CollectionApiView):
     filterset_class = filters.InvitationFilter
     ordering_fields = ["created_at", "email", "expires_at"]
     queryset = Invitation.objects.none()
@@ -172,32 +170,36 @@ class InvitationCollectionApi(GenericAPIView):
         return Response(InvitationOutput(invitation).data, status=status.HTTP_201_CREATED)
 
 
-class InvitationDetailApi(APIView):
-    def _invitation(self, request, org_slug, invitation_id):
-        return selectors.invitation_get(
-            caller=caller_of(request),
-            organization=_organization(request, org_slug),
-            invitation_id=invitation_id,
-        )
+def _invitation(request, org_slug: str, invitation_id):
+    return selectors.invitation_get(
+        caller=caller_of(request),
+        organization=_organization(request, org_slug),
+        invitation_id=invitation_id,
+    )
 
+
+class InvitationDetailApi(ApiView):
     @extend_schema(operation_id="invitations_retrieve", responses=InvitationOutput)
     def get(self, request, org_slug: str, invitation_id):
-        return Response(InvitationOutput(self._invitation(request, org_slug, invitation_id)).data)
+        return Response(InvitationOutput(_invitation(request, org_slug, invitation_id)).data)
 
+
+class InvitationRevokeApi(ApiView):
     @extend_schema(
         operation_id="invitations_revoke",
-        responses={200: InvitationOutput},
-        description="Revoke a pending invitation; its link stops working.",
+        request=None,
+        responses=InvitationOutput,
+        description="Revoke a pending invitation; its link stops working. It stays listed,"
+        " revoked (409 if it is not pending).",
     )
-    def delete(self, request, org_slug: str, invitation_id):
+    def post(self, request, org_slug: str, invitation_id):
         invitation = services.invitation_revoke(
-            caller=caller_of(request),
-            invitation=self._invitation(request, org_slug, invitation_id),
+            caller=caller_of(request), invitation=_invitation(request, org_slug, invitation_id)
         )
         return Response(InvitationOutput(invitation).data)
 
 
-class InvitationAcceptApi(APIView):
+class InvitationAcceptApi(ApiView):
     @extend_schema(
         operation_id="invitations_accept",
         request=InvitationAcceptInput,
@@ -211,7 +213,7 @@ class InvitationAcceptApi(APIView):
         return Response(MembershipOutput(membership).data, status=status.HTTP_201_CREATED)
 
 
-class ProjectCollectionApi(GenericAPIView):
+class ProjectCollectionApi(CollectionApiView):
     filterset_class = filters.ProjectFilter
     ordering_fields = ["slug", "name", "created_at"]
     queryset = Project.objects.none()
@@ -237,7 +239,7 @@ class ProjectCollectionApi(GenericAPIView):
         return Response(ProjectOutput(project).data, status=status.HTTP_201_CREATED)
 
 
-class ProjectDetailApi(APIView):
+class ProjectDetailApi(ApiView):
     def _project(self, request, org_slug, project_slug):
         return selectors.project_get(
             caller=caller_of(request),
@@ -268,7 +270,7 @@ class ProjectDetailApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class TokenCollectionApi(GenericAPIView):
+class TokenCollectionApi(CollectionApiView):
     filterset_class = filters.TokenFilter
     ordering_fields = ["created_at", "name", "last_used_at", "expires_at"]
     queryset = ApiToken.objects.none()
@@ -295,27 +297,34 @@ class TokenCollectionApi(GenericAPIView):
         return Response(TokenIssuedOutput(token).data, status=status.HTTP_201_CREATED)
 
 
-class TokenDetailApi(APIView):
-    def _token(self, request, org_slug, token_id):
-        return selectors.token_get(
-            caller=caller_of(request),
-            organization=_organization(request, org_slug),
-            token_id=token_id,
-        )
+def _token(request, org_slug: str, token_id):
+    return selectors.token_get(
+        caller=caller_of(request), organization=_organization(request, org_slug), token_id=token_id
+    )
 
+
+class TokenDetailApi(ApiView):
     @extend_schema(operation_id="tokens_retrieve", responses=TokenOutput)
     def get(self, request, org_slug: str, token_id):
-        return Response(TokenOutput(self._token(request, org_slug, token_id)).data)
+        return Response(TokenOutput(_token(request, org_slug, token_id)).data)
 
-    @extend_schema(operation_id="tokens_revoke", responses={200: TokenOutput})
-    def delete(self, request, org_slug: str, token_id):
+
+class TokenRevokeApi(ApiView):
+    @extend_schema(
+        operation_id="tokens_revoke",
+        request=None,
+        responses=TokenOutput,
+        description="Revoke a token: it authenticates nothing from now on. It stays listed,"
+        " revoked; revoking it again changes nothing.",
+    )
+    def post(self, request, org_slug: str, token_id):
         token = services.token_revoke(
-            caller=caller_of(request), token=self._token(request, org_slug, token_id)
+            caller=caller_of(request), token=_token(request, org_slug, token_id)
         )
         return Response(TokenOutput(token).data)
 
 
-class AuditEventCollectionApi(GenericAPIView):
+class AuditEventCollectionApi(CollectionApiView):
     filterset_class = filters.AuditEventFilter
     ordering_fields = ["at", "action"]
     queryset = AuditEvent.objects.none()
@@ -332,7 +341,7 @@ class AuditEventCollectionApi(GenericAPIView):
         )
 
 
-class MeApi(APIView):
+class MeApi(ApiView):
     @extend_schema(operation_id="me_retrieve", responses=MembershipOutput(many=True))
     def get(self, request):
         memberships = selectors.membership_list_of_caller(caller=caller_of(request))

@@ -138,6 +138,40 @@ def test_validation_rejects_a_replica_bigger_than_any_node():
     assert "largest node has 8" in errors["gpus"][0]
 
 
+def test_validation_rejects_a_replica_with_more_memory_than_any_node():
+    errors = validate_request(
+        request=request("huge", gpus=1, memory_mib=8 * 1024 * 1024),
+        quotas=[quota()],
+        nodes=[node("a", memory=2_000_000)],
+    )
+    assert errors == {
+        "memory_mib": ["8388608 MiB of memory per replica, but the largest node has 2000000 MiB."]
+    }
+
+
+def test_validation_rejects_cpu_only_work_with_more_memory_than_any_node():
+    errors = validate_request(
+        request=request("huge", classes=(), memory_mib=4_000_000),
+        quotas=[],
+        nodes=[node("a", memory=2_000_000), node("b", memory=1_000_000)],
+    )
+    assert list(errors) == ["memory_mib"]
+
+
+def test_validation_rejects_a_replica_with_more_cpu_than_any_node_of_its_classes():
+    errors = validate_request(
+        request=request("wide", gpus=1, cpu_milli=300_000),
+        quotas=[quota()],
+        nodes=[node("a", cpu=224_000), node("l4", gpu_class="L4", cpu=512_000)],
+    )
+    assert "largest node has 224000" in errors["cpu_milli"][0]
+
+
+def test_validation_accepts_a_replica_that_fits_the_largest_node():
+    fits = request("fits", gpus=8, cpu_milli=224_000, memory_mib=2_000_000)
+    assert validate_request(request=fits, quotas=[quota()], nodes=[node("a")]) == {}
+
+
 def test_an_invalid_request_stays_pending_with_code_invalid():
     decisions = cycle(nodes=[node("a")], pending=[request("big", gpus=9)], quotas=[quota(gpus=8)])
     assert reason(decisions, "big").code == "invalid"

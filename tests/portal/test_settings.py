@@ -1,7 +1,9 @@
 import os
+import secrets
 import subprocess
 import sys
 
+import pytest
 from django.conf import settings
 
 from portal.celery import app
@@ -29,9 +31,37 @@ def test_production_refuses_to_start_without_a_secret_key():
     assert "SECRET_KEY must be set" in result.stderr
 
 
-def test_production_starts_with_a_long_secret_key():
-    result = import_settings("portal.settings.production", SECRET_KEY="x" * 50)
+def test_production_starts_with_a_random_secret_key():
+    result = import_settings("portal.settings.production", SECRET_KEY=secrets.token_hex(16))
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "x" * 50,
+        "abcde" * 10,
+        "django-insecure-q3Zr8vN1xKp0LwT5yHc7JmB2sGd9FeA4uRiX6oVt",
+        "q3Zr8vN1xKp0LwT5yHc7JmB2sGd9FeA",  # 31 characters
+    ],
+)
+def test_production_refuses_to_start_with_a_weak_secret_key(key):
+    result = import_settings("portal.settings.production", SECRET_KEY=key)
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_the_deploy_check_finds_nothing_in_production_settings_with_a_random_key():
+    result = import_settings(
+        "portal.settings.production",
+        then=(
+            "from django.core.management import call_command\n"
+            "call_command('check', deploy=True, fail_level='WARNING')"
+        ),
+        SECRET_KEY=secrets.token_urlsafe(50),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "System check identified no issues (0 silenced)." in result.stdout
 
 
 def test_an_unknown_cluster_backend_is_refused_at_start():

@@ -51,6 +51,20 @@ def test_a_request_beyond_the_quota_shows_the_error_on_the_form(signed_in, mia):
     assert not Workload.objects.exists()
 
 
+def test_an_image_that_is_not_an_oci_reference_shows_the_error_on_the_form(signed_in, mia):
+    response = signed_in(mia).post(PAGE, {**FORM, "image": "my image:latest"})
+    assert response.status_code == 200
+    assert "OCI image reference" in response.context["form"].errors["image"][0]
+    assert not Workload.objects.exists()
+
+
+def test_an_environment_over_its_limits_shows_the_error_on_the_form(signed_in, mia):
+    env = "\n".join(f"V{n}=1" for n in range(129))
+    response = signed_in(mia).post(PAGE, {**FORM, "env": env})
+    assert response.context["form"].errors["env"] == ["129 variables; at most 128."]
+    assert not Workload.objects.exists()
+
+
 def test_a_viewer_sees_workloads_but_no_submit_form(signed_in, vic, submit):
     submit(name="train-1")
     page = signed_in(vic).get(PAGE).content.decode()

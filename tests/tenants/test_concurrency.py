@@ -1,16 +1,15 @@
 """Races that only a real database shows: these run on PostgreSQL (CI), with one connection per
 thread."""
 
-import threading
-
 import pytest
-from django.db import close_old_connections, connection
+from django.db import connection
 
 from tenants import services
 from tenants.models import Membership, Project, Role
 from tenants.permissions import Caller
 
 from ..factories import MembershipFactory, OrganizationFactory
+from ..threads import run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -19,29 +18,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def postgresql_only():
     if connection.vendor != "postgresql":
         pytest.skip("row locks are exercised on PostgreSQL; set DATABASE_URL (see README)")
-
-
-def run_together(*calls) -> list:
-    """Start every call at the same moment, each in its own thread; their results or errors."""
-    barrier = threading.Barrier(len(calls))
-    outcomes: list = [None] * len(calls)
-
-    def run(index, call):
-        try:
-            barrier.wait()
-            outcomes[index] = call()
-        except Exception as error:  # the test inspects what each call raised
-            outcomes[index] = error
-        finally:
-            close_old_connections()
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-    return outcomes
 
 
 def test_two_owners_demoting_each_other_at_once_leave_one_owner():

@@ -110,6 +110,96 @@ def test_invalid_input_is_a_400_naming_the_field_and_submits_nothing(ready, api_
     assert not Workload.objects.exists()
 
 
+def test_memory_above_every_node_is_a_400_naming_memory_mib(ready, api_as):
+    body = {**BODY, "memory_mib": 8 * 1024 * 1024}  # 8 TiB; the largest node has 2 TiB
+    response = api_as(ready["member"]).post(URL, body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"] == {
+        "memory_mib": ["8388608 MiB of memory per replica, but the largest node has 2097152 MiB."]
+    }
+    assert not Workload.objects.exists()
+
+
+def test_an_environment_over_64_kib_is_a_400_naming_env(ready, api_as):
+    env = {f"VAR_{n}": "x" * 4000 for n in range(17)}  # 68,000 bytes in 17 variables
+    response = api_as(ready["member"]).post(URL, {**BODY, "env": env}, format="json")
+    assert response.status_code == 400
+    assert "at most 65536" in response.json()["error"]["fields"]["env"][0]
+
+
+def test_more_than_128_environment_variables_is_a_400_naming_env(ready, api_as):
+    env = {f"V{n}": "" for n in range(129)}
+    response = api_as(ready["member"]).post(URL, {**BODY, "env": env}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"]["env"] == ["129 variables; at most 128."]
+
+
+def test_an_environment_name_with_a_newline_is_a_400_naming_env(ready, api_as):
+    response = api_as(ready["member"]).post(URL, {**BODY, "env": {"A\n": "1"}}, format="json")
+    assert response.status_code == 400
+    assert "env" in response.json()["error"]["fields"]
+    assert not Workload.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "pytorch:25.01\n",
+        "nvcr.io/nvidia/pytorch:25.01-py3\nEVIL=1",
+        "PyTorch",
+        "nvcr.io/nvidia/pytorch:",
+        "nvcr.io//pytorch",
+        "pytorch@sha256:abc",
+        "pytorch:" + "t" * 129,
+        "a" * 256,
+    ],
+)
+def test_an_image_that_is_not_an_oci_reference_is_a_400_naming_image(ready, api_as, image):
+    response = api_as(ready["member"]).post(URL, {**BODY, "image": image}, format="json")
+    assert response.status_code == 400
+    assert list(response.json()["error"]["fields"]) == ["image"]
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "ubuntu",
+        "nvcr.io/nvidia/pytorch:25.01-py3",
+        "localhost:5000/team/trainer:v1.2",
+        "[::1]:5000/trainer",
+        "registry.example.com/a/b/c@sha256:" + "0" * 64,
+        "trainer:latest@sha256:" + "f" * 64,
+    ],
+)
+def test_every_form_of_oci_reference_is_accepted_as_image(ready, api_as, image):
+    response = api_as(ready["member"]).post(URL, {**BODY, "image": image}, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["image"] == image
+
+
+@pytest.mark.parametrize("gpus", ["8", 8.0, True])
+def test_a_value_that_is_not_an_integer_where_an_integer_is_expected_is_a_400(ready, api_as, gpus):
+    response = api_as(ready["member"]).post(URL, {**BODY, "gpus": gpus}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"] == {"gpus": ["A valid integer is required."]}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"image": 5}, "Not a valid string."),
+        ({"command": ["python", 5]}, "Item 1: Not a valid string."),
+        ({"env": {"EPOCHS": 3}}, "EPOCHS: Not a valid string."),
+    ],
+)
+def test_a_number_where_a_string_is_expected_is_a_400_naming_the_field(
+    ready, api_as, change, message
+):
+    response = api_as(ready["member"]).post(URL, {**BODY, **change}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"] == {next(iter(change)): [message]}
+
+
 def test_the_list_filters_by_state(ready, submit, api_as):
     submit(name="a")
     submit(name="b")
@@ -155,4 +245,18 @@ def test_the_workload_list_takes_the_same_queries_for_many_rows(ready, submit, a
         submit(name=f"w{n}")
     with CaptureQueriesContext(connection) as many:
         client.get(URL)
-    assert len(few) == len(many) == 8
+    assert len(few) == len(many) == 7
+
+
+def test_a_submission_takes_a_fixed_number_of_queries(
+    ready, api_as, django_capture_on_commit_callbacks
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = api_as(ready["member"])
+    client.post(URL, {**BODY, "name": "warm"}, format="json")
+    with CaptureQueriesContext(connection) as queries, django_capture_on_commit_callbacks():
+        response = client.post(URL, BODY, format="json")
+    assert response.status_code == 201
+    assert len(queries) == 16, [query["sql"][:80] for query in queries]

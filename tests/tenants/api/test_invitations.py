@@ -54,8 +54,28 @@ def test_revoking_answers_the_invitation_revoked(alice, acme, api_as):
     invitation = services.member_invite(
         caller=Caller(user=alice), organization=acme, email="n@x.example", role="member"
     )
-    response = api_as(alice).delete(f"{URL}{invitation.pk}/")
+    response = api_as(alice).post(f"{URL}{invitation.pk}/revoke/")
     assert (response.status_code, response.json()["state"]) == (200, "revoked")
+
+
+def test_a_revoked_invitation_stays_readable_as_revoked(alice, acme, api_as):
+    invitation = services.member_invite(
+        caller=Caller(user=alice), organization=acme, email="n@x.example", role="member"
+    )
+    api_as(alice).post(f"{URL}{invitation.pk}/revoke/")
+    assert api_as(alice).get(f"{URL}{invitation.pk}/").json()["state"] == "revoked"
+
+
+def test_revoking_an_invitation_twice_is_a_409(alice, acme, api_as):
+    invitation = services.member_invite(
+        caller=Caller(user=alice), organization=acme, email="n@x.example", role="member"
+    )
+    api_as(alice).post(f"{URL}{invitation.pk}/revoke/")
+    response = api_as(alice).post(f"{URL}{invitation.pk}/revoke/")
+    assert (response.status_code, response.json()["error"]["code"]) == (
+        409,
+        "invitation_not_pending",
+    )
 
 
 def test_accepting_through_the_api_joins_the_organization(alice, acme, api_as):

@@ -29,6 +29,13 @@ def test_an_unknown_role_is_a_400_naming_the_role(alice, mia, api_as):
     assert membership.role == "member"
 
 
+def test_changing_a_role_without_a_role_is_a_400_naming_role(alice, mia, api_as):
+    membership = Membership.objects.get(user=mia)
+    response = api_as(alice).patch(f"{URL}{membership.pk}/", {}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"] == {"role": ["This field is required."]}
+
+
 def test_a_member_id_of_another_organization_is_a_404(alice, bruno, api_as):
     foreign = Membership.objects.get(user=bruno)
     assert api_as(alice).get(f"{URL}{foreign.pk}/").status_code == 404

@@ -6,7 +6,9 @@ a member of another organization and a signed-in stranger get 404, an anonymous 
 
 import pytest
 
+from tenants import services
 from tenants.models import Role
+from tenants.permissions import Caller
 
 from ...factories import MembershipFactory, OrganizationFactory, UserFactory
 
@@ -75,6 +77,7 @@ OPERATIONS = {
         201,
     ),
     "audit events list": ("get", f"{ORG}/audit-events/", None, MANAGERS, 200),
+    "invitation revoke": ("post", f"{ORG}/invitations/{{invitation}}/revoke/", None, MANAGERS, 200),
 }
 
 CALLERS = ["owner", "admin", "member", "viewer", "foreign", "outsider", "anonymous"]
@@ -99,7 +102,10 @@ def world(actors, acme, ai_dev):
     empty = OrganizationFactory(slug="empty")
     for role in ("owner", "admin", "member", "viewer"):
         MembershipFactory(organization=empty, user=actors[role], role=role)
-    return {"target": target.pk}
+    invitation = services.member_invite(
+        caller=Caller(user=actors["owner"]), organization=acme, email="ivy@x.example", role="member"
+    )
+    return {"target": target.pk, "invitation": invitation.pk}
 
 
 @pytest.mark.parametrize("caller", CALLERS)

@@ -58,10 +58,23 @@ def test_a_write_token_is_limited_by_its_owners_current_role(mia, acme, token_fo
 
 def test_a_revoked_token_is_a_401_with_the_reason(mia, acme, token_for, api_as):
     token, client = token_for(mia, acme)
-    api_as(mia).delete(f"{URL}{token.pk}/")
+    api_as(mia).post(f"{URL}{token.pk}/revoke/")
     response = client.get("/api/v1/organizations/")
     assert response.status_code == 401
     assert "revoked" in response.json()["error"]["message"]
+
+
+def test_a_revoked_token_stays_readable_as_revoked(mia, acme, token_for, api_as):
+    token, _ = token_for(mia, acme)
+    api_as(mia).post(f"{URL}{token.pk}/revoke/")
+    assert api_as(mia).get(f"{URL}{token.pk}/").json()["state"] == "revoked"
+
+
+def test_a_token_is_revoked_with_post_not_delete(mia, acme, token_for, api_as):
+    token, _ = token_for(mia, acme)
+    assert api_as(mia).delete(f"{URL}{token.pk}/").status_code == 405
+    token.refresh_from_db()
+    assert token.revoked_at is None
 
 
 def test_a_garbage_bearer_header_is_a_401(api):
@@ -99,11 +112,13 @@ def test_invalid_input_is_a_400_naming_the_field_and_issues_nothing(mia, api_as,
     assert not ApiToken.objects.exists()
 
 
-@override_settings(PORTAL_TOKEN_THROTTLE_RATE="2/min")
+@override_settings(PORTAL_TOKEN_THROTTLE_RATE="2/hour")  # fixed windows: no boundary mid-test
 def test_token_clients_are_throttled_with_a_429_and_retry_after(mia, acme, token_for):
     _, client = token_for(mia, acme, scope="read")
-    codes = [client.get("/api/v1/organizations/").status_code for _ in range(3)]
-    assert codes == [200, 200, 429]
+    responses = [client.get("/api/v1/organizations/") for _ in range(3)]
+    assert [response.status_code for response in responses] == [200, 200, 429]
+    assert responses[2].json()["error"]["code"] == "throttled"
+    assert 0 < int(responses[2]["Retry-After"]) <= 3600
 
 
 @override_settings(PORTAL_TOKEN_THROTTLE_RATE="1/min")
