@@ -287,18 +287,21 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
 
+
+def every(seconds: int, task: str) -> dict:
+    """A periodic task whose message expires when the next is due: a run that could not start
+    in time is dropped, so a slow pass never piles copies of itself up in the queue."""
+    return {"task": task, "schedule": seconds, "options": {"expire_seconds": seconds}}
+
+
 CELERY_BEAT_SCHEDULE = {
-    "scheduling-cycle": {
-        "task": "scheduling.tasks.scheduling_cycle",
-        "schedule": PORTAL_CYCLE_SECONDS,
-    },
-    "workloads-sync": {"task": "scheduling.tasks.workloads_sync", "schedule": PORTAL_CYCLE_SECONDS},
-    "inventory-sync": {"task": "scheduling.tasks.inventory_sync", "schedule": 60.0},
-    "idle-and-runtime-check": {"task": "scheduling.tasks.idle_and_runtime_check", "schedule": 60.0},
+    "scheduling-cycle": every(PORTAL_CYCLE_SECONDS, "scheduling.tasks.scheduling_cycle"),
+    "workloads-sync": every(PORTAL_CYCLE_SECONDS, "scheduling.tasks.workloads_sync"),
+    "inventory-sync": every(60, "scheduling.tasks.inventory_sync"),
+    "idle-and-runtime-check": every(60, "scheduling.tasks.idle_and_runtime_check"),
     # Re-applies priority classes and node labels, repairing drift made by hand.
-    "cluster-provision": {"task": "scheduling.tasks.cluster_provision", "schedule": 600.0},
-    "cluster-reconcile": {
-        "task": "scheduling.tasks.cluster_reconcile",
-        "schedule": max(1, PORTAL_RECONCILE_SECONDS // 2),
-    },
+    "cluster-provision": every(600, "scheduling.tasks.cluster_provision"),
+    "cluster-reconcile": every(
+        max(1, PORTAL_RECONCILE_SECONDS // 2), "scheduling.tasks.cluster_reconcile"
+    ),
 }

@@ -174,9 +174,10 @@ def workload_objects_delete(*, workload_id, backend: ClusterBackend) -> None:
 
 
 def workload_launch(*, workload_id, backend: ClusterBackend) -> Workload | None:
-    """Create an admitted workload's objects, after its preemption victims are gone."""
+    """Create an admitted workload's objects, after its preemption victims are gone. Once
+    launched, a repeated launch (redelivered, or the reconciler's) does nothing."""
     workload = _workload_for_cluster(workload_id)
-    if workload is None or workload.state != Workload.State.ADMITTED:
+    if workload is None or workload.state != Workload.State.ADMITTED or workload.launched_at:
         return workload
     provisioned = ProvisioningRecord.objects.filter(
         project=workload.project, state=ProvisioningRecord.State.READY

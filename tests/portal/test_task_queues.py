@@ -49,3 +49,10 @@ def test_beat_installs_the_missing_entries_and_keeps_an_operators_interval():
     cycle = PeriodicTask.objects.get(name="scheduling-cycle")
     assert timedelta(seconds=cycle.interval.every) == timedelta(minutes=1)
     assert PeriodicTask.objects.filter(name="workloads-sync").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_periodic_run_expires_when_the_next_is_due_so_slow_passes_never_pile_up():
+    DefaultsOnlyDatabaseScheduler(app=app)
+    sync = PeriodicTask.objects.get(name="workloads-sync")
+    assert sync.expire_seconds == sync.interval.every

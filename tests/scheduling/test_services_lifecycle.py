@@ -143,3 +143,12 @@ def test_launching_twice_changes_nothing(submit, cycle, cluster):
     Workload.objects.filter(pk=workload.pk).update(launched_at=None)
     services.workload_launch(workload_id=workload.pk, backend=cluster)
     assert list(SimulatedObject.objects.order_by("pk").values_list("pk", "manifest")) == before
+
+
+def test_a_launch_repeated_after_it_succeeded_does_nothing(submit, cycle, cluster):
+    from scheduling import services
+
+    workload = submit()
+    cycle()  # launched once
+    services.workload_launch(workload_id=workload.pk, backend=cluster)
+    assert workload.events.filter(kind="launched").count() == 1
