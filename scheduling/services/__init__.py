@@ -12,7 +12,7 @@
 - timeline: the workload's events as its users read them
 """
 
-from .cycle import CYCLE_LOCK_KEY, CycleResult, scheduling_cycle_request, scheduling_cycle_run
+from .cycle import CycleResult, scheduling_cycle_request, scheduling_cycle_run
 from .inventory import cluster_description_apply, inventory_sync
 from .lifecycle import (
     idle_and_runtime_check,
@@ -41,12 +41,9 @@ from .provisioning import (
 )
 from .quotas import quota_grant_delete, quota_grant_save
 from .reconciler import Reconciled, cluster_reconcile
-from .submission import REQUEST_BOUNDS, WorkloadRequest, request_bounds, workload_submit
-from .timeline import workload_event_record
+from .submission import WorkloadRequest, request_bounds, workload_submit
 
 __all__ = [
-    "CYCLE_LOCK_KEY",
-    "REQUEST_BOUNDS",
     "CycleResult",
     "Reconciled",
     "WorkloadRequest",
@@ -68,7 +65,6 @@ __all__ = [
     "scheduling_cycle_run",
     "workload_cancel",
     "workload_end",
-    "workload_event_record",
     "workload_launch",
     "workload_launch_give_up",
     "workload_objects_delete",
