@@ -110,14 +110,13 @@ CYCLE_FIELDS = (
 )
 
 
-def _workloads(queryset, classes: dict) -> list[Workload]:
+def _workloads(queryset, *, classes: dict, tiers: dict) -> list[Workload]:
     """The workloads with their project, organization, tier and GPU class, each loaded once
     however many workloads share it (10,000 pending share a few hundred projects)."""
     workloads = list(queryset.only(*CYCLE_FIELDS))
     projects = Project.objects.select_related("organization").in_bulk(
         {workload.project_id for workload in workloads}
     )
-    tiers = PriorityTier.objects.in_bulk()
     for workload in workloads:
         workload.project = projects[workload.project_id]
         workload.tier = tiers[workload.tier_id]
@@ -159,11 +158,11 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
         by_workload: dict = {}
         for placement in placements:
             by_workload.setdefault(placement.workload_id, []).append(placement)
-        classes = GpuClass.objects.in_bulk()
-        active = _workloads(Workload.objects.filter(state__in=Workload.ACTIVE_STATES), classes)
+        related = {"classes": GpuClass.objects.in_bulk(), "tiers": PriorityTier.objects.in_bulk()}
+        active = _workloads(Workload.objects.filter(state__in=Workload.ACTIVE_STATES), **related)
         pending = _workloads(
             Workload.objects.filter(state=Workload.State.PENDING).order_by("submitted_at", "pk"),
-            classes,
+            **related,
         )
         ready_nodes = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
         snapshot = engine.ClusterSnapshot(

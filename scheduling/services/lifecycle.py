@@ -33,7 +33,7 @@ from ..selectors import workload_cancel_permitted
 from ..specs_from_models import (
     workload_spec,
 )
-from .timeline import workload_event_record
+from .timeline import workload_event, workload_event_record
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +78,9 @@ def workload_end(
         workload.teardown_due_at = now if admitted else workload.teardown_due_at
         workload.save(update_fields=["state", "status_reason", "finished_at", "teardown_due_at"])
         _placements_end(workload, now=now)
-        workload_event_record(workload, state.lower(), reason or state, **(event_data or {}))
+        workload_event(
+            workload, state.lower(), reason or state, at=now, **(event_data or {})
+        ).save()
         if caller is not None:
             audit_record(
                 caller=caller,
@@ -124,7 +126,7 @@ def workload_requeue(
         workload.gpu_class = None
         workload.status_reason = reason[:500]
         workload.save()
-        workload_event_record(workload, "requeued", reason)
+        workload_event(workload, "requeued", reason, at=now).save()
         if caller is not None:
             audit_record(
                 caller=caller,
