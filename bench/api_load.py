@@ -1,14 +1,16 @@
 """The REST API under load, and a burst of submissions through to running workloads.
 
 Starts the portal as an operator would: gunicorn (`--workers`) and a Celery worker with beat,
-on PostgreSQL and Redis, against a simulated cluster of 2,048 H100s
+on PostgreSQL and Redis, against a simulated cluster of 4,224 H100s
 (deploy/clusters/burst.yaml). Then, with API tokens (one per client):
 1. one client alone: submissions, then list pages (p50 and p99 of each);
-2. the burst: `--clients` clients submit `--burst` one-GPU workloads as fast as they can
-   (submissions per second, p50/p95/p99, errors);
+2. the burst: `--clients` clients submit `--burst` one-GPU workloads one by one as fast as
+   they can (submissions per second, p50/p95/p99, errors);
 3. the same clients read list pages (pages per second, p50/p95/p99);
 4. the drain: seconds from the last submission until every accepted workload is launched and
-   every broker queue is empty, and a check that every accepted workload is in the database.
+   every broker queue is empty, and a check that every accepted workload is in the database;
+5. the same burst again in batches of `--batch` (workloads per second, p50/p95/p99 of the
+   requests), and its drain.
 The portal runs in a database made for the run (`test_<name>` of DATABASE_URL), dropped after.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/portal \\
@@ -29,6 +31,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -54,6 +57,7 @@ from tenants import services as tenancy  # noqa: E402
 from tenants.permissions import Caller  # noqa: E402
 
 PROJECT = "/api/v1/organizations/load/projects/burst/workloads/"
+BATCHES = "/api/v1/organizations/load/projects/burst/workload-batches/"
 
 
 def percentiles(seconds: list[float]) -> dict:
@@ -74,7 +78,7 @@ class Client:
         self.port, self.token = port, token
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
-    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict, float]:
+    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, Any, float]:
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
         started = time.perf_counter()
         for attempt in range(2):
@@ -184,12 +188,24 @@ def queues_empty() -> bool:
         )
 
 
+def drain(prefix: str, *, since: float, timeout: float) -> float | None:
+    """Seconds from `since` until every workload named `prefix`... is launched and every
+    queue is empty; None if that takes longer than `timeout`."""
+    ours = Workload.objects.filter(name__startswith=prefix)
+    while time.perf_counter() - since < timeout:
+        if not ours.filter(launched_at__isnull=True).exists() and queues_empty():
+            return time.perf_counter() - since
+        time.sleep(0.5)
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--burst", type=int, default=2_000, help="workloads submitted at once")
     parser.add_argument("--single", type=int, default=100, help="requests of the lone client")
     parser.add_argument("--pages", type=int, default=400, help="list pages read in the load")
+    parser.add_argument("--batch", type=int, default=25, help="workloads per batch request")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
     parser.add_argument("--drain-timeout", type=float, default=600)
     parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
@@ -263,15 +279,24 @@ def main() -> None:
             return [client.request("GET", f"{PROJECT}?page={1 + n % 5}") for n in range(pages)]
 
         listed, list_wall = in_parallel(clients, read_pages)
+        drained = drain("burst-", since=last_submission, timeout=args.drain_timeout)
 
-        drained = None
-        ours = Workload.objects.filter(name__startswith="burst-")
-        while time.perf_counter() - last_submission < args.drain_timeout:
-            if not ours.filter(launched_at__isnull=True).exists() and queues_empty():
-                drained = time.perf_counter() - last_submission
-                break
-            time.sleep(0.5)
-        stored = set(map(str, ours.values_list("pk", flat=True)))
+        def submit_batches(client: Client, index: int) -> list:
+            names = [f"batch-{index}-{n}" for n in range(per_client)]
+            return [
+                client.request(
+                    "POST",
+                    BATCHES,
+                    {"workloads": [workload(name) for name in names[at : at + args.batch]]},
+                )
+                for at in range(0, len(names), args.batch)
+            ]
+
+        batches, batch_wall = in_parallel(clients, submit_batches)
+        last_batch = time.perf_counter()
+        batch_accepted = [w["id"] for status, answer, _ in batches if status == 201 for w in answer]
+        batch_drained = drain("batch-", since=last_batch, timeout=args.drain_timeout)
+        stored = set(map(str, Workload.objects.values_list("pk", flat=True)))
         line = {
             "bench": "api_load",
             "calibration_s": calibration_seconds(),
@@ -288,8 +313,15 @@ def main() -> None:
             "burst_list": percentiles([seconds for *_, seconds in listed]),
             "list_errors": sorted({status for status, *_ in listed if status != 200}),
             "all_launched_and_queues_empty_after_s": drained and round(drained, 1),
-            "accepted_missing_from_database": len(set(accepted) - stored),
-            "launched": ours.filter(launched_at__isnull=False).count(),
+            "batch_size": args.batch,
+            "batch_accepted": len(batch_accepted),
+            "batch_errors": sorted({status for status, *_ in batches if status != 201}),
+            "batch_workloads_per_s": round(len(batch_accepted) / batch_wall, 1),
+            "batch_request": percentiles([seconds for *_, seconds in batches]),
+            "batch_all_launched_and_queues_empty_after_s": batch_drained
+            and round(batch_drained, 1),
+            "accepted_missing_from_database": len(set(accepted + batch_accepted) - stored),
+            "launched": Workload.objects.filter(launched_at__isnull=False).count(),
         }
     finally:
         for process in processes:

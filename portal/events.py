@@ -27,8 +27,9 @@ class Event(StrEnum):
     # scheduling: what a project's namespace carries changed (its organization's quotas);
     # payload project_id.
     PROJECT_CHANGED = "project_changed"
-    # scheduling: a submission is waiting for a scheduling cycle; payload workload_id.
-    WORKLOAD_SUBMITTED = "workload_submitted"
+    # scheduling: submitted workloads (one, or a batch) wait for a scheduling cycle; payload
+    # workload_ids.
+    WORKLOADS_SUBMITTED = "workloads_submitted"
     # scheduling: the cycle admitted a workload onto nodes; payload workload_id.
     WORKLOAD_ADMITTED = "workload_admitted"
     # scheduling: an admitted workload stopped holding GPUs (ended, preempted or requeued) and

@@ -266,6 +266,9 @@ class Workload(models.Model):
     )
     submitted_at = models.DateTimeField(default=timezone.now)
     admitted_at = models.DateTimeField(null=True, blank=True)
+    # When a launch task last started on it: the reconciler's grace for a lost launch counts
+    # from here, not from the admission, so launches queued behind a burst are not redone.
+    launch_started_at = models.DateTimeField(null=True, blank=True)
     launched_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -6,6 +6,9 @@ result to the engine (`scheduling.engine`) or to a backend (`scheduling.cluster`
 
 from collections import defaultdict
 from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import NamedTuple
+from uuid import UUID
 
 from django.db.models import Q, QuerySet
 
@@ -209,8 +212,47 @@ def gpu_tolerations(pools: Iterable[NodePool]) -> tuple[engine.Toleration, ...]:
     return tuple(seen.values())
 
 
+class WorkloadRow(NamedTuple):
+    """A workload as the scheduling cycle reads it: the fields `engine_request` and
+    `engine_running` read of a Workload, under the same names, with its project (its
+    organization loaded), tier and GPU class attached, and its waiting reason. Ten thousand
+    load in a fraction of the time of as many model instances."""
+
+    pk: UUID
+    project: Project
+    tier: PriorityTier
+    gpu_class: GpuClass | None
+    kind: str
+    gpu_classes: list[str]
+    gpus: int
+    gpu_milli: int
+    mig_profile: str
+    mig_count: int
+    replicas: int
+    min_replicas: int | None
+    cpu_milli: int
+    memory_mib: int
+    required_topology: str
+    max_runtime: timedelta | None
+    preemptible: bool
+    borrowed: bool
+    submitted_at: datetime
+    admitted_at: datetime | None
+    pending_code: str
+    pending_message: str
+    queue_position: int | None
+    estimated_start: datetime | None
+
+    # The model's own rule, so that a row and its Workload never disagree.
+    needs_gpu = Workload.needs_gpu
+
+
+# The columns of a WorkloadRow, in its order: the related rows' keys in place of the rows.
+WORKLOAD_ROW_COLUMNS = ("id", "project_id", "tier_id", "gpu_class_id", *WorkloadRow._fields[4:])
+
+
 def engine_request(
-    workload: Workload, *, tolerations: tuple[engine.Toleration, ...]
+    workload: Workload | WorkloadRow, *, tolerations: tuple[engine.Toleration, ...]
 ) -> engine.Request:
     return engine.Request(
         id=str(workload.pk),
@@ -236,7 +278,7 @@ def engine_request(
 
 
 def engine_running(
-    workload: Workload, placements: list[Placement], *, tolerations
+    workload: Workload | WorkloadRow, placements: list[Placement], *, tolerations
 ) -> engine.RunningWorkload:
     return engine.RunningWorkload(
         request=engine_request(workload, tolerations=tolerations),

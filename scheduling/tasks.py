@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 from celery import Task, shared_task
 
+from portal.celery import queue_depth
+
 from . import services
 from .cluster import ClusterError, get_backend
 
@@ -85,5 +87,6 @@ def idle_and_runtime_check() -> None:
 
 @shared_task
 def cluster_reconcile() -> dict:
-    result = services.cluster_reconcile(backend=get_backend())
+    queued = queue_depth(workload_launch.name) > 0
+    result = services.cluster_reconcile(backend=get_backend(), launches_queued=queued)
     return {kind: len(ids) for kind, ids in vars(result).items()}

@@ -25,9 +25,17 @@ def _as_field_messages(detail) -> dict:
     if isinstance(detail, dict):
         fields = {}
         for name, value in detail.items():
+            if isinstance(value, list) and any(isinstance(item, dict) for item in value):
+                # A list of objects (a batch): each object's fields under its index.
+                value = {str(index): item for index, item in enumerate(value) if item}
             nested = _as_field_messages(value)
             if isinstance(value, dict):
-                fields.update({f"{name}.{key}": messages for key, messages in nested.items()})
+                fields.update(
+                    {
+                        name if key == NON_FIELD else f"{name}.{key}": messages
+                        for key, messages in nested.items()
+                    }
+                )
             else:
                 fields[str(name)] = nested[NON_FIELD]
         return fields

@@ -18,7 +18,7 @@ from scheduling.models import (
     image_reference_validator,
     mig_profile_validator,
 )
-from scheduling.services import request_bounds
+from scheduling.services import BATCH_MAX, WorkloadRequest, request_bounds
 from tenants.models import SLUG_PATTERN
 
 
@@ -139,6 +139,15 @@ class EnvField(serializers.DictField):
     pass
 
 
+def _workload_request(validated: dict) -> WorkloadRequest:
+    data = dict(validated)
+    seconds = data.pop("max_runtime_seconds", None)
+    data["max_runtime"] = timedelta(seconds=seconds) if seconds else None
+    data["gpu_classes"] = tuple(data["gpu_classes"])
+    data["command"] = tuple(data["command"])
+    return WorkloadRequest(**data)
+
+
 class WorkloadSubmitInput(InputSerializer):
     name = serializers.RegexField(SLUG_PATTERN, min_length=2, max_length=40)
     kind = serializers.ChoiceField(choices=Workload.Kind.choices)
@@ -173,13 +182,15 @@ class WorkloadSubmitInput(InputSerializer):
     )
     required_topology = serializers.CharField(max_length=63, required=False, default="")
 
-    def to_request_fields(self) -> dict:
-        data = dict(self.validated_data)
-        seconds = data.pop("max_runtime_seconds", None)
-        data["max_runtime"] = timedelta(seconds=seconds) if seconds else None
-        data["gpu_classes"] = tuple(data["gpu_classes"])
-        data["command"] = tuple(data["command"])
-        return data
+    def to_request(self) -> WorkloadRequest:
+        return _workload_request(self.validated_data)
+
+
+class WorkloadBatchInput(InputSerializer):
+    workloads = WorkloadSubmitInput(many=True, min_length=1, max_length=BATCH_MAX)
+
+    def to_requests(self) -> list[WorkloadRequest]:
+        return [_workload_request(item) for item in self.validated_data["workloads"]]
 
 
 class WorkloadEventOutput(serializers.ModelSerializer):

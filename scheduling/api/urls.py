@@ -2,13 +2,15 @@ from django.urls import path
 
 from . import views
 
-workloads = "organizations/<slug:org_slug>/projects/<slug:project_slug>/workloads"
+project = "organizations/<slug:org_slug>/projects/<slug:project_slug>"
+workloads = f"{project}/workloads"
 
 urlpatterns = [
     path("gpu-classes/", views.GpuClassListApi.as_view(), name="gpu-classes"),
     path("priority-tiers/", views.PriorityTierListApi.as_view(), name="priority-tiers"),
     path("organizations/<slug:org_slug>/quotas/", views.QuotaListApi.as_view(), name="quotas"),
     path(f"{workloads}/", views.WorkloadCollectionApi.as_view(), name="workloads"),
+    path(f"{project}/workload-batches/", views.WorkloadBatchApi.as_view(), name="workload-batches"),
     path(f"{workloads}/<slug:name>/", views.WorkloadDetailApi.as_view(), name="workload"),
     path(
         f"{workloads}/<slug:name>/cancel/",

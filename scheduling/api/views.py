@@ -15,6 +15,7 @@ from .serializers import (
     GpuClassOutput,
     PriorityTierOutput,
     QuotaOutput,
+    WorkloadBatchInput,
     WorkloadEventOutput,
     WorkloadOutput,
     WorkloadSubmitInput,
@@ -80,10 +81,32 @@ class WorkloadCollectionApi(CollectionApiView):
         workload = services.workload_submit(
             caller=caller_of(request),
             project=project,
-            request=services.WorkloadRequest(**serializer.to_request_fields()),
+            request=serializer.to_request(),
         )
         workload.active_placements = []  # a workload just submitted is placed nowhere yet
         return Response(WorkloadOutput(workload).data, status=status.HTTP_201_CREATED)
+
+
+class WorkloadBatchApi(ApiView):
+    @extend_schema(
+        operation_id="workloads_submit_batch",
+        request=WorkloadBatchInput,
+        responses={201: WorkloadOutput(many=True)},
+        description=(
+            f"Submit 1 to {services.BATCH_MAX} workloads at once (a job array): all are "
+            "queued, or none, with each refusal under `workloads.<index>.<field>`."
+        ),
+    )
+    def post(self, request, org_slug: str, project_slug: str):
+        project = _project(request, org_slug, project_slug)
+        serializer = WorkloadBatchInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        workloads = services.workloads_submit(
+            caller=caller_of(request), project=project, requests=serializer.to_requests()
+        )
+        for workload in workloads:
+            workload.active_placements = []
+        return Response(WorkloadOutput(workloads, many=True).data, status=status.HTTP_201_CREATED)
 
 
 class WorkloadDetailApi(ApiView):

@@ -1,5 +1,6 @@
 """The one protocol every cluster backend speaks, and the errors it raises."""
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from .specs import NodeInventory, TaintSpec, WorkloadStatus
@@ -30,7 +31,12 @@ class ClusterBackend(Protocol):
         self, *, name: str, labels: dict[str, str], taints: tuple[TaintSpec, ...]
     ) -> None: ...
 
-    def workload_status(self, *, kind: str, name: str, namespace: str) -> WorkloadStatus: ...
+    def workload_statuses(
+        self, *, namespace: str, workloads: Mapping[str, str]
+    ) -> dict[str, WorkloadStatus]:
+        """The status of each named workload of the namespace (name -> kind of its
+        status-carrying object, a Job, Deployment or Pod): a few calls, however many."""
+        ...
 
     def gpu_utilization(self, *, namespace: str, workload: str) -> float | None:
         """Mean GPU utilization (0-1) of the workload's pods lately; None when unknown."""

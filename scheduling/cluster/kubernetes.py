@@ -24,16 +24,9 @@ from portal.prometheus import PrometheusClient
 from .base import ClusterError
 from .checks import manifest_problems
 from .kubernetes_merge import annotation_set, contains, merged, owned, taint_id
-from .kubernetes_status import (
-    NODE_LOST,
-    STATUS_READERS,
-    is_live,
-    node_inventory,
-    node_of,
-    was_lost,
-)
+from .kubernetes_status import STATUS_READERS, node_inventory, workload_status_of
 from .manifests import WORKLOAD_LABEL, workload_primary_object
-from .specs import LABEL_PREFIX, NodeInventory, Phase, TaintSpec, WorkloadKind, WorkloadStatus
+from .specs import LABEL_PREFIX, NodeInventory, TaintSpec, WorkloadKind, WorkloadStatus
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +54,7 @@ _WORKLOAD_API_VERSIONS = {
 # containers): a different spec cannot be reconciled, only replaced by delete and create.
 _IMMUTABLE_SPEC_KINDS = frozenset({"Job", "Pod"})
 _CONFLICT_ATTEMPTS = 3
-_NODE_PAGE_SIZE = 500
+_LIST_PAGE_SIZE = 500
 MANAGED_LABELS_ANNOTATION = f"{LABEL_PREFIX}/managed-labels"
 MANAGED_TAINTS_ANNOTATION = f"{LABEL_PREFIX}/managed-taints"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -221,18 +214,23 @@ class KubernetesBackend:
             retryable=True,
         )
 
+    def _list(self, path: str, *, label_selector: str | None = None) -> list[dict]:
+        """Every object of a collection (that matches the selector), page by page."""
+        selector = [("labelSelector", label_selector)] if label_selector else []
+        items: list[dict] = []
+        query = [*selector, ("limit", str(_LIST_PAGE_SIZE))]
+        while True:
+            page = self._request("GET", path, query=query)
+            items += page.get("items") or []
+            next_page = (page.get("metadata") or {}).get("continue")
+            if not next_page:
+                return items
+            query = [*selector, ("limit", str(_LIST_PAGE_SIZE)), ("continue", next_page)]
+
     # --- the protocol ---------------------------------------------------------------------
 
     def list_nodes(self) -> list[NodeInventory]:
-        nodes: list[NodeInventory] = []
-        query = [("limit", str(_NODE_PAGE_SIZE))]
-        while True:
-            page = self._request("GET", "/api/v1/nodes", query=query)
-            nodes += [node_inventory(node) for node in page.get("items") or []]
-            next_page = (page.get("metadata") or {}).get("continue")
-            if not next_page:
-                return nodes
-            query = [("limit", str(_NODE_PAGE_SIZE)), ("continue", next_page)]
+        return [node_inventory(node) for node in self._list("/api/v1/nodes")]
 
     def apply(self, manifest: dict) -> dict:
         problems = manifest_problems(manifest)
@@ -358,41 +356,34 @@ class KubernetesBackend:
             patch["spec"] = {"taints": new_taints}
         return patch
 
-    def workload_status(self, *, kind: str, name: str, namespace: str) -> WorkloadStatus:
-        """Status of a workload's Job, Deployment or Pod, with the nodes its live pods are on.
-        A workload with pods on a lost node has failed with reason NodeLost (as in the
-        simulated cluster), whatever its Job says: the portal requeues it whole."""
-        if kind not in STATUS_READERS:
-            raise ClusterError(f"{kind} is not a workload kind.")
-        path = resource_path(
-            api_version=_WORKLOAD_API_VERSIONS[kind], kind=kind, namespace=namespace, name=name
+    def workload_statuses(
+        self, *, namespace: str, workloads: Mapping[str, str]
+    ) -> dict[str, WorkloadStatus]:
+        """The status of each named workload (name -> kind of its status-carrying object),
+        from one listing of the pods and one per other kind, however many workloads the
+        namespace runs."""
+        unknown = set(workloads.values()) - STATUS_READERS.keys()
+        if unknown:
+            raise ClusterError(f"{', '.join(sorted(unknown))} is not a workload kind.")
+        # A selector of the label's key alone: every object of the portal's workloads.
+        pods = self._list(
+            resource_path(api_version="v1", kind="Pod", namespace=namespace),
+            label_selector=WORKLOAD_LABEL,
         )
-        try:
-            workload = self._request("GET", path)
-        except _Refused as error:
-            if error.status == 404:
-                return WorkloadStatus(phase=Phase.MISSING)
-            raise
-        pods = (
-            self._request(
-                "GET",
-                resource_path(api_version="v1", kind="Pod", namespace=namespace),
-                query=[("labelSelector", f"{WORKLOAD_LABEL}={name}")],
-            ).get("items")
-            or []
-        )
-        nodes = tuple(sorted({node_of(pod) for pod in pods if node_of(pod) and is_live(pod)}))
-        status = STATUS_READERS[kind](workload, nodes)
-        lost = sorted({node_of(pod) for pod in pods if node_of(pod) and was_lost(pod)})
-        if lost and status.phase != Phase.SUCCEEDED:
-            return WorkloadStatus(
-                phase=Phase.FAILED,
-                reason=NODE_LOST,
-                message=f"Node {', '.join(lost)} stopped responding or evicted the pods.",
-                nodes=nodes,
-                lost_nodes=tuple(lost),
+        objects = {("Pod", pod["metadata"]["name"]): pod for pod in pods}
+        for kind in sorted(set(workloads.values()) - {"Pod"}):
+            path = resource_path(
+                api_version=_WORKLOAD_API_VERSIONS[kind], kind=kind, namespace=namespace
             )
-        return status
+            for item in self._list(path, label_selector=WORKLOAD_LABEL):
+                objects[kind, item["metadata"]["name"]] = item
+        pods_of: dict[str, list[dict]] = {}
+        for pod in pods:
+            pods_of.setdefault(pod["metadata"]["labels"][WORKLOAD_LABEL], []).append(pod)
+        return {
+            name: workload_status_of(kind, objects.get((kind, name)), pods_of.get(name, []))
+            for name, kind in workloads.items()
+        }
 
     def gpu_utilization(self, *, namespace: str, workload: str) -> float | None:
         """Mean utilization from DCGM exporter metrics in Prometheus; None (unknown, never 0)

@@ -3,9 +3,7 @@ status of a workload, and the signs that a pod's node was lost."""
 
 from collections.abc import Mapping
 
-from .specs import NodeInventory, Phase, TaintSpec, WorkloadStatus
-
-NODE_LOST = "NodeLost"
+from .specs import NODE_LOST, NodeInventory, Phase, TaintSpec, WorkloadStatus
 
 
 def node_inventory(node: Mapping) -> NodeInventory:
@@ -103,3 +101,23 @@ def was_lost(pod: Mapping) -> bool:
 
 
 STATUS_READERS = {"Job": _job_status, "Deployment": _deployment_status, "Pod": _pod_status}
+
+
+def workload_status_of(kind: str, workload: Mapping | None, pods: list[Mapping]) -> WorkloadStatus:
+    """The status of a workload from its Job, Deployment or Pod (None: it is gone) and the pods
+    that carry its label, with the nodes its live pods are on. Pods on a lost node fail it
+    with reason NodeLost, whatever its Job says: the portal requeues it whole."""
+    if workload is None:
+        return WorkloadStatus(phase=Phase.MISSING)
+    nodes = tuple(sorted({node_of(pod) for pod in pods if node_of(pod) and is_live(pod)}))
+    status = STATUS_READERS[kind](workload, nodes)
+    lost = sorted({node_of(pod) for pod in pods if node_of(pod) and was_lost(pod)})
+    if lost and status.phase != Phase.SUCCEEDED:
+        return WorkloadStatus(
+            phase=Phase.FAILED,
+            reason=NODE_LOST,
+            message=f"Node {', '.join(lost)} stopped responding or evicted the pods.",
+            nodes=nodes,
+            lost_nodes=tuple(lost),
+        )
+    return status

@@ -9,6 +9,7 @@ Environment variables of a workload's container steer the simulation:
 """
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from django.db import transaction
@@ -19,7 +20,7 @@ from scheduling.models import SimulatedNodeState, SimulatedObject
 from .base import ClusterError
 from .checks import manifest_problems
 from .description import cluster_description_load
-from .specs import NodeInventory, Phase, TaintSpec, WorkloadStatus
+from .specs import NODE_LOST, NodeInventory, Phase, TaintSpec, WorkloadStatus
 
 DEFAULT_RUNTIME_SECONDS = 300
 STARTUP_SECONDS = 5
@@ -106,31 +107,40 @@ class SimulatedBackend:
         state.taints = [taint.as_dict() for taint in taints]
         state.save(update_fields=["labels", "taints"])
 
-    def workload_status(self, *, kind: str, name: str, namespace: str) -> WorkloadStatus:
-        stored = SimulatedObject.objects.filter(kind=kind, namespace=namespace, name=name).first()
+    def workload_statuses(
+        self, *, namespace: str, workloads: Mapping[str, str]
+    ) -> dict[str, WorkloadStatus]:
+        stored = {
+            (item.kind, item.name): item
+            for item in SimulatedObject.objects.filter(namespace=namespace, name__in=workloads)
+        }
+        failed = set(SimulatedNodeState.objects.filter(failed=True).values_list("name", flat=True))
+        now = clock.now()
+        return {
+            name: self._status(stored.get((kind, name)), failed=failed, now=now)
+            for name, kind in workloads.items()
+        }
+
+    def _status(self, stored: SimulatedObject | None, *, failed: set[str], now) -> WorkloadStatus:
         if stored is None:
             return WorkloadStatus(phase=Phase.MISSING)
         nodes = _affinity_nodes(stored.manifest)
-        lost = sorted(
-            SimulatedNodeState.objects.filter(name__in=nodes, failed=True).values_list(
-                "name", flat=True
-            )
-        )
+        lost = sorted(failed.intersection(nodes))
         if lost:
             return WorkloadStatus(
                 phase=Phase.FAILED,
-                reason="NodeLost",
+                reason=NODE_LOST,
                 message=f"Node {', '.join(lost)} stopped responding.",
                 nodes=nodes,
                 lost_nodes=tuple(lost),
             )
-        elapsed = (clock.now() - stored.created_at).total_seconds()
+        elapsed = (now - stored.created_at).total_seconds()
         if elapsed < STARTUP_SECONDS:
             return WorkloadStatus(phase=Phase.PENDING, nodes=nodes)
         replicas = stored.manifest["spec"].get("replicas") or stored.manifest["spec"].get(
             "parallelism", 1
         )
-        if kind != "Job":
+        if stored.kind != "Job":
             return WorkloadStatus(phase=Phase.RUNNING, ready_replicas=replicas, nodes=nodes)
         return self._job_status(stored, elapsed=elapsed, replicas=replicas, nodes=nodes)
 

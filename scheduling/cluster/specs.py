@@ -115,6 +115,10 @@ class NodeInventory:
     ready: bool = True
 
 
+# The reason of a workload failed because a node it ran on was lost: the portal requeues it.
+NODE_LOST = "NodeLost"
+
+
 class Phase(StrEnum):
     PENDING = "Pending"
     RUNNING = "Running"

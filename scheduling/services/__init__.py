@@ -23,7 +23,6 @@ from .lifecycle import (
     workload_objects_delete,
     workload_objects_delete_give_up,
     workload_requeue,
-    workload_sync,
     workloads_sync,
 )
 from .operators import (
@@ -41,9 +40,16 @@ from .provisioning import (
 )
 from .quotas import quota_grant_delete, quota_grant_save
 from .reconciler import Reconciled, cluster_reconcile
-from .submission import WorkloadRequest, request_bounds, workload_submit
+from .submission import (
+    BATCH_MAX,
+    WorkloadRequest,
+    request_bounds,
+    workload_submit,
+    workloads_submit,
+)
 
 __all__ = [
+    "BATCH_MAX",
     "CycleResult",
     "Reconciled",
     "WorkloadRequest",
@@ -73,6 +79,6 @@ __all__ = [
     "workload_requeue_by_operator",
     "workload_stop_by_operator",
     "workload_submit",
-    "workload_sync",
+    "workloads_submit",
     "workloads_sync",
 ]

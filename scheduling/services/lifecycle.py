@@ -5,9 +5,11 @@ Calls to the cluster happen outside database transactions; each is idempotent, s
 is killed half-way and run again loses nothing."""
 
 import logging
+from collections.abc import Mapping, Sequence
 
 from django.db import transaction
 
+from portal.db import rows_update
 from portal.errors import Conflict, Forbidden
 from portal.events import Event, publish
 from tenants.permissions import (
@@ -22,12 +24,13 @@ from ..cluster.manifests import (
     workload_manifests,
     workload_primary_object,
 )
-from ..cluster.specs import Phase
+from ..cluster.specs import NODE_LOST, Phase, WorkloadStatus
 from ..models import (
     Node,
     Placement,
     ProvisioningRecord,
     Workload,
+    WorkloadEvent,
 )
 from ..selectors import workload_cancel_permitted
 from ..specs_from_models import (
@@ -41,8 +44,40 @@ logger = logging.getLogger(__name__)
 IDLE_UTILIZATION = 0.05
 
 
-def _placements_end(workload: Workload, *, now) -> None:
-    Placement.objects.filter(workload=workload, ended_at__isnull=True).update(ended_at=now)
+# What ending a workload writes of its row.
+ENDED_FIELDS = ["state", "status_reason", "finished_at", "teardown_due_at"]
+
+
+def _placements_end(*workloads: Workload, now) -> None:
+    Placement.objects.filter(workload__in=workloads, ended_at__isnull=True).update(ended_at=now)
+
+
+def _ended(
+    endings: Sequence[tuple[Workload, str, dict]], *, state: str, worker_deletes: bool
+) -> None:
+    """Write the end of workloads locked and not yet final, each with its reason and its
+    timeline event's data, in a few statements however many: their state, reason and finish
+    time; due for teardown if they were admitted; their placements ended (their GPUs are
+    released); a timeline event each. When `worker_deletes`, the worker deletes the admitted
+    ones' cluster objects after commit."""
+    now = clock.now()
+    workloads = [workload for workload, _, _ in endings]
+    for workload, reason, _ in endings:
+        workload.state = state
+        workload.status_reason = reason[:500]
+        workload.finished_at = now
+        if workload.admitted_at is not None:
+            workload.teardown_due_at = now
+    rows_update(workloads, ENDED_FIELDS)
+    _placements_end(*workloads, now=now)
+    WorkloadEvent.objects.bulk_create(
+        workload_event(workload, state.lower(), reason or state, at=now, **data)
+        for workload, reason, data in endings
+    )
+    if worker_deletes:
+        for workload in workloads:
+            if workload.admitted_at is not None:
+                publish(Event.WORKLOAD_RELEASED, workload_id=str(workload.pk))
 
 
 def workload_end(
@@ -70,17 +105,7 @@ def workload_end(
             raise Conflict(f"The workload is already {workload.state}.", code="workload_finished")
         if workload.is_final:
             return None
-        now = clock.now()
-        admitted = workload.admitted_at is not None
-        workload.state = state
-        workload.status_reason = reason[:500]
-        workload.finished_at = now
-        workload.teardown_due_at = now if admitted else workload.teardown_due_at
-        workload.save(update_fields=["state", "status_reason", "finished_at", "teardown_due_at"])
-        _placements_end(workload, now=now)
-        workload_event(
-            workload, state.lower(), reason or state, at=now, **(event_data or {})
-        ).save()
+        _ended([(workload, reason, event_data or {})], state=state, worker_deletes=backend is None)
         if caller is not None:
             audit_record(
                 caller=caller,
@@ -89,11 +114,30 @@ def workload_end(
                 target=workload,
                 payload={"reason": reason},
             )
-        if admitted and backend is None:
-            publish(Event.WORKLOAD_RELEASED, workload_id=str(workload.pk))
-    if admitted and backend is not None:
+    if workload.admitted_at is not None and backend is not None:
         workload_objects_delete(workload_id=workload.pk, backend=backend)
     return workload
+
+
+def workloads_end(
+    *, state: str, reasons: Mapping[str, str], event_data: Mapping[str, dict]
+) -> list[Workload]:
+    """Workloads ending in the same state at once, each as `workload_end` ends one for the
+    worker (no person, no backend at hand: their objects go through the worker after commit),
+    in a few statements however many: a scheduling cycle's preemption victims. `reasons` and
+    `event_data` are by workload id; those that had already ended are left alone. The ended."""
+    with transaction.atomic():
+        locked = Workload.objects.select_for_update().filter(pk__in=list(reasons)).order_by("pk")
+        ending = [workload for workload in locked if not workload.is_final]
+        _ended(
+            [
+                (workload, reasons[str(workload.pk)], event_data.get(str(workload.pk), {}))
+                for workload in ending
+            ],
+            state=state,
+            worker_deletes=True,
+        )
+    return ending
 
 
 def workload_requeue(
@@ -122,7 +166,8 @@ def workload_requeue(
             publish(Event.WORKLOAD_RELEASED, workload_id=str(workload.pk))
         _placements_end(workload, now=now)
         workload.state = Workload.State.PENDING
-        workload.admitted_at = workload.launched_at = workload.started_at = None
+        workload.admitted_at = workload.launch_started_at = workload.launched_at = None
+        workload.started_at = None
         workload.gpu_class = None
         workload.status_reason = reason[:500]
         workload.save()
@@ -181,6 +226,7 @@ def workload_launch(*, workload_id, backend: ClusterBackend) -> Workload | None:
     workload = _workload_for_cluster(workload_id)
     if workload is None or workload.state != Workload.State.ADMITTED or workload.launched_at:
         return workload
+    Workload.objects.filter(pk=workload.pk).update(launch_started_at=clock.now())
     provisioned = ProvisioningRecord.objects.filter(
         project=workload.project, state=ProvisioningRecord.State.READY
     ).exists()
@@ -232,19 +278,9 @@ def workload_objects_delete_give_up(workload_id, *, reason: str) -> None:
     )
 
 
-def workload_sync(*, workload_id, backend: ClusterBackend) -> Workload | None:
-    """Read the workload's status from the cluster and move its state along."""
-    workload = _workload_for_cluster(workload_id)
-    if workload is None:
-        return None
-    if workload.state not in Workload.ACTIVE_STATES or workload.launched_at is None:
-        return workload
-    _, kind = workload_primary_object(kind=workload.kind)
-    status = backend.workload_status(
-        kind=kind,
-        name=workload.object_name,
-        namespace=workload.project.namespace,
-    )
+def _status_follow(workload: Workload, status: WorkloadStatus, *, backend: ClusterBackend) -> None:
+    """Move a launched workload's state along its status in the cluster; one that stays
+    where it is costs no statement."""
     if status.phase == Phase.RUNNING and workload.state == Workload.State.ADMITTED:
         with transaction.atomic():
             updated = Workload.objects.filter(pk=workload.pk, state=Workload.State.ADMITTED).update(
@@ -254,7 +290,7 @@ def workload_sync(*, workload_id, backend: ClusterBackend) -> Workload | None:
                 workload_event_record(
                     workload, "running", f"{status.ready_replicas} replica(s) running."
                 )
-    elif status.phase == Phase.FAILED and status.reason == "NodeLost":
+    elif status.phase == Phase.FAILED and status.reason == NODE_LOST:
         # Place nothing more there until the inventory sees the node ready again.
         Node.objects.filter(name__in=status.lost_nodes).update(ready=False)
         workload_requeue(
@@ -273,20 +309,27 @@ def workload_sync(*, workload_id, backend: ClusterBackend) -> Workload | None:
             state = Workload.State.EXPIRED if expired else Workload.State.FAILED
             reason = f"{status.reason}: {status.message}".strip(": ")
         workload_end(workload_id=workload.pk, state=state, reason=reason, backend=backend)
-    workload.refresh_from_db()
-    return workload
 
 
 def workloads_sync(*, backend: ClusterBackend) -> int:
-    """Follow every launched workload; the number followed."""
-    ids = list(
-        Workload.objects.filter(
-            state__in=Workload.ACTIVE_STATES, launched_at__isnull=False
-        ).values_list("pk", flat=True)
+    """Follow every launched workload: one status listing per namespace, however many
+    workloads it runs, and a write only for those whose state moves. The number followed."""
+    launched = (
+        Workload.objects.filter(state__in=Workload.ACTIVE_STATES, launched_at__isnull=False)
+        .select_related("project")
+        .only("pk", "name", "kind", "state", "project__namespace")
     )
-    for workload_id in ids:
-        workload_sync(workload_id=workload_id, backend=backend)
-    return len(ids)
+    by_namespace: dict[str, list[Workload]] = {}
+    for workload in launched:
+        by_namespace.setdefault(workload.project.namespace, []).append(workload)
+    for namespace, workloads in by_namespace.items():
+        statuses = backend.workload_statuses(
+            namespace=namespace,
+            workloads={w.object_name: workload_primary_object(kind=w.kind)[1] for w in workloads},
+        )
+        for workload in workloads:
+            _status_follow(workload, statuses[workload.object_name], backend=backend)
+    return sum(map(len, by_namespace.values()))
 
 
 def _idle_rule(workload: Workload, *, utilization: float, now, backend: ClusterBackend) -> None:

@@ -57,13 +57,22 @@ def _each(step, ids, *, id_name: str, backend: ClusterBackend) -> tuple[str, ...
     return tuple(done)
 
 
-def cluster_reconcile(*, backend: ClusterBackend, grace: timedelta | None = None) -> Reconciled:
+def cluster_reconcile(
+    *, backend: ClusterBackend, grace: timedelta | None = None, launches_queued: bool = False
+) -> Reconciled:
     """Launch the workloads admitted but not launched, delete the objects of those due for
-    teardown, provision and deprovision the projects whose task was lost."""
+    teardown, provision and deprovision the projects whose task was lost.
+
+    A launch that started and did not finish within the grace was lost with its worker. One
+    that never started may only be waiting behind a burst: it counts as lost once the grace
+    has passed since its admission and no launch waits in the queue (`launches_queued`)."""
     grace = grace if grace is not None else timedelta(seconds=settings.PORTAL_RECONCILE_SECONDS)
     before = clock.now() - grace
+    lost_launch = Q(launch_started_at__lt=before)
+    if not launches_queued:
+        lost_launch |= Q(launch_started_at__isnull=True, admitted_at__lt=before)
     unlaunched = Workload.objects.filter(
-        state=Workload.State.ADMITTED, launched_at__isnull=True, admitted_at__lt=before
+        lost_launch, state=Workload.State.ADMITTED, launched_at__isnull=True
     ).values_list("pk", flat=True)
     undeleted = Workload.objects.filter(teardown_due_at__lt=before).values_list("pk", flat=True)
     wall = timezone.now()

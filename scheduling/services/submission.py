@@ -1,21 +1,21 @@
 """Submission: a user's request validated against the catalog, quotas and the cluster, then
 queued for the next scheduling cycle."""
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from portal.events import Event, ExtensionPoint, checks_run, publish
-from tenants.models import Project
+from tenants.models import AuditEvent, Project
 from tenants.permissions import (
     Action,
     Caller,
     authorize,
 )
-from tenants.services import audit_record
-from tenants.services.common import insert
+from tenants.services import audit_event
 
 from .. import clock, engine
 from ..models import (
@@ -25,6 +25,7 @@ from ..models import (
     PriorityTier,
     QuotaGrant,
     Workload,
+    WorkloadEvent,
 )
 from ..specs_from_models import (
     engine_quotas,
@@ -76,43 +77,51 @@ class WorkloadRequest:
     required_topology: str = ""
 
 
-def _name_taken(workload: Workload) -> str:
-    return f"{workload.project.slug} already has a workload named {workload.name!r}."
+# Workloads per batch submission: a job array of a hundred is answered well within a second.
+BATCH_MAX = 100
 
 
-def _submission_errors(workload: Workload) -> dict[str, list[str]]:
-    errors: dict[str, list[str]] = {}
-    if workload.kind in Workload.GPU_KINDS and not workload.needs_gpu:
-        errors["gpus"] = [
-            f"A {workload.kind} workload needs GPUs: set gpus, gpu_milli or mig_count."
-        ]
-    profiles = dict(
-        GpuClass.objects.filter(name__in=workload.gpu_classes).values_list("name", "mig_profiles")
-    )
-    unknown = [name for name in workload.gpu_classes if name not in profiles]
-    if unknown:
-        errors["gpu_classes"] = [f"Unknown GPU class: {', '.join(unknown)}."]
-    offered = {profile for offers in profiles.values() for profile in offers}
-    if workload.mig_profile and workload.mig_profile not in offered:
-        errors["mig_profile"] = [f"No acceptable GPU class offers {workload.mig_profile}."]
-    if workload.required_topology:
-        levels = topology_levels(NodePool.objects.all())
-        if workload.required_topology not in levels:
-            errors["required_topology"] = [f"Use one of: {', '.join(levels) or 'none'}."]
-    return errors
+@dataclass(frozen=True)
+class _Catalog:
+    """What every workload of a submission is checked against, read once per submission."""
+
+    tiers: dict[str, PriorityTier]
+    mig_profiles: dict[str, list[str]]  # GPU class name -> the MIG profiles it offers
+    topology_levels: tuple[str, ...]
+    quotas: list
+    node_shapes: list
+
+    @classmethod
+    def load(cls, *, project: Project, requests: Sequence[WorkloadRequest]) -> "_Catalog":
+        classes = {name for request in requests for name in request.gpu_classes}
+        return cls(
+            tiers=PriorityTier.objects.in_bulk({r.tier for r in requests}, field_name="name"),
+            mig_profiles=dict(
+                GpuClass.objects.filter(name__in=classes).values_list("name", "mig_profiles")
+            ),
+            topology_levels=(
+                tuple(topology_levels(NodePool.objects.all()))
+                if any(request.required_topology for request in requests)
+                else ()
+            ),
+            quotas=engine_quotas(
+                QuotaGrant.objects.filter(organization=project.organization).select_related(
+                    "organization", "project", "gpu_class"
+                )
+            ),
+            node_shapes=node_shapes(Node.objects.filter(ready=True)),
+        )
 
 
-@transaction.atomic
-def workload_submit(*, caller: Caller, project: Project, request: WorkloadRequest) -> Workload:
-    """Validate a request and queue it; the other apps' submission checks may refuse it."""
-    authorize(caller=caller, organization=project.organization, action=Action.WORKLOAD_SUBMIT)
-    tier = PriorityTier.objects.filter(name=request.tier).first()
-    workload = Workload(
+def _workload_of(
+    request: WorkloadRequest, *, caller: Caller, project: Project, tier: PriorityTier | None, now
+) -> Workload:
+    return Workload(
         project=project,
         tier=tier,
         preemptible=tier.preemptible if tier else False,
         submitted_by=caller.user,
-        submitted_at=clock.now(),
+        submitted_at=now,
         name=request.name,
         kind=request.kind,
         image=request.image,
@@ -130,42 +139,153 @@ def workload_submit(*, caller: Caller, project: Project, request: WorkloadReques
         max_runtime=request.max_runtime,
         required_topology=request.required_topology,
     )
-    errors = _submission_errors(workload)
-    if tier is None:
+
+
+def _catalog_errors(
+    workload: Workload, request: WorkloadRequest, catalog: _Catalog
+) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    if workload.tier_id is None:
         errors["tier"] = [f"Unknown priority tier {request.tier!r}."]
+    if workload.kind in Workload.GPU_KINDS and not workload.needs_gpu:
+        errors["gpus"] = [
+            f"A {workload.kind} workload needs GPUs: set gpus, gpu_milli or mig_count."
+        ]
+    unknown = [name for name in workload.gpu_classes if name not in catalog.mig_profiles]
+    if unknown:
+        errors["gpu_classes"] = [f"Unknown GPU class: {', '.join(unknown)}."]
+    offered = {
+        profile for name in workload.gpu_classes for profile in catalog.mig_profiles.get(name, ())
+    }
+    if workload.mig_profile and workload.mig_profile not in offered:
+        errors["mig_profile"] = [f"No acceptable GPU class offers {workload.mig_profile}."]
+    if workload.required_topology and workload.required_topology not in catalog.topology_levels:
+        errors["required_topology"] = [
+            f"Use one of: {', '.join(catalog.topology_levels) or 'none'}."
+        ]
+    return errors
+
+
+def _workload_errors(
+    workload: Workload, request: WorkloadRequest, catalog: _Catalog
+) -> dict[str, list[str]]:
+    """Why the workload cannot be accepted, field by field, from the first check it fails:
+    the catalog, the fields' own validators, then the engine (quota and node sizes)."""
+    errors = _catalog_errors(workload, request, catalog)
+    if errors:
+        return errors
+    try:
+        # Its project and tier are the rows just read; its name is unique by the insert.
+        workload.full_clean(
+            exclude=["project", "tier", "submitted_by", "gpu_class", "preempted_by"],
+            validate_unique=False,
+            validate_constraints=False,
+        )
+    except ValidationError as error:
+        return error.message_dict
+    return engine.validate_request(
+        request=engine_request(workload, tolerations=()),  # no taint matters to its size
+        quotas=catalog.quotas,
+        nodes=catalog.node_shapes,
+    )
+
+
+def _insert(workloads: list[Workload], *, field_of: Callable[[int, str], str]) -> None:
+    """Insert them all; names taken meanwhile (the unique constraint decides, also between
+    concurrent submissions) are field errors and nothing is inserted."""
+    try:
+        with transaction.atomic():
+            Workload.objects.bulk_create(workloads)
+    except IntegrityError as error:
+        project = workloads[0].project
+        taken = set(
+            Workload.objects.filter(
+                project=project, name__in=[w.name for w in workloads]
+            ).values_list("name", flat=True)
+        )
+        raise ValidationError(
+            {
+                field_of(index, "name"): [
+                    f"{project.slug} already has a workload named {workload.name!r}."
+                ]
+                for index, workload in enumerate(workloads)
+                if workload.name in taken
+            }
+            or {field_of(0, "name"): ["A name was taken by a concurrent submission."]}
+        ) from error
+
+
+def _submit(
+    *,
+    caller: Caller,
+    project: Project,
+    requests: Sequence[WorkloadRequest],
+    field_of: Callable[[int, str], str],
+) -> list[Workload]:
+    """Validate every request and queue them all, or none: one read of the catalog, quotas
+    and nodes, and one insert of the workloads, their timeline and audit events, however
+    many. The other apps' submission checks may refuse any of them."""
+    authorize(caller=caller, organization=project.organization, action=Action.WORKLOAD_SUBMIT)
+    catalog = _Catalog.load(project=project, requests=requests)
+    now = clock.now()
+    workloads: list[Workload] = []
+    errors: dict[str, list[str]] = {}
+    names: set[str] = set()
+    for index, request in enumerate(requests):
+        workload = _workload_of(
+            request, caller=caller, project=project, tier=catalog.tiers.get(request.tier), now=now
+        )
+        problems = _workload_errors(workload, request, catalog)
+        if request.name in names:
+            problems.setdefault("name", []).append(f"{request.name!r} is asked for twice.")
+        names.add(request.name)
+        errors.update({field_of(index, field): messages for field, messages in problems.items()})
+        workloads.append(workload)
     if errors:
         raise ValidationError(errors)
-    # Its project and tier are the rows just read; its name is unique by the insert below.
-    workload.full_clean(
-        exclude=["project", "tier", "submitted_by", "gpu_class", "preempted_by"],
-        validate_unique=False,
-        validate_constraints=False,
+    for workload in workloads:
+        checks_run(
+            ExtensionPoint.WORKLOAD_SUBMISSION, caller=caller, project=project, workload=workload
+        )
+    _insert(workloads, field_of=field_of)
+    WorkloadEvent.objects.bulk_create(
+        workload_event(workload, "submitted", f"Submitted by {caller.user.email}.", at=now)
+        for workload in workloads
     )
-    engine_errors = engine.validate_request(
-        request=engine_request(workload, tolerations=()),  # no taint matters to its size
-        quotas=engine_quotas(
-            QuotaGrant.objects.filter(organization=project.organization).select_related(
-                "organization", "project", "gpu_class"
-            )
-        ),
-        nodes=node_shapes(Node.objects.filter(ready=True)),
+    AuditEvent.objects.bulk_create(
+        audit_event(
+            caller=caller,
+            organization=project.organization,
+            action="workload.submit",
+            target=workload,
+            payload={"kind": workload.kind, "tier": workload.tier.name, "gpus": workload.gpus},
+        )
+        for workload in workloads
     )
-    if engine_errors:
-        raise ValidationError(engine_errors)
-    checks_run(
-        ExtensionPoint.WORKLOAD_SUBMISSION, caller=caller, project=project, workload=workload
+    publish(Event.WORKLOADS_SUBMITTED, workload_ids=[str(workload.pk) for workload in workloads])
+    return workloads
+
+
+@transaction.atomic
+def workload_submit(*, caller: Caller, project: Project, request: WorkloadRequest) -> Workload:
+    """Validate a request and queue it; the other apps' submission checks may refuse it."""
+    (workload,) = _submit(
+        caller=caller, project=project, requests=[request], field_of=lambda _, field: field
     )
-    # The unique constraint decides a taken name, also between concurrent submissions.
-    insert(workload, field="name", message=_name_taken(workload))
-    workload_event(
-        workload, "submitted", f"Submitted by {caller.user.email}.", at=workload.submitted_at
-    ).save()
-    audit_record(
-        caller=caller,
-        organization=project.organization,
-        action="workload.submit",
-        target=workload,
-        payload={"kind": workload.kind, "tier": tier.name, "gpus": workload.gpus},
-    )
-    publish(Event.WORKLOAD_SUBMITTED, workload_id=str(workload.pk))
     return workload
+
+
+@transaction.atomic
+def workloads_submit(
+    *, caller: Caller, project: Project, requests: Sequence[WorkloadRequest]
+) -> list[Workload]:
+    """A batch (a job array): all of them queued, or none, with each refusal under
+    `workloads.<index>.<field>`."""
+    if not 1 <= len(requests) <= BATCH_MAX:
+        raise ValidationError({"workloads": [f"Submit 1 to {BATCH_MAX} workloads at once."]})
+    return _submit(
+        caller=caller,
+        project=project,
+        requests=requests,
+        field_of=lambda index, field: f"workloads.{index}.{field}",
+    )

@@ -3,7 +3,7 @@
 One module per concern; the public names are importable from here.
 """
 
-from .audit import audit_record
+from .audit import audit_event, audit_record
 from .members import (
     invitation_accept,
     invitation_email_send,
@@ -32,6 +32,7 @@ from .tokens import (
 )
 
 __all__ = [
+    "audit_event",
     "audit_record",
     "invitation_accept",
     "invitation_email_send",

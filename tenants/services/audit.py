@@ -4,7 +4,7 @@ from ..models import AuditEvent, Organization
 from ..permissions import Caller
 
 
-def audit_record(
+def audit_event(
     *,
     caller: Caller | None,
     organization: Organization | None,
@@ -12,8 +12,9 @@ def audit_record(
     target: object,
     payload: dict | None = None,
 ) -> AuditEvent:
+    """An unsaved audit event, for writing many at once."""
     user = caller.user if caller else None
-    return AuditEvent.objects.create(
+    return AuditEvent(
         organization=organization,
         actor=user,
         actor_email=getattr(user, "email", "") or "",
@@ -24,3 +25,10 @@ def audit_record(
         target_label=str(target)[:200],
         payload=payload or {},
     )
+
+
+def audit_record(**event) -> AuditEvent:
+    """Record one audit event (the keyword arguments of `audit_event`)."""
+    audited = audit_event(**event)
+    audited.save()
+    return audited

@@ -30,13 +30,15 @@ MAX_EXAMPLES = 10
 # Bodies valid by the schema that these operations refuse with a field error (400), by rules
 # no schema can state: a slug or name taken, an open invitation for that address already, an
 # invitation link that names none, an expiry in the past, a tier or GPU class the catalog does
-# not have, more than the quota or the largest node. Every other status stays checked.
+# not have, more than the quota or the largest node, a name twice in a batch. Every other
+# status stays checked.
 RULES_BEYOND_THE_SCHEMA = [
     "invitations_accept",
     "invitations_create",
     "projects_create",
     "tokens_issue",
     "workloads_submit",
+    "workloads_submit_batch",
 ]
 ACCEPTED = ["2xx", "400", "401", "403", "404", "409", "429"]
 

@@ -6,7 +6,7 @@ import pytest
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from portal.beat import DefaultsOnlyDatabaseScheduler
-from portal.celery import app
+from portal.celery import app, queue_depth
 
 KINDS = {
     "scheduling.tasks.scheduling_cycle": "cycle",
@@ -56,3 +56,16 @@ def test_a_periodic_run_expires_when_the_next_is_due_so_slow_passes_never_pile_u
     DefaultsOnlyDatabaseScheduler(app=app)
     sync = PeriodicTask.objects.get(name="workloads-sync")
     assert sync.expire_seconds == sync.interval.every
+
+
+def test_the_depth_of_a_queue_counts_the_messages_waiting_in_it():
+    launch = "scheduling.tasks.workload_launch"
+    with app.connection_for_write() as connection:
+        connection.default_channel.queue_purge(queue_of(launch))
+    try:
+        for _ in range(2):
+            app.send_task(launch, args=["00000000-0000-0000-0000-000000000000"])
+        assert queue_depth(launch) == 2
+    finally:
+        with app.connection_for_write() as connection:
+            connection.default_channel.queue_purge(queue_of(launch))

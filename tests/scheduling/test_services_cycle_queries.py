@@ -1,10 +1,14 @@
-"""The cycle reads and writes in a fixed number of statements, however long the queue."""
+"""The cycle reads and writes in a fixed number of statements, however long the queue and
+however many workloads it preempts."""
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from scheduling import services
+from scheduling.models import GpuClass, QuotaGrant, Workload
+
+from ..factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -24,3 +28,22 @@ def test_a_longer_queue_costs_the_cycle_no_more_queries(submit):
     for n in range(30):
         submit(name=f"many-{n}", gpus=8)
     assert queries_of_a_cycle() == few
+
+
+def test_preempting_more_gangs_costs_the_cycle_no_more_queries(full_h100, globex, bruno, submit):
+    QuotaGrant.objects.create(
+        organization=globex,
+        gpu_class=GpuClass.objects.get(name="H100-80GB"),
+        guarantee=32,
+        limit=32,
+    )
+    web = ProjectFactory(organization=globex, slug="web")
+    service = {"user": bruno, "project": web, "kind": "inference", "tier": "inference-prod"}
+    preempted = Workload.objects.filter(state=Workload.State.PREEMPTED)
+    submit(name="serve-1", gpus=8, replicas=1, **service)
+    one_victim = queries_of_a_cycle()
+    assert preempted.count() == 1
+    submit(name="serve-3", gpus=8, replicas=3, **service)
+    three_victims = queries_of_a_cycle()
+    assert preempted.count() == 4
+    assert one_victim == three_victims

@@ -1,5 +1,8 @@
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from scheduling import services
 from scheduling.models import Placement, QuotaGrant, SimulatedObject, Workload
 
 from .conftest import minutes
@@ -152,3 +155,25 @@ def test_a_launch_repeated_after_it_succeeded_does_nothing(submit, cycle, cluste
     cycle()  # launched once
     services.workload_launch(workload_id=workload.pk, backend=cluster)
     assert workload.events.filter(kind="launched").count() == 1
+
+
+def _sync_statements(cluster) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        services.workloads_sync(backend=cluster)
+    return len(queries)
+
+
+def test_following_running_workloads_costs_the_same_statements_for_few_as_for_many(
+    submit, cycle, advance, cluster
+):
+    for n in range(2):
+        submit(name=f"few-{n}", gpus=1)
+    cycle()
+    advance(10)  # running: a pass that moves nothing
+    few = _sync_statements(cluster)
+    for n in range(12):
+        submit(name=f"many-{n}", gpus=1)
+    cycle()
+    advance(10)
+    assert Workload.objects.filter(state=Workload.State.RUNNING).count() == 14
+    assert _sync_statements(cluster) == few

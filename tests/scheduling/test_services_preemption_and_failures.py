@@ -1,6 +1,8 @@
 import pytest
 
+from portal import events
 from portal.errors import Conflict, Forbidden
+from portal.events import Event
 from scheduling import services
 from scheduling.models import Node, Placement, SimulatedObject, Workload
 from tenants.models import AuditEvent
@@ -27,6 +29,29 @@ def test_the_preempted_gang_releases_its_gpus_and_its_objects(full_h100, globex_
     victim = Workload.objects.get(state=Workload.State.PREEMPTED)
     assert not Placement.objects.filter(workload=victim, ended_at__isnull=True).exists()
     assert not SimulatedObject.objects.filter(name=victim.name).exists()
+
+
+def test_the_preempted_gangs_timeline_names_the_workload_it_made_room_for(
+    full_h100, globex_serving, cycle
+):
+    serving = globex_serving()
+    cycle()
+    event = Workload.objects.get(state=Workload.State.PREEMPTED).events.get(kind="preempted")
+    assert event.data["by"] == str(serving.pk)
+
+
+def test_the_preempted_gang_is_handed_to_the_worker_for_teardown(
+    full_h100, globex_serving, monkeypatch, django_capture_on_commit_callbacks
+):
+    released: list[dict] = []
+    monkeypatch.setitem(events._subscribers, Event.WORKLOAD_RELEASED, [])
+    events.subscribe(Event.WORKLOAD_RELEASED, lambda **payload: released.append(payload))
+    globex_serving()
+    with django_capture_on_commit_callbacks(execute=True):
+        services.scheduling_cycle_run()
+    victim = Workload.objects.get(state=Workload.State.PREEMPTED)
+    assert released == [{"workload_id": str(victim.pk)}]
+    assert victim.teardown_due_at == victim.finished_at
 
 
 def test_the_same_tier_never_preempts(full_h100, submit, cycle):

@@ -30,6 +30,28 @@ def test_a_workload_admitted_but_never_launched_is_launched_after_the_grace(subm
     assert SimulatedObject.objects.filter(kind="Job", name=workload.name).exists()
 
 
+def test_a_launch_never_started_is_left_alone_while_launches_wait_in_the_queue(submit, cluster):
+    submit()
+    services.scheduling_cycle_run()  # its launch task waits behind a burst of others
+    clock.advance(seconds=61)
+    result = services.cluster_reconcile(backend=cluster, grace=GRACE, launches_queued=True)
+    assert result.launched == ()
+
+
+def test_a_launch_that_started_and_stopped_is_redone_the_grace_after_it_started(submit, cluster):
+    workload = submit()
+    services.scheduling_cycle_run()
+    clock.advance(seconds=600)  # it waited in the queue for ten minutes
+    Workload.objects.filter(pk=workload.pk).update(launch_started_at=clock.now())  # then died
+    clock.advance(seconds=30)
+    assert services.cluster_reconcile(backend=cluster, grace=GRACE, launches_queued=True) == (
+        services.Reconciled()
+    )
+    clock.advance(seconds=31)
+    result = services.cluster_reconcile(backend=cluster, grace=GRACE, launches_queued=True)
+    assert result.launched == (str(workload.pk),)
+
+
 def test_nothing_is_redone_within_the_grace(submit, cluster):
     submit()
     services.scheduling_cycle_run()

@@ -95,7 +95,9 @@ def test_a_workload_goes_from_project_to_success_through_the_worker(
     wait_for(lambda: state_of("train") == "Running", state=workloads)
     clock.advance(seconds=120)
     wait_for(lambda: state_of("train") == "Succeeded", state=workloads)
-    assert not SimulatedObject.objects.filter(kind="Job", name="train").exists()
+    # Its objects go right after the state commits (a delete that fails leaves it due for
+    # teardown, for the reconciler).
+    wait_for(lambda: not SimulatedObject.objects.filter(kind="Job", name="train").exists())
 
 
 def test_preemption_cancel_and_node_failure_through_the_worker(
@@ -139,6 +141,34 @@ def test_preemption_cancel_and_node_failure_through_the_worker(
     running = Workload.objects.filter(project__slug="vision", state="Running").first()
     assert client.post(f"{WORKLOADS}{running.name}/cancel/").status_code == 200
     wait_for(lambda: not SimulatedObject.objects.filter(kind="Job", name=running.name).exists())
+
+
+def test_a_batch_runs_every_workload_through_the_worker(
+    simulated, acme, alice, api_as, celery_worker_with_beat
+):
+    vision = ProjectFactory(organization=acme, slug="vision")
+    services.project_provision(project_id=vision.pk, backend=simulated)
+    batch = [
+        {
+            "name": f"sweep-{n}",
+            "kind": "training",
+            "tier": "training",
+            "image": "pytorch:latest",
+            "gpu_classes": ["H100-80GB"],
+            "gpus": 2,
+            "env": {"SIMULATED_RUNTIME_SECONDS": "100000"},
+        }
+        for n in range(6)
+    ]
+    response = api_as(alice).post(
+        "/api/v1/organizations/acme/projects/vision/workload-batches/",
+        {"workloads": batch},
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    wait_for(lambda: Workload.objects.filter(launched_at__isnull=False).count() == 6)
+    clock.advance(seconds=10)
+    wait_for(lambda: Workload.objects.filter(state="Running").count() == 6, state=workloads)
 
 
 def test_an_invitation_made_in_the_api_is_mailed_by_a_real_worker(

@@ -1,0 +1,110 @@
+"""A batch submission (a job array): every workload queued in one request, or none."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from scheduling.models import Workload
+
+from .test_workloads import BODY
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/organizations/acme/projects/ai-dev/workload-batches/"
+
+
+def batch(*names: str, **fields) -> dict:
+    return {"workloads": [{**BODY, "name": name, "gpus": 1, **fields} for name in names]}
+
+
+@pytest.fixture
+def ready(quotas, actors, ai_dev):
+    return actors
+
+
+@pytest.mark.parametrize(
+    ("caller", "status"),
+    [
+        ("owner", 201),
+        ("admin", 201),
+        ("member", 201),
+        ("viewer", 403),
+        ("foreign", 404),
+        ("outsider", 404),
+        ("anonymous", 401),
+    ],
+)
+def test_submitting_a_batch_is_for_owners_admins_and_members(ready, api_as, caller, status):
+    client = api_as(None if caller == "anonymous" else ready[caller])
+    assert client.post(URL, batch("a-1", "a-2"), format="json").status_code == status
+
+
+def test_a_batch_answers_each_workload_pending_in_the_order_sent(ready, api_as):
+    response = api_as(ready["member"]).post(URL, batch("c-1", "a-2", "b-3"), format="json")
+    assert response.status_code == 201
+    assert [(w["name"], w["state"]) for w in response.json()] == [
+        ("c-1", "Pending"),
+        ("a-2", "Pending"),
+        ("b-3", "Pending"),
+    ]
+
+
+def test_one_refused_workload_refuses_the_batch_naming_its_index_and_field(ready, api_as):
+    body = batch("ok-1", "bad-2", "ok-3")
+    body["workloads"][1]["gpu_classes"] = ["B300"]
+    response = api_as(ready["member"]).post(URL, body, format="json")
+    assert response.status_code == 400
+    assert list(response.json()["error"]["fields"]) == ["workloads.1.gpu_classes"]
+    assert not Workload.objects.exists()
+
+
+def test_a_malformed_workload_is_named_by_its_index_and_field(ready, api_as):
+    body = batch("ok-1", "ok-2")
+    body["workloads"][1]["gpus"] = "eight"
+    response = api_as(ready["member"]).post(URL, body, format="json")
+    assert response.status_code == 400
+    assert list(response.json()["error"]["fields"]) == ["workloads.1.gpus"]
+
+
+def test_a_name_asked_for_twice_in_a_batch_is_refused_at_its_second_place(ready, api_as):
+    response = api_as(ready["member"]).post(URL, batch("twin", "other", "twin"), format="json")
+    assert response.status_code == 400
+    assert list(response.json()["error"]["fields"]) == ["workloads.2.name"]
+    assert not Workload.objects.exists()
+
+
+def test_a_name_the_project_already_has_is_refused_at_its_index(ready, api_as, submit):
+    submit(name="taken")
+    response = api_as(ready["member"]).post(URL, batch("new", "taken"), format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"] == {
+        "workloads.1.name": ["ai-dev already has a workload named 'taken'."]
+    }
+    assert list(Workload.objects.values_list("name", flat=True)) == ["taken"]
+
+
+@pytest.mark.parametrize("size", [0, 101])
+def test_a_batch_holds_one_to_a_hundred_workloads(ready, api_as, size):
+    body = batch(*(f"w-{n}" for n in range(size)))
+    response = api_as(ready["member"]).post(URL, body, format="json")
+    assert response.status_code == 400
+    assert list(response.json()["error"]["fields"]) == ["workloads"]
+
+
+def test_a_batch_requests_one_scheduling_cycle(ready, api_as, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks() as callbacks:
+        api_as(ready["member"]).post(URL, batch(*(f"w-{n}" for n in range(10))), format="json")
+    assert len(callbacks) == 1
+
+
+def _statements(client, names) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        assert client.post(URL, batch(*names), format="json").status_code == 201
+    return len(queries)
+
+
+def test_a_batch_takes_the_same_statements_for_many_workloads_as_for_few(ready, api_as):
+    client = api_as(ready["member"])
+    client.post(URL, batch("warm"), format="json")
+    few = _statements(client, [f"few-{n}" for n in range(2)])
+    assert _statements(client, [f"many-{n}" for n in range(12)]) == few
