@@ -1,9 +1,10 @@
 """The REST API under load, and a burst of submissions through to running workloads.
 
 Starts the portal as an operator would: gunicorn (`--workers`) and a Celery worker with beat,
-on PostgreSQL and Redis, against a simulated cluster of 4,224 H100s
+on PostgreSQL and Redis, against a simulated cluster of 4,800 H100s
 (deploy/clusters/burst.yaml). Then, with API tokens (one per client):
-1. one client alone: submissions, then list pages (p50 and p99 of each);
+1. one client alone: submissions, then (once they are launched) list pages and batches of
+   `--batch` submissions (p50, p95 and p99 of each; workloads per second of the batches);
 2. the burst: `--clients` clients submit `--burst` one-GPU workloads one by one as fast as
    they can (submissions per second, p50/p95/p99, errors);
 3. the same clients read list pages (pages per second, p50/p95/p99);
@@ -188,6 +189,21 @@ def queues_empty() -> bool:
         )
 
 
+def batches_of(prefix: str, *, count: int, size: int):
+    """Work for in_parallel: each client submits `count` workloads in batches of `size`."""
+
+    def submit(client: Client, index: int) -> list:
+        names = [f"{prefix}-{index}-{n}" for n in range(count)]
+        return [
+            client.request(
+                "POST", BATCHES, {"workloads": [workload(name) for name in names[at : at + size]]}
+            )
+            for at in range(0, count, size)
+        ]
+
+    return submit
+
+
 def drain(prefix: str, *, since: float, timeout: float) -> float | None:
     """Seconds from `since` until every workload named `prefix`... is launched and every
     queue is empty; None if that takes longer than `timeout`."""
@@ -260,7 +276,12 @@ def main() -> None:
         lone_submits = [
             lone.request("POST", PROJECT, workload(f"lone-{n}"))[2] for n in range(args.single)
         ]
+        # Alone means with nothing else running: the lone submissions launched first.
+        drain("lone-", since=time.perf_counter(), timeout=args.drain_timeout)
         lone_lists = [lone.request("GET", PROJECT)[2] for _ in range(args.single)]
+        lone_batches, lone_batch_wall = in_parallel(
+            [lone], batches_of("lone-batch", count=5 * args.single, size=args.batch)
+        )
 
         per_client = args.burst // args.clients
 
@@ -281,18 +302,9 @@ def main() -> None:
         listed, list_wall = in_parallel(clients, read_pages)
         drained = drain("burst-", since=last_submission, timeout=args.drain_timeout)
 
-        def submit_batches(client: Client, index: int) -> list:
-            names = [f"batch-{index}-{n}" for n in range(per_client)]
-            return [
-                client.request(
-                    "POST",
-                    BATCHES,
-                    {"workloads": [workload(name) for name in names[at : at + args.batch]]},
-                )
-                for at in range(0, len(names), args.batch)
-            ]
-
-        batches, batch_wall = in_parallel(clients, submit_batches)
+        batches, batch_wall = in_parallel(
+            clients, batches_of("batch", count=per_client, size=args.batch)
+        )
         last_batch = time.perf_counter()
         batch_accepted = [w["id"] for status, answer, _ in batches if status == 201 for w in answer]
         batch_drained = drain("batch-", since=last_batch, timeout=args.drain_timeout)
@@ -304,6 +316,9 @@ def main() -> None:
             "clients": args.clients,
             "lone_submit": percentiles(lone_submits),
             "lone_list": percentiles(lone_lists),
+            "lone_batch": percentiles([seconds for *_, seconds in lone_batches]),
+            "lone_batch_workloads_per_s": round(5 * args.single / lone_batch_wall, 1),
+            "lone_batch_errors": sorted({status for status, *_ in lone_batches if status != 201}),
             "burst": len(submitted),
             "burst_accepted": len(accepted),
             "burst_errors": sorted({status for status, *_ in submitted if status != 201}),

@@ -30,8 +30,8 @@ class Event(StrEnum):
     # scheduling: submitted workloads (one, or a batch) wait for a scheduling cycle; payload
     # workload_ids.
     WORKLOADS_SUBMITTED = "workloads_submitted"
-    # scheduling: the cycle admitted a workload onto nodes; payload workload_id.
-    WORKLOAD_ADMITTED = "workload_admitted"
+    # scheduling: a cycle admitted workloads onto nodes; payload workload_ids.
+    WORKLOADS_ADMITTED = "workloads_admitted"
     # scheduling: an admitted workload stopped holding GPUs (ended, preempted or requeued) and
     # its cluster objects must go; payload workload_id.
     WORKLOAD_RELEASED = "workload_released"

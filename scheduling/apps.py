@@ -14,5 +14,5 @@ class SchedulingConfig(AppConfig):
         subscribe(Event.PROJECT_CHANGED, tasks.project_provision.delay)
         subscribe(Event.PROJECT_DELETED, tasks.project_deprovision.delay)
         subscribe(Event.WORKLOADS_SUBMITTED, tasks.scheduling_cycle_request)
-        subscribe(Event.WORKLOAD_ADMITTED, tasks.workload_launch.delay)
+        subscribe(Event.WORKLOADS_ADMITTED, tasks.workloads_launch_request)
         subscribe(Event.WORKLOAD_RELEASED, tasks.workload_objects_delete.delay)

@@ -64,10 +64,20 @@ def scheduling_cycle_request(**_event) -> None:
         scheduling_cycle.delay()
 
 
-@cluster_task(give_up=services.workload_launch_give_up)
-def workload_launch(workload_id: str) -> str | None:
-    workload = services.workload_launch(workload_id=workload_id, backend=get_backend())
-    return workload and workload.state
+# Workloads per launch task: a cycle's admissions are shared among the worker processes, and a
+# task killed with its worker leaves at most this many for the reconciler.
+LAUNCH_CHUNK = 25
+
+
+@cluster_task(give_up=services.workloads_launch_give_up)
+def workloads_launch(workload_ids: list[str]) -> int:
+    return len(services.workloads_launch(workload_ids=workload_ids, backend=get_backend()))
+
+
+def workloads_launch_request(*, workload_ids: list[str]) -> None:
+    """Queue the launches of a cycle's admissions, LAUNCH_CHUNK workloads a task."""
+    for at in range(0, len(workload_ids), LAUNCH_CHUNK):
+        workloads_launch.delay(workload_ids[at : at + LAUNCH_CHUNK])
 
 
 @cluster_task(give_up=services.workload_objects_delete_give_up)
@@ -87,6 +97,6 @@ def idle_and_runtime_check() -> None:
 
 @shared_task
 def cluster_reconcile() -> dict:
-    queued = queue_depth(workload_launch.name) > 0
+    queued = queue_depth(workloads_launch.name) > 0
     result = services.cluster_reconcile(backend=get_backend(), launches_queued=queued)
     return {kind: len(ids) for kind, ids in vars(result).items()}

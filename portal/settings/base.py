@@ -236,7 +236,7 @@ CELERY_BEAT_SCHEDULER = "portal.beat:DefaultsOnlyDatabaseScheduler"
 # started without -Q takes them all (the demo); see the README's worker layout.
 TASK_QUEUES = {
     "scheduling.tasks.scheduling_cycle": "cycle",
-    "scheduling.tasks.workload_launch": "cluster",
+    "scheduling.tasks.workloads_launch": "cluster",
     "scheduling.tasks.workload_objects_delete": "cluster",
     "scheduling.tasks.workloads_sync": "sync",
     "scheduling.tasks.idle_and_runtime_check": "sync",

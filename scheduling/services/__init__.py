@@ -19,10 +19,11 @@ from .lifecycle import (
     workload_cancel,
     workload_end,
     workload_launch,
-    workload_launch_give_up,
     workload_objects_delete,
     workload_objects_delete_give_up,
     workload_requeue,
+    workloads_launch,
+    workloads_launch_give_up,
     workloads_sync,
 )
 from .operators import (
@@ -72,13 +73,14 @@ __all__ = [
     "workload_cancel",
     "workload_end",
     "workload_launch",
-    "workload_launch_give_up",
     "workload_objects_delete",
     "workload_objects_delete_give_up",
     "workload_requeue",
     "workload_requeue_by_operator",
     "workload_stop_by_operator",
     "workload_submit",
+    "workloads_launch",
+    "workloads_launch_give_up",
     "workloads_submit",
     "workloads_sync",
 ]

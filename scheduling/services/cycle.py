@@ -288,8 +288,9 @@ def _persist(
                 at=now,
             )
         )
-        publish(Event.WORKLOAD_ADMITTED, workload_id=str(workload.pk))
     rows_update(admitted, ADMISSION_FIELDS)
+    if admitted:
+        publish(Event.WORKLOADS_ADMITTED, workload_ids=[str(w.pk) for w in admitted])
     Placement.objects.bulk_create(placements, batch_size=BATCH)
     changed, moved = [], []
     for reason in decisions.pending:

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from django.db import transaction
+from django.db.models import Prefetch
 
 from portal.db import rows_update
 from portal.errors import Conflict, Forbidden
@@ -183,29 +184,29 @@ def workload_requeue(
     return workload
 
 
+def _for_cluster():
+    """Workloads with what their manifests need: project, organization, tier, GPU class,
+    submitter, and their placements' nodes."""
+    return Workload.objects.select_related(
+        "project__organization", "tier", "gpu_class", "submitted_by"
+    ).prefetch_related(
+        Prefetch("placements", queryset=Placement.objects.select_related("node__pool__gpu_class"))
+    )
+
+
 def _workload_for_cluster(workload_id) -> Workload | None:
     """The workload with what its manifests need; None once it no longer exists (its
     organization was deleted), when a late task has nothing left to do."""
-    return (
-        Workload.objects.select_related(
-            "project__organization", "tier", "gpu_class", "submitted_by"
-        )
-        .filter(pk=workload_id)
-        .first()
-    )
+    return _for_cluster().filter(pk=workload_id).first()
 
 
 def _manifests_of(workload: Workload) -> list[dict]:
-    nodes = (
-        [
-            p.node
-            for p in workload.placements.select_related("node__pool__gpu_class").filter(
-                started_at=workload.admitted_at
-            )
-        ]
-        if workload.admitted_at
-        else []
-    )
+    """Its objects, on the nodes of its current admission."""
+    nodes = [
+        placement.node
+        for placement in workload.placements.all()
+        if workload.admitted_at and placement.started_at == workload.admitted_at
+    ]
     return workload_manifests(workload_spec(workload, nodes=nodes))
 
 
@@ -220,21 +221,10 @@ def workload_objects_delete(*, workload_id, backend: ClusterBackend) -> None:
     )
 
 
-def workload_launch(*, workload_id, backend: ClusterBackend) -> Workload | None:
-    """Create an admitted workload's objects, after its preemption victims are gone. Once
-    launched, a repeated launch (redelivered, or the reconciler's) does nothing."""
-    workload = _workload_for_cluster(workload_id)
-    if workload is None or workload.state != Workload.State.ADMITTED or workload.launched_at:
-        return workload
+def _launch(workload: Workload, *, backend: ClusterBackend) -> bool:
+    """Create one workload's objects after its preemption victims' are gone; True once they
+    exist. One the cluster refuses for good ends failed with the reason."""
     Workload.objects.filter(pk=workload.pk).update(launch_started_at=clock.now())
-    provisioned = ProvisioningRecord.objects.filter(
-        project=workload.project, state=ProvisioningRecord.State.READY
-    ).exists()
-    if not provisioned:
-        # The namespace is still being made: the task retries with backoff.
-        raise ClusterError(
-            f"Namespace {workload.project.namespace} is not provisioned yet.", retryable=True
-        )
     for victim in workload.victims.filter(objects_deleted_at__isnull=True):
         workload_objects_delete(workload_id=victim.pk, backend=backend)
     try:
@@ -248,23 +238,80 @@ def workload_launch(*, workload_id, backend: ClusterBackend) -> Workload | None:
             state=Workload.State.FAILED,
             reason=f"The cluster refused it: {error}",
         )
-        return workload
+        return False
+    return True
+
+
+def _launched_record(workloads: list[Workload]) -> None:
+    now = clock.now()
     with transaction.atomic():
-        Workload.objects.filter(pk=workload.pk, launched_at__isnull=True).update(
-            launched_at=clock.now()
+        Workload.objects.filter(
+            pk__in=[workload.pk for workload in workloads], launched_at__isnull=True
+        ).update(launched_at=now)
+        WorkloadEvent.objects.bulk_create(
+            workload_event(
+                workload,
+                "launched",
+                f"Objects created in namespace {workload.project.namespace}.",
+                at=now,
+            )
+            for workload in workloads
         )
-        workload_event_record(
-            workload, "launched", f"Objects created in namespace {workload.project.namespace}."
-        )
-    return workload
 
 
-def workload_launch_give_up(workload_id, *, reason: str) -> None:
-    workload_end(
-        workload_id=workload_id,
-        state=Workload.State.FAILED,
-        reason=f"Its objects could not be created in the cluster: {reason}",
+def workloads_launch(*, workload_ids: Sequence, backend: ClusterBackend) -> list[Workload]:
+    """Create the objects of admitted workloads, each after its preemption victims' are gone,
+    and record them launched together (a few statements for the lot, besides the cluster's
+    own). Those launched already, ended or gone are skipped, so a repeated launch (redelivered,
+    or the reconciler's) does nothing. Those whose namespace is still being made wait: a
+    retryable ClusterError once the others are launched, and the task retries with backoff.
+    The launched."""
+    due = [
+        workload
+        for workload in _for_cluster().filter(
+            pk__in=workload_ids, state=Workload.State.ADMITTED, launched_at__isnull=True
+        )
+    ]
+    ready = set(
+        ProvisioningRecord.objects.filter(
+            project__in={workload.project_id for workload in due},
+            state=ProvisioningRecord.State.READY,
+        ).values_list("project_id", flat=True)
     )
+    launched: list[Workload] = []
+    try:
+        for workload in due:
+            if workload.project_id in ready and _launch(workload, backend=backend):
+                launched.append(workload)
+    finally:
+        # What reached the cluster is recorded even when a later launch raised.
+        _launched_record(launched)
+    waiting = sorted({w.project.namespace for w in due if w.project_id not in ready})
+    if waiting:
+        raise ClusterError(
+            f"Namespace {', '.join(waiting)} is not provisioned yet.", retryable=True
+        )
+    return launched
+
+
+def workload_launch(*, workload_id, backend: ClusterBackend) -> Workload | None:
+    """Launch one workload (see `workloads_launch`); the workload, None if it no longer
+    exists."""
+    workloads_launch(workload_ids=[workload_id], backend=backend)
+    return Workload.objects.filter(pk=workload_id).first()
+
+
+def workloads_launch_give_up(workload_ids, *, reason: str) -> None:
+    """The launches retried in vain: those still waiting to launch end failed."""
+    unlaunched = Workload.objects.filter(
+        pk__in=workload_ids, state=Workload.State.ADMITTED, launched_at__isnull=True
+    ).values_list("pk", flat=True)
+    for workload_id in unlaunched:
+        workload_end(
+            workload_id=workload_id,
+            state=Workload.State.FAILED,
+            reason=f"Its objects could not be created in the cluster: {reason}",
+        )
 
 
 def workload_objects_delete_give_up(workload_id, *, reason: str) -> None:

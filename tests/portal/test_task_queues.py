@@ -10,7 +10,7 @@ from portal.celery import app, queue_depth
 
 KINDS = {
     "scheduling.tasks.scheduling_cycle": "cycle",
-    "scheduling.tasks.workload_launch": "cluster",
+    "scheduling.tasks.workloads_launch": "cluster",
     "scheduling.tasks.workloads_sync": "sync",
     "scheduling.tasks.cluster_reconcile": "sync",
     "scheduling.tasks.project_provision": "provisioning",
@@ -59,12 +59,12 @@ def test_a_periodic_run_expires_when_the_next_is_due_so_slow_passes_never_pile_u
 
 
 def test_the_depth_of_a_queue_counts_the_messages_waiting_in_it():
-    launch = "scheduling.tasks.workload_launch"
+    launch = "scheduling.tasks.workloads_launch"
     with app.connection_for_write() as connection:
         connection.default_channel.queue_purge(queue_of(launch))
     try:
         for _ in range(2):
-            app.send_task(launch, args=["00000000-0000-0000-0000-000000000000"])
+            app.send_task(launch, args=[["00000000-0000-0000-0000-000000000000"]])
         assert queue_depth(launch) == 2
     finally:
         with app.connection_for_write() as connection:

@@ -3,8 +3,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from scheduling import services
-from scheduling.models import Placement, QuotaGrant, SimulatedObject, Workload
+from scheduling.models import Placement, QuotaGrant, SimulatedObject, Workload, WorkloadEvent
+from tenants.permissions import Caller
 
+from ..factories import ProjectFactory
 from .conftest import minutes
 
 pytestmark = pytest.mark.django_db
@@ -177,3 +179,32 @@ def test_following_running_workloads_costs_the_same_statements_for_few_as_for_ma
     advance(10)
     assert Workload.objects.filter(state=Workload.State.RUNNING).count() == 14
     assert _sync_statements(cluster) == few
+
+
+def test_a_launch_of_many_launches_the_provisioned_and_leaves_the_others_for_the_retry(
+    submit, cluster, acme
+):
+    from scheduling.cluster import ClusterError
+
+    ready = [submit(name=f"ready-{n}", gpus=1) for n in range(3)]
+    fresh = ProjectFactory(organization=acme, slug="fresh")  # its namespace is not made yet
+    QuotaGrant.objects.filter(organization=acme).update(limit=64)
+    waiting = services.workload_submit(
+        caller=Caller(user=ready[0].submitted_by),
+        project=fresh,
+        request=services.WorkloadRequest(
+            name="early",
+            kind="training",
+            tier="training",
+            image="pytorch",
+            gpus=1,
+            gpu_classes=("H100-80GB",),
+        ),
+    )
+    services.scheduling_cycle_run()
+    with pytest.raises(ClusterError, match="acme-fresh is not provisioned yet") as error:
+        services.workloads_launch(workload_ids=[w.pk for w in [*ready, waiting]], backend=cluster)
+    assert error.value.retryable
+    launched = Workload.objects.filter(launched_at__isnull=False)
+    assert set(launched.values_list("name", flat=True)) == {"ready-0", "ready-1", "ready-2"}
+    assert WorkloadEvent.objects.filter(kind="launched").count() == 3

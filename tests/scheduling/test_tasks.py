@@ -2,7 +2,8 @@
 
 import pytest
 
-from scheduling import tasks
+from portal.celery import app, queue_depth
+from scheduling import services, tasks
 from scheduling.cluster import ClusterError
 from scheduling.models import ProvisioningRecord, Workload
 
@@ -26,11 +27,11 @@ def test_provisioning_that_keeps_failing_is_marked_failed_with_the_reason(cluste
     assert "503 Service Unavailable" in record.error
 
 
-def test_a_launch_that_keeps_failing_fails_the_workload_and_frees_its_gpus(submit, cycle):
+def test_a_launch_that_keeps_failing_fails_the_workload_and_frees_its_gpus(submit):
     workload = submit()
-    cycle()
+    services.scheduling_cycle_run()  # admitted; every launch attempt fails
     error = ClusterError("connection refused", retryable=True)
-    tasks.workload_launch.on_failure(error, "task-id", (str(workload.pk),), {}, None)
+    tasks.workloads_launch.on_failure(error, "task-id", ([str(workload.pk)],), {}, None)
     workload.refresh_from_db()
     assert workload.state == Workload.State.FAILED
     assert "connection refused" in workload.status_reason
@@ -47,7 +48,7 @@ def test_a_teardown_that_keeps_failing_is_shown_on_the_timeline(submit):
 def test_a_late_launch_of_a_workload_that_no_longer_exists_does_nothing(submit, cycle):
     workload = submit()
     Workload.objects.filter(pk=workload.pk).delete()
-    assert tasks.workload_launch(str(workload.pk)) is None
+    assert tasks.workloads_launch([str(workload.pk)]) == 0
 
 
 def test_giving_up_on_a_workload_that_no_longer_exists_raises_nothing(submit):
@@ -55,5 +56,17 @@ def test_giving_up_on_a_workload_that_no_longer_exists_raises_nothing(submit):
     Workload.objects.filter(pk=workload.pk).delete()
     error = ClusterError("timeout", retryable=True)
     # Before, both raised DoesNotExist inside the worker's failure handler.
-    tasks.workload_launch.on_failure(error, "task-id", (str(workload.pk),), {}, None)
+    tasks.workloads_launch.on_failure(error, "task-id", ([str(workload.pk)],), {}, None)
     tasks.workload_objects_delete.on_failure(error, "task-id", (str(workload.pk),), {}, None)
+
+
+def test_a_cycles_admissions_are_launched_twenty_five_a_task():
+    launch_queue = app.amqp.router.route({}, tasks.workloads_launch.name)["queue"].name
+    with app.connection_for_write() as connection:
+        connection.default_channel.queue_purge(launch_queue)
+    try:
+        tasks.workloads_launch_request(workload_ids=[str(n) for n in range(60)])
+        assert queue_depth(tasks.workloads_launch.name) == 3
+    finally:
+        with app.connection_for_write() as connection:
+            connection.default_channel.queue_purge(launch_queue)
