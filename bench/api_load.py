@@ -1,7 +1,7 @@
 """The REST API under load, and a burst of submissions through to running workloads.
 
 Starts the portal as an operator would: gunicorn (`--workers`) and a Celery worker with beat,
-on PostgreSQL and Redis, against a simulated cluster of 4,800 H100s
+on PostgreSQL and Redis, against a simulated cluster of 5,280 H100s
 (deploy/clusters/burst.yaml). Then, with API tokens (one per client):
 1. one client alone: submissions, then (once they are launched) list pages and batches of
    `--batch` submissions (p50, p95 and p99 of each; workloads per second of the batches);
@@ -280,7 +280,7 @@ def main() -> None:
         drain("lone-", since=time.perf_counter(), timeout=args.drain_timeout)
         lone_lists = [lone.request("GET", PROJECT)[2] for _ in range(args.single)]
         lone_batches, lone_batch_wall = in_parallel(
-            [lone], batches_of("lone-batch", count=5 * args.single, size=args.batch)
+            [lone], batches_of("lone-batch", count=10 * args.single, size=args.batch)
         )
 
         per_client = args.burst // args.clients
@@ -317,7 +317,7 @@ def main() -> None:
             "lone_submit": percentiles(lone_submits),
             "lone_list": percentiles(lone_lists),
             "lone_batch": percentiles([seconds for *_, seconds in lone_batches]),
-            "lone_batch_workloads_per_s": round(5 * args.single / lone_batch_wall, 1),
+            "lone_batch_workloads_per_s": round(10 * args.single / lone_batch_wall, 1),
             "lone_batch_errors": sorted({status for status, *_ in lone_batches if status != 201}),
             "burst": len(submitted),
             "burst_accepted": len(accepted),
