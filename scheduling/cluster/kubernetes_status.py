@@ -113,11 +113,6 @@ def workload_status_of(kind: str, workload: Mapping | None, pods: list[Mapping])
     status = STATUS_READERS[kind](workload, nodes)
     lost = sorted({node_of(pod) for pod in pods if node_of(pod) and was_lost(pod)})
     if lost and status.phase != Phase.SUCCEEDED:
-        return WorkloadStatus(
-            phase=Phase.FAILED,
-            reason=NODE_LOST,
-            message=f"Node {', '.join(lost)} stopped responding or evicted the pods.",
-            nodes=nodes,
-            lost_nodes=tuple(lost),
-        )
+        what = "stopped responding or evicted the pods"
+        return WorkloadStatus.node_lost(lost, what=what, nodes=nodes)
     return status

@@ -20,7 +20,7 @@ from scheduling.models import SimulatedNodeState, SimulatedObject
 from .base import ClusterError
 from .checks import manifest_problems
 from .description import cluster_description_load
-from .specs import NODE_LOST, NodeInventory, Phase, TaintSpec, WorkloadStatus
+from .specs import NodeInventory, Phase, TaintSpec, WorkloadStatus
 
 DEFAULT_RUNTIME_SECONDS = 300
 STARTUP_SECONDS = 5
@@ -127,13 +127,7 @@ class SimulatedBackend:
         nodes = _affinity_nodes(stored.manifest)
         lost = sorted(failed.intersection(nodes))
         if lost:
-            return WorkloadStatus(
-                phase=Phase.FAILED,
-                reason=NODE_LOST,
-                message=f"Node {', '.join(lost)} stopped responding.",
-                nodes=nodes,
-                lost_nodes=tuple(lost),
-            )
+            return WorkloadStatus.node_lost(lost, what="stopped responding", nodes=nodes)
         elapsed = (now - stored.created_at).total_seconds()
         if elapsed < STARTUP_SECONDS:
             return WorkloadStatus(phase=Phase.PENDING, nodes=nodes)

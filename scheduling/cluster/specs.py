@@ -135,3 +135,15 @@ class WorkloadStatus:
     ready_replicas: int = 0
     nodes: tuple[str, ...] = ()
     lost_nodes: tuple[str, ...] = ()  # nodes that stopped responding under its pods
+
+    @classmethod
+    def node_lost(cls, lost: list[str], *, what: str, nodes: tuple[str, ...]) -> "WorkloadStatus":
+        """Failed because its pods' nodes `lost` were lost (`what` they did): the portal
+        requeues the whole gang."""
+        return cls(
+            phase=Phase.FAILED,
+            reason=NODE_LOST,
+            message=f"Node {', '.join(lost)} {what}.",
+            nodes=nodes,
+            lost_nodes=tuple(lost),
+        )

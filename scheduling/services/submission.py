@@ -77,7 +77,8 @@ class WorkloadRequest:
     required_topology: str = ""
 
 
-# Workloads per batch submission: a job array of a hundred is answered well within a second.
+# Workloads per batch submission (a job array): enough for a sweep, few enough that one request
+# stays short (25 take about 80 ms; bench/RESULTS.md, api_load).
 BATCH_MAX = 100
 
 

@@ -42,20 +42,18 @@ def _status(
     return backend.workload_statuses(namespace="acme-research", workloads={name: kind})[name]
 
 
+def _training_status(api_server, backend, job: dict | None, *, pods: list[dict]) -> WorkloadStatus:
+    """The status of the Job training-42."""
+    return _status(api_server, backend, kind="Job", name="training-42", workload=job, pods=pods)
+
+
 def _job(*, status: dict, completions: int = 2) -> dict:
     return {"kind": "Job", "spec": {"completions": completions}, "status": status}
 
 
 def test_a_job_whose_pods_all_succeeded_has_succeeded(api_server, backend):
     pods = [_pod(f"training-42-{i}-x", node=f"n{i}", phase="Succeeded") for i in range(2)]
-    status = _status(
-        api_server,
-        backend,
-        kind="Job",
-        name="training-42",
-        workload=_job(status={"succeeded": 2}),
-        pods=pods,
-    )
+    status = _training_status(api_server, backend, _job(status={"succeeded": 2}), pods=pods)
     assert status == WorkloadStatus(phase=Phase.SUCCEEDED)
 
 
@@ -71,7 +69,7 @@ def test_a_failed_job_reports_the_reason_and_message_of_its_condition(
 ):
     condition = {"type": "Failed", "status": "True", "reason": reason, "message": message}
     job = _job(status={"failed": 1, "succeeded": 1, "conditions": [condition]})
-    status = _status(api_server, backend, kind="Job", name="training-42", workload=job, pods=[])
+    status = _training_status(api_server, backend, job, pods=[])
     assert status == WorkloadStatus(phase=Phase.FAILED, reason=reason, message=message)
 
 
@@ -82,7 +80,7 @@ def test_a_job_with_active_pods_is_running_on_the_nodes_of_its_live_pods(api_ser
         _pod("training-42-1-older", node="dgx-h100-009", phase="Failed"),
     ]
     job = _job(status={"active": 2, "ready": 2})
-    status = _status(api_server, backend, kind="Job", name="training-42", workload=job, pods=pods)
+    status = _training_status(api_server, backend, job, pods=pods)
     assert status == WorkloadStatus(
         phase=Phase.RUNNING, ready_replicas=2, nodes=("dgx-h100-001", "dgx-h100-002")
     )
@@ -173,7 +171,7 @@ def test_a_gang_with_a_pod_on_a_lost_node_has_failed_for_the_lost_node(
         _pod("training-42-0-abcde", node="dgx-h100-001", phase="Running"),
         {**_pod("training-42-1-fghij", node="dgx-h100-002", phase=""), "status": pod_status},
     ]
-    status = _status(api_server, backend, kind="Job", name="training-42", workload=job, pods=pods)
+    status = _training_status(api_server, backend, job, pods=pods)
     assert (status.phase, status.reason) == (Phase.FAILED, "NodeLost")
     assert status.lost_nodes == ("dgx-h100-002",)
 
@@ -183,19 +181,12 @@ def test_a_job_that_succeeded_before_its_node_was_lost_has_still_succeeded(api_s
         **_pod("training-42-1-fghij", node="dgx-h100-002", phase=""),
         "status": {"phase": "Unknown"},
     }
-    status = _status(
-        api_server,
-        backend,
-        kind="Job",
-        name="training-42",
-        workload=_job(status={"succeeded": 2}),
-        pods=[lost],
-    )
+    status = _training_status(api_server, backend, _job(status={"succeeded": 2}), pods=[lost])
     assert status.phase == Phase.SUCCEEDED
 
 
 def test_a_workload_whose_object_is_gone_is_missing(api_server, backend):
-    status = _status(api_server, backend, kind="Job", name="training-42", workload=None, pods=[])
+    status = _training_status(api_server, backend, None, pods=[])
     assert status == WorkloadStatus(phase=Phase.MISSING)
 
 

@@ -99,15 +99,20 @@ def full_h100(submit, cycle):
     return workloads
 
 
+def h100_guarantee(organization, gpus: int) -> None:
+    """Guarantee the organization `gpus` H100s, its limit too."""
+    QuotaGrant.objects.create(
+        organization=organization,
+        gpu_class=GpuClass.objects.get(name="H100-80GB"),
+        guarantee=gpus,
+        limit=gpus,
+    )
+
+
 @pytest.fixture
 def globex_serving(globex, bruno, submit):
     """globex, guaranteed 8 H100, starts a production inference service."""
-    QuotaGrant.objects.create(
-        organization=globex,
-        gpu_class=GpuClass.objects.get(name="H100-80GB"),
-        guarantee=8,
-        limit=8,
-    )
+    h100_guarantee(globex, 8)
     project = ProjectFactory(organization=globex, slug="web")
     return lambda: submit(
         name="serve",

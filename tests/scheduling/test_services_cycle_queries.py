@@ -6,9 +6,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from scheduling import services
-from scheduling.models import GpuClass, QuotaGrant, Workload
+from scheduling.models import Workload
 
 from ..factories import ProjectFactory
+from .conftest import h100_guarantee
 
 pytestmark = pytest.mark.django_db
 
@@ -31,12 +32,7 @@ def test_a_longer_queue_costs_the_cycle_no_more_queries(submit):
 
 
 def test_preempting_more_gangs_costs_the_cycle_no_more_queries(full_h100, globex, bruno, submit):
-    QuotaGrant.objects.create(
-        organization=globex,
-        gpu_class=GpuClass.objects.get(name="H100-80GB"),
-        guarantee=32,
-        limit=32,
-    )
+    h100_guarantee(globex, 32)
     web = ProjectFactory(organization=globex, slug="web")
     service = {"user": bruno, "project": web, "kind": "inference", "tier": "inference-prod"}
     preempted = Workload.objects.filter(state=Workload.State.PREEMPTED)

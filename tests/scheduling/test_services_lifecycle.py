@@ -109,24 +109,27 @@ def test_cpu_only_work_never_lands_on_tainted_gpu_nodes(submit, cycle):
     assert notebook.pending_code == "no_eligible_node"
 
 
-def test_a_workload_waits_to_launch_until_its_namespace_exists(cluster, quotas, mia, ai_dev):
-    from scheduling import services
-    from scheduling.cluster import ClusterError
-    from scheduling.models import ProvisioningRecord
-    from tenants.permissions import Caller
-
-    workload = services.workload_submit(
-        caller=Caller(user=mia),
-        project=ai_dev,
+def submit_unprovisioned(*, user, project, gpus: int) -> Workload:
+    """Submit to a project whose namespace is not made yet (the `submit` fixture makes it)."""
+    return services.workload_submit(
+        caller=Caller(user=user),
+        project=project,
         request=services.WorkloadRequest(
             name="early",
             kind="training",
             tier="training",
             image="pytorch",
-            gpus=8,
+            gpus=gpus,
             gpu_classes=("H100-80GB",),
         ),
     )
+
+
+def test_a_workload_waits_to_launch_until_its_namespace_exists(cluster, quotas, mia, ai_dev):
+    from scheduling.cluster import ClusterError
+    from scheduling.models import ProvisioningRecord
+
+    workload = submit_unprovisioned(user=mia, project=ai_dev, gpus=8)
     services.scheduling_cycle_run()
     with pytest.raises(ClusterError) as error:
         services.workload_launch(workload_id=workload.pk, backend=cluster)
@@ -188,19 +191,7 @@ def test_a_launch_of_many_launches_the_provisioned_and_leaves_the_others_for_the
 
     ready = [submit(name=f"ready-{n}", gpus=1) for n in range(3)]
     fresh = ProjectFactory(organization=acme, slug="fresh")  # its namespace is not made yet
-    QuotaGrant.objects.filter(organization=acme).update(limit=64)
-    waiting = services.workload_submit(
-        caller=Caller(user=ready[0].submitted_by),
-        project=fresh,
-        request=services.WorkloadRequest(
-            name="early",
-            kind="training",
-            tier="training",
-            image="pytorch",
-            gpus=1,
-            gpu_classes=("H100-80GB",),
-        ),
-    )
+    waiting = submit_unprovisioned(user=ready[0].submitted_by, project=fresh, gpus=1)
     services.scheduling_cycle_run()
     with pytest.raises(ClusterError, match="acme-fresh is not provisioned yet") as error:
         services.workloads_launch(workload_ids=[w.pk for w in [*ready, waiting]], backend=cluster)

@@ -6,6 +6,7 @@ from django.test.utils import CaptureQueriesContext
 
 from scheduling.models import Workload
 
+from .conftest import SUBMITTING
 from .test_workloads import BODY
 
 pytestmark = pytest.mark.django_db
@@ -17,23 +18,7 @@ def batch(*names: str, **fields) -> dict:
     return {"workloads": [{**BODY, "name": name, "gpus": 1, **fields} for name in names]}
 
 
-@pytest.fixture
-def ready(quotas, actors, ai_dev):
-    return actors
-
-
-@pytest.mark.parametrize(
-    ("caller", "status"),
-    [
-        ("owner", 201),
-        ("admin", 201),
-        ("member", 201),
-        ("viewer", 403),
-        ("foreign", 404),
-        ("outsider", 404),
-        ("anonymous", 401),
-    ],
-)
+@pytest.mark.parametrize(("caller", "status"), SUBMITTING)
 def test_submitting_a_batch_is_for_owners_admins_and_members(ready, api_as, caller, status):
     client = api_as(None if caller == "anonymous" else ready[caller])
     assert client.post(URL, batch("a-1", "a-2"), format="json").status_code == status

@@ -2,6 +2,8 @@ import pytest
 
 from scheduling.models import Workload
 
+from .conftest import SUBMITTING
+
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/organizations/acme/projects/ai-dev/workloads/"
@@ -17,23 +19,7 @@ BODY = {
 }
 
 
-@pytest.fixture
-def ready(quotas, actors, ai_dev):
-    return actors
-
-
-@pytest.mark.parametrize(
-    ("caller", "status"),
-    [
-        ("owner", 201),
-        ("admin", 201),
-        ("member", 201),
-        ("viewer", 403),
-        ("foreign", 404),
-        ("outsider", 404),
-        ("anonymous", 401),
-    ],
-)
+@pytest.mark.parametrize(("caller", "status"), SUBMITTING)
 def test_submitting_is_for_owners_admins_and_members(ready, api_as, caller, status):
     client = api_as(None if caller == "anonymous" else ready[caller])
     assert client.post(URL, BODY, format="json").status_code == status
