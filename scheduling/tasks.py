@@ -59,10 +59,9 @@ def scheduling_cycle() -> dict:
 
 def scheduling_cycle_request(**_event) -> None:
     """Queue a cycle, unless one already waits in the queue: requests fold into it, so a burst
-    of submissions queues one cycle, not one each. It starts once the least interval since
-    the last cycle has passed."""
+    of submissions queues one cycle, not one each."""
     if services.scheduling_cycle_request():
-        scheduling_cycle.apply_async(countdown=services.scheduling_cycle_pause())
+        scheduling_cycle.delay()
 
 
 # Workloads per launch task: a cycle's admissions are shared among the worker processes, and a

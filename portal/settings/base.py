@@ -274,9 +274,6 @@ PORTAL_PLACEMENT_POLICY = os.environ.get("PORTAL_PLACEMENT_POLICY", "fgd_keep_sc
 # How often beat runs the scheduling cycle and follows workloads, in seconds (whole seconds:
 # django-celery-beat's intervals are).
 PORTAL_CYCLE_SECONDS = int(os.environ.get("PORTAL_CYCLE_SECONDS", "5"))
-# The least time between the starts of two cycles, in seconds: a burst of submissions is served
-# by a cycle this often rather than by cycles back to back, which would take a core from the API.
-PORTAL_CYCLE_MIN_INTERVAL_SECONDS = float(os.environ.get("PORTAL_CYCLE_MIN_INTERVAL_SECONDS", "1"))
 # How long a workload may stay admitted but not launched, or ended with its objects still in
 # the cluster, before the reconciler does the lost task's work (seconds).
 PORTAL_RECONCILE_SECONDS = int(os.environ.get("PORTAL_RECONCILE_SECONDS", "60"))

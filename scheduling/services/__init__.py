@@ -12,12 +12,7 @@
 - timeline: the workload's events as its users read them
 """
 
-from .cycle import (
-    CycleResult,
-    scheduling_cycle_pause,
-    scheduling_cycle_request,
-    scheduling_cycle_run,
-)
+from .cycle import CycleResult, scheduling_cycle_request, scheduling_cycle_run
 from .inventory import cluster_description_apply, inventory_sync
 from .lifecycle import (
     idle_and_runtime_check,
@@ -73,7 +68,6 @@ __all__ = [
     "quota_grant_delete",
     "quota_grant_save",
     "request_bounds",
-    "scheduling_cycle_pause",
     "scheduling_cycle_request",
     "scheduling_cycle_run",
     "workload_cancel",

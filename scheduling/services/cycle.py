@@ -116,18 +116,6 @@ def _active_placements():
     return Placement.objects.filter(ended_at__isnull=True).select_related("node")
 
 
-def scheduling_cycle_pause() -> float:
-    """Seconds until a cycle queued now may start: cycles start at most every
-    PORTAL_CYCLE_MIN_INTERVAL_SECONDS (0: at once)."""
-    interval = settings.PORTAL_CYCLE_MIN_INTERVAL_SECONDS
-    if interval <= 0:
-        return 0.0
-    last = SchedulerState.objects.filter(pk=1).values_list("last_cycle_at", flat=True).first()
-    if last is None:
-        return 0.0
-    return max(0.0, interval - (clock.now() - last).total_seconds())
-
-
 def scheduling_cycle_request() -> bool:
     """Ask for a scheduling cycle: True when the caller must queue one, False when one already
     waits in the queue and will serve this request too (requests fold into it). A request that

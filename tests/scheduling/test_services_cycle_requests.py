@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from portal.celery import app
-from scheduling import clock, services
+from scheduling import services
 from scheduling.models import SchedulerState
 from scheduling.services.cycle import CYCLE_REQUEST_LOST_AFTER
 
@@ -55,20 +55,3 @@ def test_a_burst_of_submissions_queues_one_cycle(
         for n in range(20):
             submit(name=f"burst-{n}", gpus=1)
     assert queued_messages(cycle_queue) == 1
-
-
-def test_a_cycle_queued_just_after_one_started_waits_for_the_rest_of_the_interval(submit, settings):
-    settings.PORTAL_CYCLE_MIN_INTERVAL_SECONDS = 1
-    submit()
-    services.scheduling_cycle_run()
-    clock.advance(seconds=0.25)
-    # The rest of the second, less the time the cycle itself took since it started.
-    assert 0.5 < services.scheduling_cycle_pause() <= 0.75
-
-
-def test_a_cycle_queued_after_the_interval_starts_at_once(submit, settings):
-    settings.PORTAL_CYCLE_MIN_INTERVAL_SECONDS = 1
-    submit()
-    services.scheduling_cycle_run()
-    clock.advance(seconds=2)
-    assert services.scheduling_cycle_pause() == 0
