@@ -312,6 +312,11 @@ class Workload(models.Model):
         return self.state in self.FINAL_STATES
 
     @property
+    def is_active(self) -> bool:
+        """Admitted or running: it holds GPUs."""
+        return self.state in self.ACTIVE_STATES
+
+    @property
     def needs_gpu(self) -> bool:
         """It asks for whole GPUs, a GPU share or MIG instances; otherwise it is CPU-only."""
         return bool(self.gpus or self.gpu_milli or self.mig_count)

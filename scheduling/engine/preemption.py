@@ -259,20 +259,26 @@ class Preemptor:
         self, request: Request, victim: RunningWorkload, *, may_reclaim: bool, owned_pools: set[str]
     ) -> str | None:
         other = victim.request
-        if not other.preemptible or other.id in request.evicted_by or other.id in self._protected:
+        if other.id in request.evicted_by or other.id in self._protected:
             return None
-        if other.tier < request.tier:
+        if other.preemptible and other.tier < request.tier:
             return "priority"
         if other.tenant == request.tenant:
             return None
-        if may_reclaim and (
-            victim.borrowed
-            or self._ledger.is_borrowing(tenant=other.tenant, gpu_class=victim.gpu_class)
-        ):
+        borrowing = self._ledger.is_borrowing(tenant=other.tenant, gpu_class=victim.gpu_class)
+        # Preemptible work is reclaimed from a tenant that borrowed; work whose tier is not
+        # preemptible only if it was itself admitted on borrowed capacity and its tenant still
+        # holds more than its guarantee.
+        reclaimable = (
+            victim.borrowed or borrowing if other.preemptible else victim.borrowed and borrowing
+        )
+        if may_reclaim and reclaimable:
             mine = self._ledger.quota(tenant=request.tenant, gpu_class=victim.gpu_class)
             theirs = self._ledger.quota(tenant=other.tenant, gpu_class=victim.gpu_class)
             if mine and theirs and mine.cohort == theirs.cohort:
                 return "reclaim"
+        if not other.preemptible:
+            return None
         if owned_pools and any(
             self._cluster.nodes[self._cluster.index[p.node]].pool in owned_pools
             for p in victim.placements

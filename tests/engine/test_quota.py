@@ -175,3 +175,44 @@ def test_validation_accepts_a_replica_that_fits_the_largest_node():
 def test_an_invalid_request_stays_pending_with_code_invalid():
     decisions = cycle(nodes=[node("a")], pending=[request("big", gpus=9)], quotas=[quota(gpus=8)])
     assert reason(decisions, "big").code == "invalid"
+
+
+def _lab_quotas() -> list:
+    return [quota("acme", gpus=4, cohort="lab"), quota("globex", gpus=4, limit=8, cohort="lab")]
+
+
+def test_non_preemptible_work_on_borrowed_capacity_is_reclaimed_by_the_lender():
+    service = request("serve", tenant="globex", gpus=4, preemptible=False)
+    within = running(service, on("a", 0, 1, 2, 3))
+    extra = request("serve-extra", tenant="globex", gpus=4, preemptible=False)
+    borrower = running(extra, on("a", 4, 5, 6, 7), borrowed=True)
+    decisions = cycle(
+        nodes=[node("a", free=[0] * 8)],
+        pending=[request("mine", gpus=4)],
+        running=[within, borrower],
+        quotas=_lab_quotas(),
+    )
+    assert [(p.victim_id, p.reason) for p in decisions.preemptions] == [("serve-extra", "reclaim")]
+
+
+def test_non_preemptible_work_within_its_guarantee_is_never_reclaimed():
+    service = request("serve", tenant="globex", gpus=4, preemptible=False)
+    decisions = cycle(
+        nodes=[node("a", gpus=4, free=[0] * 4)],
+        pending=[request("mine", gpus=4)],
+        running=[running(service, on("a", 0, 1, 2, 3))],
+        quotas=_lab_quotas(),
+    )
+    assert decisions.preemptions == ()
+
+
+def test_work_that_borrowed_once_is_not_reclaimed_when_its_tenant_is_back_within_its_guarantee():
+    # It borrowed when admitted; the tenant's other work has ended since.
+    extra = request("serve-extra", tenant="globex", gpus=4, preemptible=False)
+    decisions = cycle(
+        nodes=[node("a", gpus=4, free=[0] * 4)],
+        pending=[request("mine", gpus=4)],
+        running=[running(extra, on("a", 0, 1, 2, 3), borrowed=True)],
+        quotas=_lab_quotas(),
+    )
+    assert decisions.preemptions == ()

@@ -81,6 +81,16 @@ def test_the_detail_page_says_why_a_workload_waits(signed_in, mia, submit, cycle
     assert Workload.objects.get(name="next").pending_message[:30] in page
 
 
+def test_the_detail_page_says_work_on_borrowed_capacity_may_be_reclaimed(
+    signed_in, mia, submit, cycle
+):
+    submit(name="lent")
+    cycle()
+    Workload.objects.filter(name="lent").update(borrowed=True)
+    page = signed_in(mia).get(f"{PAGE}lent/").content.decode()
+    assert "Running on borrowed capacity: may be reclaimed" in page
+
+
 def test_the_submitter_cancels_from_the_detail_page(signed_in, mia, submit):
     submit(name="train-1")
     signed_in(mia).post(f"{PAGE}train-1/cancel/")
