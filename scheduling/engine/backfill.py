@@ -20,6 +20,7 @@ class Shadow:
     """A blocked head's planned start and the nodes it will need then."""
 
     request_id: str
+    tier: int
     starts_at: datetime
     held: np.ndarray  # one flag per node of the cluster
 
@@ -86,7 +87,7 @@ class Backfill:
 
     def plan(
         self,
-        request_id: str,
+        request: Request,
         gpu_class: str,
         place: Callable[[], tuple[ReplicaPlacement, ...] | None],
     ) -> None:
@@ -129,4 +130,4 @@ class Backfill:
         held[[self._cluster.index[p.node] for p in placements]] = True
         starts_at = releases[low - 1].expected_end
         assert starts_at is not None
-        self._shadows[gpu_class] = Shadow(request_id, starts_at, held)
+        self._shadows[gpu_class] = Shadow(request.id, request.tier, starts_at, held)

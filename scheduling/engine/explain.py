@@ -31,11 +31,24 @@ CAPACITY_CODES = frozenset(
 )
 
 
+def class_label(gpu_class: str) -> str:
+    """How a sentence names the capacity a request waits for: its GPU class, or CPU."""
+    return gpu_class or "CPU"
+
+
+def counted(count: int, noun: str) -> str:
+    """ "1 node", "2 nodes"."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def no_eligible_node(*, gpu_class: str, reasons: Counter[str]) -> tuple[PendingCode, str]:
+    label = class_label(gpu_class)
     if not reasons:
-        return PendingCode.NO_ELIGIBLE_NODE, f"{gpu_class}: the cluster has no such node."
-    shown = "; ".join(f"{reason} ({count} nodes)" for reason, count in reasons.most_common(3))
-    return PendingCode.NO_ELIGIBLE_NODE, f"{gpu_class}: no eligible node: {shown}."
+        return PendingCode.NO_ELIGIBLE_NODE, f"{label}: the cluster has no such node."
+    shown = "; ".join(
+        f"{reason} ({counted(count, 'node')})" for reason, count in reasons.most_common(3)
+    )
+    return PendingCode.NO_ELIGIBLE_NODE, f"{label}: no eligible node: {shown}."
 
 
 def _amount(milli: int, demand: Demand, gpu_class: str) -> str:
@@ -93,6 +106,13 @@ def capacity_shortfall(
         return PendingCode.CAPACITY, (
             f"{gpu_class}: no eligible node has {demand.cpu_milli / 1000:g} CPU,"
             f" {demand.memory_mib} MiB and the GPU share of a replica free at once."
+        )
+    if fitting < shape.min_replicas and demand.gpus and total < need * shape.min_replicas:
+        # Not a matter of the gang's shape: the GPUs are not there, however it were split.
+        return PendingCode.CAPACITY, (
+            f"{gpu_class}: {_amount(total, demand, gpu_class)} free on eligible nodes,"
+            f" {_amount(need * shape.min_replicas, demand, gpu_class)} needed for"
+            f" {shape.min_replicas} replicas."
         )
     if fitting < shape.min_replicas:
         return PendingCode.GANG, (

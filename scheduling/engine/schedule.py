@@ -19,7 +19,13 @@ from .backfill import Backfill, Shadow
 from .capacity import SettledCapacity
 from .eligibility import ineligibility, preference_score
 from .estimates import Estimator
-from .explain import CAPACITY_CODES, PendingCode, capacity_shortfall, no_eligible_node
+from .explain import (
+    CAPACITY_CODES,
+    PendingCode,
+    capacity_shortfall,
+    class_label,
+    no_eligible_node,
+)
 from .fragmentation import rare_workload, typical_workload
 from .free_capacity import ClusterState, Demand
 from .gang import GangShape, place_gang, topology_domains
@@ -77,6 +83,13 @@ def schedule(
     if now.tzinfo is None:
         raise ValueError("now must be a timezone-aware datetime")
     return _Cycle(snapshot=snapshot, running=running, now=now, policy=policy).run(pending)
+
+
+def _ahead(shadow: Shadow, request: Request) -> str:
+    """Who holds the capacity a backfill candidate waits behind, as its sentence says it."""
+    if shadow.tier > request.tier:
+        return f"higher-priority {shadow.request_id}"
+    return f"{shadow.request_id}, ahead in the queue"
 
 
 class _Cycle:
@@ -296,7 +309,7 @@ class _Cycle:
         if replicas:
             shape = GangShape.of(request, demand, replicas)
             self.backfill.plan(
-                request.id, gpu_class, place=lambda: self._place(request, shape, eligible)
+                request, gpu_class, place=lambda: self._place(request, shape, eligible)
             )
 
     def _record(
@@ -348,7 +361,7 @@ class _Cycle:
         reserved_note: str | None,
         shadow: Shadow | None,
     ) -> _Failure:
-        label = gpu_class or "CPU"
+        label = class_label(gpu_class)
         if shadow is not None or reserved_note is not None:
             unrestricted = self._place_settled(request, shape, eligible)
             if unrestricted is not None:
@@ -357,7 +370,7 @@ class _Cycle:
                 if shadow is not None:
                     return _Failure(
                         PendingCode.PRIORITY,
-                        f"{label}: waiting behind higher-priority {shadow.request_id}, planned"
+                        f"{label}: waiting behind {_ahead(shadow, request)}, planned"
                         f" to start at {shadow.starts_at.isoformat()}; this workload's max"
                         " runtime would delay it.",
                         gpu_class,

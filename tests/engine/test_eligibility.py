@@ -32,6 +32,23 @@ def test_the_pending_sentence_names_the_untolerated_taint():
     assert "nvidia.com/gpu=present:NoSchedule" in reason(decisions, "job").message
 
 
+def test_a_cpu_only_request_kept_out_of_one_node_says_cpu_and_one_node():
+    decisions = cycle(
+        nodes=[node("a", taints=(GPU_TAINT,))],
+        pending=[request("prep", classes=(), cpu_milli=1000)],
+        quotas=[],
+    )
+    assert reason(decisions, "prep").message == (
+        "CPU: no eligible node: taint nvidia.com/gpu=present:NoSchedule not tolerated (1 node)."
+    )
+
+
+def test_the_nodes_a_reason_keeps_out_are_counted_in_the_plural():
+    nodes = [node(name, taints=(GPU_TAINT,)) for name in ("a", "b")]
+    decisions = cycle(nodes=nodes, pending=[request("job", gpus=1)])
+    assert reason(decisions, "job").message.endswith("not tolerated (2 nodes).")
+
+
 def test_a_toleration_lets_a_request_onto_a_tainted_node():
     decisions = cycle(
         nodes=[node("a", taints=(GPU_TAINT,))],

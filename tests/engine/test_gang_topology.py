@@ -17,9 +17,30 @@ def test_a_gang_that_does_not_fit_whole_places_no_replica():
     assert decisions.admissions == ()
 
 
-def test_a_gang_that_does_not_fit_is_explained_with_the_replicas_that_would():
-    decisions = cycle(nodes=[node("a", gpus=4)], pending=[request("gang", gpus=2, replicas=3)])
-    assert "only 2 of 3 replicas fit" in reason(decisions, "gang").message
+def test_a_gang_whose_gpus_are_free_but_split_is_explained_with_the_replicas_that_fit():
+    split = [1000, 1000, 1000, 0]  # 6 free in all, room for one replica of 2 per node
+    decisions = cycle(
+        nodes=[node("a", gpus=4, free=split), node("b", gpus=4, free=split)],
+        pending=[request("gang", gpus=2, replicas=3)],
+    )
+    waiting = reason(decisions, "gang")
+    assert (waiting.code, waiting.message) == (
+        "gang",
+        "H100-80GB: only 2 of 3 replicas fit at once (6 H100-80GB free); a gang starts whole"
+        " or not at all.",
+    )
+
+
+def test_a_gang_needing_more_gpus_than_are_free_waits_for_capacity_not_for_its_shape():
+    decisions = cycle(
+        nodes=[node("a"), node("b", free=[1000, 1000] + [0] * 6)],
+        pending=[request("gang", gpus=8, replicas=2)],
+    )
+    waiting = reason(decisions, "gang")
+    assert (waiting.code, waiting.message) == (
+        "capacity",
+        "H100-80GB: 10 H100-80GB free on eligible nodes, 16 H100-80GB needed for 2 replicas.",
+    )
 
 
 def test_an_elastic_gang_starts_with_at_least_its_minimum():

@@ -93,6 +93,40 @@ def test_a_job_without_a_max_runtime_never_backfills_onto_held_nodes():
     assert reason(decisions, "endless").code == "priority"
 
 
+def test_work_held_back_by_a_head_of_its_own_tier_is_told_the_head_is_ahead_in_the_queue():
+    decisions = cycle(
+        nodes=[node("a", free=[0, 0, 0, 0, 1000, 1000, 1000, 1000])],
+        pending=[request("head", gpus=8), request("endless", gpus=4, submitted_minutes_ago=5)],
+        running=[
+            running(
+                request("busy", gpus=4, max_runtime=timedelta(hours=1)),
+                on("a", 0, 1, 2, 3),
+            )
+        ],
+        preemption=False,
+    )
+    assert reason(decisions, "endless").message.startswith(
+        "H100-80GB: waiting behind head, ahead in the queue, planned to start at"
+    )
+
+
+def test_work_held_back_by_a_higher_tier_head_is_told_so():
+    decisions = cycle(
+        nodes=[node("a", free=[0, 0, 0, 0, 1000, 1000, 1000, 1000])],
+        pending=[request("head", gpus=8, tier=5), request("endless", gpus=4)],
+        running=[
+            running(
+                request("busy", gpus=4, max_runtime=timedelta(hours=1)),
+                on("a", 0, 1, 2, 3),
+            )
+        ],
+        preemption=False,
+    )
+    assert reason(decisions, "endless").message.startswith(
+        "H100-80GB: waiting behind higher-priority head, planned to start at"
+    )
+
+
 def test_the_blocked_head_gets_its_planned_start_as_estimate():
     decisions = blocked_head_setup(small_runtime=timedelta(minutes=30))
     assert reason(decisions, "head").estimated_start == NOW + timedelta(hours=1)
