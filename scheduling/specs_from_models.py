@@ -139,10 +139,7 @@ def _engine_taint(pool: NodePool) -> tuple[engine.Taint, ...]:
     )
 
 
-def node_shapes(nodes: QuerySet[Node]) -> tuple[engine.NodeState, ...]:
-    """One empty node of each distinct shape (GPU class, GPUs, CPU, memory): all that
-    `engine.validate_request` compares a replica with, in one small query."""
-    shapes = nodes.values_list("pool__gpu_class__name", "gpu_count", "cpu_milli", "memory_mib")
+def _empty_nodes(shapes: Iterable[tuple[str, int, int, int]]) -> tuple[engine.NodeState, ...]:
     return tuple(
         engine.NodeState(
             name=f"shape-{index}",
@@ -152,7 +149,28 @@ def node_shapes(nodes: QuerySet[Node]) -> tuple[engine.NodeState, ...]:
             cpu_free_milli=cpu,
             memory_free_mib=memory,
         )
-        for index, (gpu_class, gpus, cpu, memory) in enumerate(shapes.distinct())
+        for index, (gpu_class, gpus, cpu, memory) in enumerate(shapes)
+    )
+
+
+def node_shapes(nodes: QuerySet[Node]) -> tuple[engine.NodeState, ...]:
+    """One empty node of each distinct shape (GPU class, GPUs, CPU, memory): all that
+    `engine.validate_request` compares a replica with, in one small query."""
+    shapes = nodes.values_list("pool__gpu_class__name", "gpu_count", "cpu_milli", "memory_mib")
+    return _empty_nodes(shapes.distinct())
+
+
+def schedulable_shapes(nodes: Iterable[Node]) -> tuple[engine.NodeState, ...]:
+    """The same for nodes already loaded (with their pool's class), cordoned ones left out:
+    what the cycle's never-fits check compares a replica with."""
+    return _empty_nodes(
+        sorted(
+            {
+                (node.pool.gpu_class.name, node.gpu_count, node.cpu_milli, node.memory_mib)
+                for node in nodes
+                if not node.cordoned
+            }
+        )
     )
 
 

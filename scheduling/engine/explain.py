@@ -23,6 +23,8 @@ class PendingCode(StrEnum):
     RESERVATION = "reservation"
     PRIORITY = "priority"
     INVALID = "invalid"
+    # Larger than every schedulable node even when empty (the pool shrank since submission).
+    NEVER_FITS = "never_fits"
 
 
 # Within quota, but short of room on the eligible nodes.

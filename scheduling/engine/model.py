@@ -199,6 +199,9 @@ class ClusterSnapshot:
     reservations: tuple[Reservation, ...] = ()
     topology_levels: tuple[str, ...] = ("rack", "block")
     tenant_weights: Mapping[str, float] = field(default_factory=dict)
+    # One empty node of each shape the schedulable nodes have: a replica larger than all of
+    # them waits as never_fits, however much is free (none given: not checked).
+    node_shapes: tuple[NodeState, ...] = ()
 
 
 @dataclass(frozen=True)

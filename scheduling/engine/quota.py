@@ -180,8 +180,8 @@ def validate_request(
         errors["gpu_classes"].append("Name at least one acceptable GPU class.")
     if errors:
         return dict(errors)
-    if nodes:
-        _larger_than_any_node(request, nodes, errors)
+    for field, messages in larger_than_any_node(request, nodes).items():
+        errors[field].extend(messages)
     if not needs_gpu:
         return dict(errors)
     need = request.gpu_milli_per_replica * request.smallest_gang
@@ -198,11 +198,13 @@ def validate_request(
     return dict(errors)
 
 
-def _larger_than_any_node(
-    request: Request, nodes: Sequence[NodeState], errors: dict[str, list[str]]
-) -> None:
+def larger_than_any_node(request: Request, nodes: Sequence[NodeState]) -> dict[str, list[str]]:
     """Field errors for each resource of which a replica asks more than the largest node that
-    could run it has (a node of an acceptable GPU class, or any node for CPU-only work)."""
+    could run it has (a node of an acceptable GPU class, or any node for CPU-only work); none
+    when no node is given."""
+    errors: dict[str, list[str]] = defaultdict(list)
+    if not nodes:
+        return {}
     if request.needs_gpu:
         nodes = [n for n in nodes if n.gpu_class in request.gpu_classes]
     if request.gpus:
@@ -212,7 +214,7 @@ def _larger_than_any_node(
                 f"{request.gpus} GPUs per replica, but the largest node has {largest}."
             )
     if not nodes:
-        return
+        return dict(errors)
     largest = max(n.cpu_free_milli for n in nodes)
     if request.cpu_milli > largest:
         errors["cpu_milli"].append(
@@ -224,3 +226,4 @@ def _larger_than_any_node(
             f"{request.memory_mib} MiB of memory per replica, but the largest node has"
             f" {largest} MiB."
         )
+    return dict(errors)

@@ -44,7 +44,7 @@ from .model import (
 )
 from .policies import make_policy
 from .preemption import PREEMPTION_CODES, Preemptor
-from .quota import QuotaLedger, dominant_shares, validate_request
+from .quota import QuotaLedger, dominant_shares, larger_than_any_node, validate_request
 from .reservations import ReservationBook
 
 
@@ -83,6 +83,17 @@ def schedule(
     if now.tzinfo is None:
         raise ValueError("now must be a timezone-aware datetime")
     return _Cycle(snapshot=snapshot, running=running, now=now, policy=policy).run(pending)
+
+
+def _never_fits(request: Request, too_large: dict[str, list[str]]) -> _Failure:
+    label = " or ".join(request.gpu_classes) if request.needs_gpu else class_label("")
+    why = " ".join(m for messages in too_large.values() for m in messages)
+    return _Failure(
+        PendingCode.NEVER_FITS,
+        f"{label}: no schedulable node can hold one replica, even empty: {why} It waits until"
+        " such a node joins the cluster.",
+        "",
+    )
 
 
 def _ahead(shadow: Shadow, request: Request) -> str:
@@ -170,6 +181,10 @@ class _Cycle:
             if errors:
                 text = " ".join(m for messages in errors.values() for m in messages)
                 failures.append((request, _Failure(PendingCode.INVALID, text, "")))
+                continue
+            too_large = larger_than_any_node(request, self.snapshot.node_shapes)
+            if too_large:
+                failures.append((request, _never_fits(request, too_large)))
                 continue
             outcome = self._admit(request, demand)
             if isinstance(outcome, Admission):

@@ -37,6 +37,7 @@ from ..specs_from_models import (
     engine_request,
     engine_running,
     gpu_tolerations,
+    schedulable_shapes,
     topology_levels,
 )
 from .lifecycle import workloads_end
@@ -179,6 +180,7 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
                 slug: float(weight)
                 for slug, weight in Organization.objects.values_list("slug", "fair_share_weight")
             },
+            node_shapes=schedulable_shapes(ready_nodes),
         )
         decisions = engine.schedule(
             snapshot=snapshot,

@@ -105,6 +105,7 @@ def cycle(
     running: Sequence[RunningWorkload] = (),
     quotas: Sequence[Quota] | None = None,
     reservations: Sequence[Reservation] = (),
+    node_shapes: Sequence[NodeState] = (),
     placement: str = "bestfit",
     **policy_fields,
 ) -> Decisions:
@@ -113,7 +114,10 @@ def cycle(
     if quotas is None:
         quotas = [quota(t, gpu_class=c) for t in sorted(tenants) for c in sorted(classes)]
     snapshot = ClusterSnapshot(
-        nodes=tuple(nodes), quotas=tuple(quotas), reservations=tuple(reservations)
+        nodes=tuple(nodes),
+        quotas=tuple(quotas),
+        reservations=tuple(reservations),
+        node_shapes=tuple(node_shapes),
     )
     return schedule(
         snapshot=snapshot,

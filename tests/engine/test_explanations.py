@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 
-from .builders import NOW, cycle, node, on, reason, request, running
+from .builders import NOW, cycle, node, on, quota, reason, request, running
 
 
 def test_fragmentation_is_named_when_free_gpus_are_spread_over_nodes():
@@ -80,3 +80,28 @@ def test_a_later_request_in_the_queue_gets_a_later_estimate():
     )
     first, second = (reason(decisions, r).estimated_start for r in ("first", "second"))
     assert first < second
+
+
+def test_a_replica_larger_than_every_node_left_waits_as_never_fits_with_the_numbers():
+    # Submitted when 16-GPU nodes existed; the cluster now has 8-GPU nodes only.
+    decisions = cycle(
+        nodes=[node("a")],
+        pending=[request("huge", gpus=16)],
+        node_shapes=[node("shape")],
+        quotas=[quota(gpus=64)],
+    )
+    waiting = reason(decisions, "huge")
+    assert (waiting.code, waiting.message) == (
+        "never_fits",
+        "H100-80GB: no schedulable node can hold one replica, even empty: 16 GPUs per replica,"
+        " but the largest node has 8. It waits until such a node joins the cluster.",
+    )
+
+
+def test_a_replica_that_fits_an_empty_node_waits_for_capacity_not_as_never_fits():
+    decisions = cycle(
+        nodes=[node("a", free=[0] * 8)],
+        pending=[request("job", gpus=8)],
+        node_shapes=[node("shape")],
+    )
+    assert reason(decisions, "job").code == "capacity"

@@ -219,9 +219,11 @@ def test_preemption_only_evicts_what_it_may(nodes, first, second, quota_set, pla
     running_by_id = {w.request.id: w for w in running}
     preemptors = {r.id: r for r in second}
     for preemption in decisions.preemptions:
-        victim = running_by_id[preemption.victim_id].request
+        victim_work = running_by_id[preemption.victim_id]
+        victim = victim_work.request
         preemptor = preemptors[preemption.preemptor_id]
-        assert victim.preemptible
+        # Work of a non-preemptible tier goes only to reclaim what it borrowed.
+        assert victim.preemptible or (victim_work.borrowed and preemption.reason == "reclaim")
         assert preemption.reason != "priority" or victim.tier < preemptor.tier
         assert preemption.preemptor_id in {a.request_id for a in decisions.admissions}
 

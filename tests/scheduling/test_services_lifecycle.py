@@ -3,10 +3,17 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from scheduling import services
-from scheduling.models import Placement, QuotaGrant, SimulatedObject, Workload, WorkloadEvent
+from scheduling.models import (
+    Node,
+    Placement,
+    QuotaGrant,
+    SimulatedObject,
+    Workload,
+    WorkloadEvent,
+)
 from tenants.permissions import Caller
 
-from ..factories import ProjectFactory
+from ..factories import ProjectFactory, UserFactory
 from .conftest import minutes
 
 pytestmark = pytest.mark.django_db
@@ -199,3 +206,14 @@ def test_a_launch_of_many_launches_the_provisioned_and_leaves_the_others_for_the
     launched = Workload.objects.filter(launched_at__isnull=False)
     assert set(launched.values_list("name", flat=True)) == {"ready-0", "ready-1", "ready-2"}
     assert WorkloadEvent.objects.filter(kind="launched").count() == 3
+
+
+def test_a_workload_no_node_left_can_hold_waits_as_never_fits(submit, cycle):
+    workload = submit(gpus=8)
+    operator = Caller(user=UserFactory(is_staff=True))
+    for node in Node.objects.filter(pool__gpu_class__name="H100-80GB"):  # taken out for good
+        services.node_cordon(caller=operator, node=node)
+    cycle()
+    workload.refresh_from_db()
+    assert (workload.state, workload.pending_code) == (Workload.State.PENDING, "never_fits")
+    assert "8 GPUs per replica, but the largest node has 0" in workload.pending_message
