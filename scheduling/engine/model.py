@@ -221,6 +221,9 @@ class Policy:
     target_workload: tuple[tuple[TaskType, float], ...] | None = None
     backfill: bool = True
     preemption: bool = True
+    # Work on borrowed capacity runs at least this long before its lender reclaims it, so that
+    # nothing admitted is evicted a cycle later.
+    reclaim_after: timedelta = timedelta(minutes=10)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 
@@ -115,6 +115,7 @@ class Preemptor:
         reservations: ReservationBook,
         running: Mapping[str, RunningWorkload],
         now: datetime,
+        reclaim_after: timedelta,
         eligible: Callable[[Request, str], np.ndarray],
         place: Callable[[Request, GangShape, np.ndarray], tuple[ReplicaPlacement, ...] | None],
         stop: Callable[[RunningWorkload], None],
@@ -128,6 +129,7 @@ class Preemptor:
         self._reservations = reservations
         self._running = running
         self._now = now
+        self._reclaim_after = reclaim_after
         self._eligible = eligible
         self._place = place
         self._stop = stop
@@ -272,7 +274,8 @@ class Preemptor:
         reclaimable = (
             victim.borrowed or borrowing if other.preemptible else victim.borrowed and borrowing
         )
-        if may_reclaim and reclaimable:
+        ran_long_enough = self._now - victim.started_at >= self._reclaim_after
+        if may_reclaim and reclaimable and ran_long_enough:
             mine = self._ledger.quota(tenant=request.tenant, gpu_class=victim.gpu_class)
             theirs = self._ledger.quota(tenant=other.tenant, gpu_class=victim.gpu_class)
             if mine and theirs and mine.cohort == theirs.cohort:

@@ -152,6 +152,7 @@ class _Cycle:
             reservations=self.reservations,
             running=self.running,
             now=now,
+            reclaim_after=policy.reclaim_after,
             eligible=self._eligible_nodes,
             place=self._place,
             stop=self._stop,

@@ -190,7 +190,11 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
                 for w in active
             ],
             now=now,
-            policy=policy or engine.Policy(placement=settings.PORTAL_PLACEMENT_POLICY),
+            policy=policy
+            or engine.Policy(
+                placement=settings.PORTAL_PLACEMENT_POLICY,
+                reclaim_after=timedelta(seconds=settings.PORTAL_RECLAIM_AFTER_SECONDS),
+            ),
         )
         workloads = {str(w.pk): w for w in [*pending, *active]}
         _persist(

@@ -216,3 +216,19 @@ def test_work_that_borrowed_once_is_not_reclaimed_when_its_tenant_is_back_within
         quotas=_lab_quotas(),
     )
     assert decisions.preemptions == ()
+
+
+def test_borrowed_work_admitted_moments_ago_is_not_reclaimed_yet():
+    borrower = running(
+        request("borrowed", tenant="globex", gpus=8),
+        on("a", *range(8)),
+        borrowed=True,
+        started_minutes_ago=2,
+    )
+    decisions = cycle(
+        nodes=[node("a", free=[0] * 8)],
+        pending=[request("mine", gpus=4)],
+        running=[borrower],
+        quotas=_lab_quotas(),
+    )
+    assert decisions.preemptions == ()
