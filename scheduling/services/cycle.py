@@ -165,10 +165,12 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
             by_workload.setdefault(placement.workload_id, []).append(placement)
         related = {"classes": GpuClass.objects.in_bulk(), "tiers": PriorityTier.objects.in_bulk()}
         active = _workloads(Workload.objects.filter(state__in=Workload.ACTIVE_STATES), **related)
-        pending = _workloads(
-            Workload.objects.filter(state=Workload.State.PENDING).order_by("submitted_at", "pk"),
-            **related,
+        # A requeued workload whose old objects are still due for deletion waits for them to
+        # go: placed again at once, the late teardown would delete its new objects.
+        waiting = Workload.objects.filter(
+            state=Workload.State.PENDING, teardown_due_at__isnull=True
         )
+        pending = _workloads(waiting.order_by("submitted_at", "pk"), **related)
         ready_nodes = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
         snapshot = engine.ClusterSnapshot(
             nodes=engine_nodes(ready_nodes, placements),

@@ -201,3 +201,14 @@ def test_a_tenant_at_its_quota_evicts_its_own_training_for_production_inference(
     victim = Workload.objects.get(state=Workload.State.PREEMPTED)
     assert serving.state == Workload.State.ADMITTED
     assert victim.project == serving.project
+
+
+def test_a_requeued_workload_is_placed_again_only_once_its_old_objects_are_deleted(
+    submit, cycle, cluster
+):
+    workload = submit()
+    cycle()
+    services.workload_requeue(workload_id=workload.pk, reason="Requeued.")  # teardown queued
+    assert services.scheduling_cycle_run().admitted == ()
+    services.workload_objects_delete(workload_id=workload.pk, backend=cluster)
+    assert services.scheduling_cycle_run().admitted == (str(workload.pk),)
