@@ -56,6 +56,9 @@ class WorkloadSubmitForm(forms.Form):
     env = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="KEY=value per line"
     )
+    requeue_on_eviction = forms.BooleanField(
+        required=False, initial=True, label="Back to the queue if preempted"
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -102,4 +105,5 @@ class WorkloadSubmitForm(forms.Form):
             memory_mib=data["memory_mib"],
             max_runtime=timedelta(minutes=minutes) if minutes else None,
             env=data["env"],
+            requeue_on_eviction=data["requeue_on_eviction"],
         )

@@ -286,6 +286,11 @@ class Workload(models.Model):
     preempted_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="victims"
     )
+    # An evicted workload goes back to the queue (keeping its submit time) unless its submitter
+    # opted out or it was evicted PORTAL_EVICTIONS_MAX times; not placed before the backoff ends.
+    requeue_on_eviction = models.BooleanField(default=True)
+    evictions = models.PositiveIntegerField(default=0)
+    requeue_not_before = models.DateTimeField(null=True, blank=True)
     # When its Kubernetes objects were deleted (None while they may exist).
     objects_deleted_at = models.DateTimeField(null=True, blank=True)
     # Since when its objects must go (it ended or was requeued) and were not yet deleted: the

@@ -273,6 +273,10 @@ PORTAL_PROMETHEUS_URL = os.environ.get("PORTAL_PROMETHEUS_URL", "")
 PORTAL_PLACEMENT_POLICY = os.environ.get("PORTAL_PLACEMENT_POLICY", "fgd_keep_scarce")
 # How long work on borrowed capacity runs before its lender may reclaim it (seconds).
 PORTAL_RECLAIM_AFTER_SECONDS = int(os.environ.get("PORTAL_RECLAIM_AFTER_SECONDS", "600"))
+# An evicted workload goes back to the queue at most this many times, after a backoff that
+# starts at PORTAL_EVICTION_BACKOFF_SECONDS and doubles with each eviction.
+PORTAL_EVICTIONS_MAX = int(os.environ.get("PORTAL_EVICTIONS_MAX", "3"))
+PORTAL_EVICTION_BACKOFF_SECONDS = int(os.environ.get("PORTAL_EVICTION_BACKOFF_SECONDS", "30"))
 # How often beat runs the scheduling cycle and follows workloads, in seconds (whole seconds:
 # django-celery-beat's intervals are).
 PORTAL_CYCLE_SECONDS = int(os.environ.get("PORTAL_CYCLE_SECONDS", "5"))

@@ -101,6 +101,9 @@ class WorkloadOutput(serializers.ModelSerializer):
             "required_topology",
             "preemptible",
             "borrowed",
+            "requeue_on_eviction",
+            "evictions",
+            "requeue_not_before",
             "pending",
             "placements",
             "submitted_by",
@@ -181,6 +184,10 @@ class WorkloadSubmitInput(InputSerializer):
         **request_bounds("max_runtime_seconds"), required=False
     )
     required_topology = serializers.CharField(max_length=63, required=False, default="")
+    requeue_on_eviction = serializers.BooleanField(
+        default=True,
+        help_text="Back to the queue when preempted (at most PORTAL_EVICTIONS_MAX times).",
+    )
 
     def to_request(self) -> WorkloadRequest:
         return _workload_request(self.validated_data)

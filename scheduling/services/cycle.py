@@ -40,7 +40,7 @@ from ..specs_from_models import (
     schedulable_shapes,
     topology_levels,
 )
-from .lifecycle import workloads_end
+from .lifecycle import workloads_evict
 from .timeline import workload_event
 
 # Any stable 64-bit number: the PostgreSQL advisory lock that lets one cycle run at a time.
@@ -166,9 +166,12 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
         related = {"classes": GpuClass.objects.in_bulk(), "tiers": PriorityTier.objects.in_bulk()}
         active = _workloads(Workload.objects.filter(state__in=Workload.ACTIVE_STATES), **related)
         # A requeued workload whose old objects are still due for deletion waits for them to
-        # go: placed again at once, the late teardown would delete its new objects.
+        # go (placed again at once, the late teardown would delete its new objects), and an
+        # evicted one for its backoff.
         waiting = Workload.objects.filter(
-            state=Workload.State.PENDING, teardown_due_at__isnull=True
+            Q(requeue_not_before__isnull=True) | Q(requeue_not_before__lte=now),
+            state=Workload.State.PENDING,
+            teardown_due_at__isnull=True,
         )
         pending = _workloads(waiting.order_by("submitted_at", "pk"), **related)
         ready_nodes = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
@@ -240,14 +243,9 @@ def _persist(
     waiting, however many."""
     preemptions = decisions.preemptions
     if preemptions:
-        victims = [
-            _written(workloads[p.victim_id].pk, preempted_by_id=workloads[p.preemptor_id].pk)
-            for p in preemptions
-        ]
-        rows_update(victims, ["preempted_by"])
-        workloads_end(
-            state=Workload.State.PREEMPTED,
+        workloads_evict(
             reasons={p.victim_id: p.message for p in preemptions},
+            preempted_by={p.victim_id: p.preemptor_id for p in preemptions},
             event_data={
                 p.victim_id: {"by": p.preemptor_id, "reason": p.reason} for p in preemptions
             },

@@ -6,7 +6,9 @@ is killed half-way and run again loses nothing."""
 
 import logging
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Prefetch
 
@@ -120,25 +122,95 @@ def workload_end(
     return workload
 
 
-def workloads_end(
-    *, state: str, reasons: Mapping[str, str], event_data: Mapping[str, dict]
+def _back_to_queue(workload: Workload, *, reason: str) -> None:
+    """What going back to the queue changes of a workload (not saved): pending again, placed
+    nowhere, launched never; its submit time, hence its place, kept."""
+    workload.state = Workload.State.PENDING
+    workload.admitted_at = workload.launch_started_at = workload.launched_at = None
+    workload.started_at = None
+    workload.gpu_class = None
+    workload.borrowed = False
+    workload.status_reason = reason[:500]
+
+
+# What an eviction that requeues writes of a workload's row.
+EVICTED_FIELDS = [
+    "state",
+    "admitted_at",
+    "launch_started_at",
+    "launched_at",
+    "started_at",
+    "gpu_class",
+    "borrowed",
+    "status_reason",
+    "teardown_due_at",
+    "preempted_by",
+    "evictions",
+    "requeue_not_before",
+]
+
+
+def eviction_backoff(evictions: int) -> timedelta:
+    """How long an evicted workload waits before it may be placed again: doubling with each
+    eviction, at most sixteen times the first."""
+    return timedelta(seconds=settings.PORTAL_EVICTION_BACKOFF_SECONDS * 2 ** min(evictions - 1, 4))
+
+
+def workloads_evict(
+    *,
+    reasons: Mapping[str, str],
+    preempted_by: Mapping[str, str],
+    event_data: Mapping[str, dict],
 ) -> list[Workload]:
-    """Workloads ending in the same state at once, each as `workload_end` ends one for the
-    worker (no person, no backend at hand: their objects go through the worker after commit),
-    in a few statements however many: a scheduling cycle's preemption victims. `reasons` and
-    `event_data` are by workload id; those that had already ended are left alone. The ended."""
+    """A scheduling cycle's preemption victims, in a few statements however many (all keyed by
+    workload id). Each goes back to the queue, keeping its place by submit time, after a
+    backoff, unless its submitter opted out or it was already evicted PORTAL_EVICTIONS_MAX
+    times: then it ends preempted. Either way its GPUs are released, its objects go through
+    the worker after commit, and its timeline says why. Those that had already ended are left
+    alone. The requeued."""
     with transaction.atomic():
         locked = Workload.objects.select_for_update().filter(pk__in=list(reasons)).order_by("pk")
-        ending = [workload for workload in locked if not workload.is_final]
+        victims = [workload for workload in locked if not workload.is_final]
+        for workload in victims:
+            workload.preempted_by_id = preempted_by[str(workload.pk)]
+        requeued = [
+            w
+            for w in victims
+            if w.requeue_on_eviction and w.evictions < settings.PORTAL_EVICTIONS_MAX
+        ]
+        ended = [w for w in victims if w not in requeued]
+        rows_update(ended, ["preempted_by"])
         _ended(
-            [
-                (workload, reasons[str(workload.pk)], event_data.get(str(workload.pk), {}))
-                for workload in ending
-            ],
-            state=state,
+            [(w, reasons[str(w.pk)], event_data.get(str(w.pk), {})) for w in ended],
+            state=Workload.State.PREEMPTED,
             worker_deletes=True,
         )
-    return ending
+        now = clock.now()
+        events = []
+        for workload in requeued:
+            workload.teardown_due_at = now if workload.admitted_at is not None else None
+            workload.evictions += 1
+            workload.requeue_not_before = now + eviction_backoff(workload.evictions)
+            reason = reasons[str(workload.pk)]
+            _back_to_queue(workload, reason=reason)
+            data = event_data.get(str(workload.pk), {})
+            back = workload.requeue_not_before.strftime("%H:%M:%S")
+            events += [
+                workload_event(workload, "preempted", reason, at=now, **data),
+                workload_event(
+                    workload,
+                    "requeued",
+                    f"Back in the queue from {back} UTC (eviction {workload.evictions} of"
+                    f" {settings.PORTAL_EVICTIONS_MAX}).",
+                    at=now,
+                ),
+            ]
+            if workload.teardown_due_at is not None:
+                publish(Event.WORKLOAD_RELEASED, workload_id=str(workload.pk))
+        rows_update(requeued, EVICTED_FIELDS)
+        _placements_end(*requeued, now=now)
+        WorkloadEvent.objects.bulk_create(events)
+    return requeued
 
 
 def workload_requeue(
@@ -166,11 +238,7 @@ def workload_requeue(
             workload.teardown_due_at = now
             publish(Event.WORKLOAD_RELEASED, workload_id=str(workload.pk))
         _placements_end(workload, now=now)
-        workload.state = Workload.State.PENDING
-        workload.admitted_at = workload.launch_started_at = workload.launched_at = None
-        workload.started_at = None
-        workload.gpu_class = None
-        workload.status_reason = reason[:500]
+        _back_to_queue(workload, reason=reason)
         workload.save()
         workload_event(workload, "requeued", reason, at=now).save()
         if caller is not None:

@@ -75,6 +75,7 @@ class WorkloadRequest:
     env: dict | None = None
     max_runtime: timedelta | None = None
     required_topology: str = ""
+    requeue_on_eviction: bool = True
 
 
 # Workloads per batch submission (a job array): enough for a sweep, few enough that one request
@@ -139,6 +140,7 @@ def _workload_of(
         env=dict(request.env or {}),
         max_runtime=request.max_runtime,
         required_topology=request.required_topology,
+        requeue_on_eviction=request.requeue_on_eviction,
     )
 
 

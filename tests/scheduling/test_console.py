@@ -21,6 +21,7 @@ FORM = {
     "memory_mib": "32768",
     "max_runtime_minutes": "60",
     "env": "EPOCHS=3\nLR=0.1",
+    "requeue_on_eviction": "on",
 }
 
 
@@ -100,3 +101,14 @@ def test_the_submitter_cancels_from_the_detail_page(signed_in, mia, submit):
 def test_another_tenant_gets_a_404_for_the_workload_pages(signed_in, bruno, submit):
     submit(name="train-1")
     assert signed_in(bruno).get(f"{PAGE}train-1/").status_code == 404
+
+
+def test_the_form_offers_requeue_on_eviction_checked(signed_in, mia):
+    page = signed_in(mia).get(PAGE).content.decode()
+    assert 'name="requeue_on_eviction" id="id_requeue_on_eviction" checked' in page
+
+
+def test_a_member_opts_out_of_requeue_from_the_console(signed_in, mia):
+    form = {key: value for key, value in FORM.items() if key != "requeue_on_eviction"}
+    signed_in(mia).post(PAGE, form)
+    assert Workload.objects.get(name="train-1").requeue_on_eviction is False

@@ -35,7 +35,7 @@ def test_preempting_more_gangs_costs_the_cycle_no_more_queries(full_h100, globex
     h100_guarantee(globex, 32)
     web = ProjectFactory(organization=globex, slug="web")
     service = {"user": bruno, "project": web, "kind": "inference", "tier": "inference-prod"}
-    preempted = Workload.objects.filter(state=Workload.State.PREEMPTED)
+    preempted = Workload.objects.filter(preempted_by__isnull=False)
     submit(name="serve-1", gpus=8, replicas=1, **service)
     one_victim = queries_of_a_cycle()
     assert preempted.count() == 1

@@ -1,9 +1,11 @@
+from datetime import timedelta
+
 import pytest
 
 from portal import events
 from portal.errors import Conflict, Forbidden
 from portal.events import Event
-from scheduling import services
+from scheduling import clock, services
 from scheduling.models import Node, Placement, SimulatedObject, Workload
 from tenants.models import AuditEvent
 from tenants.permissions import Caller
@@ -12,21 +14,23 @@ from .conftest import minutes
 
 pytestmark = pytest.mark.django_db
 
+# What a preemption evicted (requeued, or ended preempted).
+EVICTED = Workload.objects.filter(preempted_by__isnull=False)
+
 
 def test_a_higher_non_preemptible_tier_evicts_a_training_gang(full_h100, globex_serving, cycle):
     serving = globex_serving()
     cycle()
     serving.refresh_from_db()
-    preempted = Workload.objects.filter(state=Workload.State.PREEMPTED)
     assert serving.state == Workload.State.ADMITTED
-    assert preempted.count() == 1
-    assert preempted.get().preempted_by == serving
+    assert EVICTED.count() == 1
+    assert EVICTED.get().preempted_by == serving
 
 
 def test_the_preempted_gang_releases_its_gpus_and_its_objects(full_h100, globex_serving, cycle):
     globex_serving()
     cycle()
-    victim = Workload.objects.get(state=Workload.State.PREEMPTED)
+    victim = EVICTED.get()
     assert not Placement.objects.filter(workload=victim, ended_at__isnull=True).exists()
     assert not SimulatedObject.objects.filter(name=victim.name).exists()
 
@@ -36,7 +40,7 @@ def test_the_preempted_gangs_timeline_names_the_workload_it_made_room_for(
 ):
     serving = globex_serving()
     cycle()
-    event = Workload.objects.get(state=Workload.State.PREEMPTED).events.get(kind="preempted")
+    event = EVICTED.get().events.get(kind="preempted")
     assert event.data["by"] == str(serving.pk)
 
 
@@ -49,9 +53,9 @@ def test_the_preempted_gang_is_handed_to_the_worker_for_teardown(
     globex_serving()
     with django_capture_on_commit_callbacks(execute=True):
         services.scheduling_cycle_run()
-    victim = Workload.objects.get(state=Workload.State.PREEMPTED)
+    victim = EVICTED.get()
     assert released == [{"workload_id": str(victim.pk)}]
-    assert victim.teardown_due_at == victim.finished_at
+    assert victim.teardown_due_at is not None
 
 
 def test_the_same_tier_never_preempts(full_h100, submit, cycle):
@@ -59,7 +63,7 @@ def test_the_same_tier_never_preempts(full_h100, submit, cycle):
     cycle()
     waiting.refresh_from_db()
     assert waiting.state == Workload.State.PENDING
-    assert not Workload.objects.filter(state=Workload.State.PREEMPTED).exists()
+    assert not EVICTED.exists()
 
 
 def test_cancelling_a_running_workload_releases_its_gpus(submit, cycle, advance, mia):
@@ -198,7 +202,7 @@ def test_a_tenant_at_its_quota_evicts_its_own_training_for_production_inference(
     serving = submit(name="serve", kind="inference", tier="inference-prod", gpus=8)
     cycle()
     serving.refresh_from_db()
-    victim = Workload.objects.get(state=Workload.State.PREEMPTED)
+    victim = EVICTED.get()
     assert serving.state == Workload.State.ADMITTED
     assert victim.project == serving.project
 
@@ -212,3 +216,44 @@ def test_a_requeued_workload_is_placed_again_only_once_its_old_objects_are_delet
     assert services.scheduling_cycle_run().admitted == ()
     services.workload_objects_delete(workload_id=workload.pk, backend=cluster)
     assert services.scheduling_cycle_run().admitted == (str(workload.pk),)
+
+
+def test_an_evicted_gang_goes_back_to_the_queue_with_its_eviction_counted_and_a_backoff(
+    full_h100, globex_serving, cycle
+):
+    globex_serving()
+    cycle()
+    victim = EVICTED.get()
+    assert (victim.state, victim.evictions) == (Workload.State.PENDING, 1)
+    assert victim.requeue_not_before == victim.events.get(kind="requeued").at + timedelta(
+        seconds=30
+    )
+    assert [e.kind for e in victim.events.order_by("pk")][-2:] == ["preempted", "requeued"]
+
+
+def test_an_evicted_gang_is_placed_again_once_its_backoff_has_passed(
+    full_h100, globex_serving, cycle
+):
+    serving = globex_serving()
+    cycle()  # evicts a gang; the worker deleted its objects
+    services.workload_end(workload_id=serving.pk, state=Workload.State.SUCCEEDED, reason="")
+    victim = EVICTED.get()
+    assert str(victim.pk) not in cycle().admitted  # room again, but within its backoff
+    clock.advance(seconds=31)
+    assert str(victim.pk) in cycle().admitted
+
+
+def test_a_gang_whose_submitter_opted_out_of_requeue_ends_preempted(
+    full_h100, globex_serving, cycle
+):
+    Workload.objects.update(requeue_on_eviction=False)
+    globex_serving()
+    cycle()
+    assert EVICTED.get().state == Workload.State.PREEMPTED
+
+
+def test_a_gang_evicted_as_often_as_allowed_ends_preempted(full_h100, globex_serving, cycle):
+    Workload.objects.update(evictions=3)  # PORTAL_EVICTIONS_MAX
+    globex_serving()
+    cycle()
+    assert (EVICTED.get().state, EVICTED.get().evictions) == (Workload.State.PREEMPTED, 3)

@@ -77,7 +77,7 @@ def test_a_preempted_workloads_objects_are_deleted_when_its_teardown_was_lost(
 ):
     globex_serving()
     services.scheduling_cycle_run()  # the victim's teardown and the preemptor's launch are lost
-    victim = Workload.objects.get(state=Workload.State.PREEMPTED)
+    victim = Workload.objects.get(preempted_by__isnull=False)
     clock.advance(seconds=61)
     reconcile(cluster)
     victim.refresh_from_db()

@@ -134,7 +134,8 @@ def test_preemption_cancel_and_node_failure_through_the_worker(
         format="json",
     )
     assert response.status_code == 201
-    wait_for(lambda: Workload.objects.filter(state="Preempted").count() == 1, state=workloads)
+    evicted = Workload.objects.filter(preempted_by__isnull=False)
+    wait_for(lambda: evicted.count() == 1, state=workloads)
     wait_for(lambda: Workload.objects.filter(name="serve", launched_at__isnull=False).exists())
 
     # The owner cancels a running gang; its objects go.

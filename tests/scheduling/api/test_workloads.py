@@ -246,3 +246,9 @@ def test_a_submission_takes_a_fixed_number_of_queries(
         response = client.post(URL, BODY, format="json")
     assert response.status_code == 201
     assert len(queries) == 16, [query["sql"][:80] for query in queries]
+
+
+def test_a_submitter_may_opt_out_of_requeue_on_eviction(ready, api_as):
+    body = {**BODY, "requeue_on_eviction": False}
+    answer = api_as(ready["member"]).post(URL, body, format="json").json()
+    assert (answer["requeue_on_eviction"], answer["evictions"]) == (False, 0)
