@@ -78,10 +78,15 @@ def test_a_long_job_may_not_take_the_nodes_the_head_is_waiting_for():
     assert [a.placements[0].node for a in decisions.admissions] == ["b"]
 
 
-def test_a_job_without_a_max_runtime_never_backfills_onto_held_nodes():
-    decisions = cycle(
+def endless_behind_head(*, head_tier: int):
+    """A head of 8 GPUs waits for a busy half-node that frees in an hour; after it in the queue,
+    a job of 4 without a max runtime, which may not take the held GPUs."""
+    return cycle(
         nodes=[node("a", free=[0, 0, 0, 0, 1000, 1000, 1000, 1000])],
-        pending=[request("head", gpus=8, tier=5), request("endless", gpus=4)],
+        pending=[
+            request("head", gpus=8, tier=head_tier),
+            request("endless", gpus=4, submitted_minutes_ago=5),
+        ],
         running=[
             running(
                 request("busy", gpus=4, max_runtime=timedelta(hours=1)),
@@ -90,39 +95,20 @@ def test_a_job_without_a_max_runtime_never_backfills_onto_held_nodes():
         ],
         preemption=False,
     )
-    assert reason(decisions, "endless").code == "priority"
+
+
+def test_a_job_without_a_max_runtime_never_backfills_onto_held_nodes():
+    assert reason(endless_behind_head(head_tier=5), "endless").code == "priority"
 
 
 def test_work_held_back_by_a_head_of_its_own_tier_is_told_the_head_is_ahead_in_the_queue():
-    decisions = cycle(
-        nodes=[node("a", free=[0, 0, 0, 0, 1000, 1000, 1000, 1000])],
-        pending=[request("head", gpus=8), request("endless", gpus=4, submitted_minutes_ago=5)],
-        running=[
-            running(
-                request("busy", gpus=4, max_runtime=timedelta(hours=1)),
-                on("a", 0, 1, 2, 3),
-            )
-        ],
-        preemption=False,
-    )
-    assert reason(decisions, "endless").message.startswith(
+    assert reason(endless_behind_head(head_tier=1), "endless").message.startswith(
         "H100-80GB: waiting behind head, ahead in the queue, planned to start at"
     )
 
 
 def test_work_held_back_by_a_higher_tier_head_is_told_so():
-    decisions = cycle(
-        nodes=[node("a", free=[0, 0, 0, 0, 1000, 1000, 1000, 1000])],
-        pending=[request("head", gpus=8, tier=5), request("endless", gpus=4)],
-        running=[
-            running(
-                request("busy", gpus=4, max_runtime=timedelta(hours=1)),
-                on("a", 0, 1, 2, 3),
-            )
-        ],
-        preemption=False,
-    )
-    assert reason(decisions, "endless").message.startswith(
+    assert reason(endless_behind_head(head_tier=5), "endless").message.startswith(
         "H100-80GB: waiting behind higher-priority head, planned to start at"
     )
 
