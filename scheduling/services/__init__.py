@@ -13,9 +13,9 @@
 """
 
 from .cycle import CycleResult, scheduling_cycle_request, scheduling_cycle_run
+from .following import idle_and_runtime_check, workloads_sync
 from .inventory import cluster_description_apply, inventory_sync
 from .lifecycle import (
-    idle_and_runtime_check,
     workload_cancel,
     workload_end,
     workload_launch,
@@ -24,7 +24,6 @@ from .lifecycle import (
     workload_requeue,
     workloads_launch,
     workloads_launch_give_up,
-    workloads_sync,
 )
 from .operators import (
     node_cordon,

@@ -1,0 +1,120 @@
+"""Following launched workloads: their status in the cluster, one listing per namespace, and
+the runtime and idle rules of their tiers. Ending and requeueing go through `lifecycle`."""
+
+from django.db import transaction
+
+from .. import clock
+from ..cluster import ClusterBackend
+from ..cluster.manifests import workload_primary_object
+from ..cluster.specs import NODE_LOST, Phase, WorkloadStatus
+from ..models import Node, Workload
+from .lifecycle import workload_end, workload_requeue
+from .timeline import workload_event_record
+
+# Below this GPU utilization a workload counts as idle.
+IDLE_UTILIZATION = 0.05
+
+
+def _status_follow(workload: Workload, status: WorkloadStatus, *, backend: ClusterBackend) -> None:
+    """Move a launched workload's state along its status in the cluster; one that stays
+    where it is costs no statement."""
+    if status.phase == Phase.RUNNING and workload.state == Workload.State.ADMITTED:
+        with transaction.atomic():
+            updated = Workload.objects.filter(pk=workload.pk, state=Workload.State.ADMITTED).update(
+                state=Workload.State.RUNNING, started_at=clock.now()
+            )
+            if updated:
+                workload_event_record(
+                    workload, "running", f"{status.ready_replicas} replica(s) running."
+                )
+    elif status.phase == Phase.FAILED and status.reason == NODE_LOST:
+        # Place nothing more there until the inventory sees the node ready again.
+        Node.objects.filter(name__in=status.lost_nodes).update(ready=False)
+        workload_requeue(
+            workload_id=workload.pk,
+            reason=f"{status.message} The gang was requeued.",
+            backend=backend,
+        )
+    elif status.phase in (Phase.SUCCEEDED, Phase.FAILED, Phase.MISSING):
+        if status.phase == Phase.SUCCEEDED:
+            state, reason = Workload.State.SUCCEEDED, "Completed."
+        elif status.phase == Phase.MISSING:
+            state, reason = Workload.State.FAILED, "Its objects disappeared from the cluster."
+        else:
+            # Kubernetes ends a Job past activeDeadlineSeconds this way: its runtime ran out.
+            expired = status.reason == "DeadlineExceeded"
+            state = Workload.State.EXPIRED if expired else Workload.State.FAILED
+            reason = f"{status.reason}: {status.message}".strip(": ")
+        workload_end(workload_id=workload.pk, state=state, reason=reason, backend=backend)
+
+
+def workloads_sync(*, backend: ClusterBackend) -> int:
+    """Follow every launched workload: one status listing per namespace, however many
+    workloads it runs, and a write only for those whose state moves. The number followed."""
+    launched = (
+        Workload.objects.filter(state__in=Workload.ACTIVE_STATES, launched_at__isnull=False)
+        .select_related("project")
+        .only("pk", "name", "kind", "state", "project__namespace")
+    )
+    by_namespace: dict[str, list[Workload]] = {}
+    for workload in launched:
+        by_namespace.setdefault(workload.project.namespace, []).append(workload)
+    for namespace, workloads in by_namespace.items():
+        statuses = backend.workload_statuses(
+            namespace=namespace,
+            workloads={w.object_name: workload_primary_object(kind=w.kind)[1] for w in workloads},
+        )
+        for workload in workloads:
+            _status_follow(workload, statuses[workload.object_name], backend=backend)
+    return sum(map(len, by_namespace.values()))
+
+
+def _idle_rule(workload: Workload, *, utilization: float, now, backend: ClusterBackend) -> None:
+    """Warn once a workload's GPUs idle past its tier's warning, stop it past the limit."""
+    tier = workload.tier
+    if utilization >= IDLE_UTILIZATION:
+        Workload.objects.filter(pk=workload.pk).update(idle_since=None, idle_warned_at=None)
+        return
+    idle_since = workload.idle_since or now
+    idle_for = now - idle_since
+    if tier.idle_stop_after is not None and idle_for >= tier.idle_stop_after:
+        workload_end(
+            workload_id=workload.pk,
+            state=Workload.State.CANCELLED,
+            reason=f"Stopped: its GPUs were idle for {int(idle_for.total_seconds() // 60)} min.",
+            backend=backend,
+        )
+        return
+    fields = {"idle_since": idle_since}
+    warn = tier.idle_warn_after is not None and idle_for >= tier.idle_warn_after
+    if warn and workload.idle_warned_at is None:
+        fields["idle_warned_at"] = now
+        stop = f" and will be stopped after {tier.idle_stop_after}" if tier.idle_stop_after else ""
+        workload_event_record(
+            workload, "idle_warning", f"Its GPUs have been idle for {idle_for}{stop}."
+        )
+    Workload.objects.filter(pk=workload.pk).update(**fields)
+
+
+def idle_and_runtime_check(*, backend: ClusterBackend) -> None:
+    """Stop over-runtime workloads; warn, then stop, workloads idle past their tier's limits."""
+    now = clock.now()
+    running = Workload.objects.filter(state=Workload.State.RUNNING).select_related(
+        "tier", "project"
+    )
+    for workload in running:
+        if workload.expected_end and workload.expected_end <= now:
+            workload_end(
+                workload_id=workload.pk,
+                state=Workload.State.EXPIRED,
+                reason=f"Stopped at its maximum runtime ({workload.max_runtime}).",
+                backend=backend,
+            )
+            continue
+        if workload.tier.idle_warn_after is None and workload.tier.idle_stop_after is None:
+            continue
+        utilization = backend.gpu_utilization(
+            namespace=workload.project.namespace, workload=workload.object_name
+        )
+        if utilization is not None:
+            _idle_rule(workload, utilization=utilization, now=now, backend=backend)
