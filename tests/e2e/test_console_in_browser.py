@@ -64,4 +64,6 @@ def test_a_member_submits_a_gpu_workload_and_sees_it_queued(mia, acme, ai_dev, s
     page.click("button:has-text('Submit')")
     page.wait_for_selector("text=Workload resnet-eval submitted")
     assert page.locator(".state", has_text="Pending").count() == 1
-    assert Workload.objects.get(name="resnet-eval").replicas == 2
+    submitted = Workload.objects.get(name="resnet-eval")
+    # The requeue box is checked unless the member unticks it.
+    assert (submitted.replicas, submitted.requeue_on_eviction) == (2, True)
