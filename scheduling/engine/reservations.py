@@ -1,5 +1,6 @@
 """Reserved capacity: whole GPUs of a class in a pool held for one tenant, which other tenants'
-non-preemptible work may not take while the owner leaves them unused."""
+non-preemptible work may not take while the owner leaves them unused, nor before the window
+opens unless its maximum run time ends first."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ class ReservationBook:
         settled: SettledCapacity,
         running: Iterable[RunningWorkload],
     ) -> None:
+        self._now = now
         self._reservations = [r for r in reservations if r.is_active(now=now)]
+        self._upcoming = [r for r in reservations if r.starts_at > now]
         self._cluster = cluster
         self._settled = settled
         self._pools = np.array([n.pool for n in cluster.nodes])
@@ -57,30 +60,43 @@ class ReservationBook:
         with a note naming them, if any were dropped."""
         if request.preemptible:
             return among, None
-        held = self._held_for_others(request, gpu_class)
+        holding = self._holding(request, gpu_class)
+        held = self._held(holding)
         idle = self._settled.idle_by_pool(among=among) if held else {}
         blocked = [pool for pool, gpus in held.items() if idle.get(pool, 0) - need_gpus < gpus]
         if not blocked:
             return among, None
-        owners = sorted(
-            {r.tenant for r in self._reservations if r.pool in blocked and r.gpu_class == gpu_class}
-        )
+        holders = [r for r in holding if r.pool in blocked]
+        owners = ", ".join(sorted({r.tenant for r in holders}))
+        opens = min(r.starts_at for r in holders)
+        when = f" from {opens.isoformat()}" if opens > self._now else ""
         note = (
             f"{gpu_class}: {sum(held[p] for p in blocked)} GPUs in pool {', '.join(blocked)}"
-            f" are reserved for {', '.join(owners)}; only preemptible work may use them."
+            f" are reserved for {owners}{when}; only preemptible work"
+            f"{' or work that ends before then' if when else ''} may use them."
         )
         return among[~np.isin(self._pools[among], blocked)], note
 
-    def _held_for_others(self, request: Request, gpu_class: str) -> dict[str, int]:
-        """Per pool, whole GPUs of ``gpu_class`` held by other tenants' reservations and not
-        used by them."""
+    def _holding(self, request: Request, gpu_class: str) -> list[Reservation]:
+        """Other tenants' reservations of ``gpu_class`` that hold capacity against the request:
+        those open now, and those opening before its maximum run time would end (all of them
+        when it has none)."""
+        runtime = request.max_runtime
+        ends = self._now + runtime if runtime is not None else None
+        return [
+            r
+            for r in (*self._reservations, *self._upcoming)
+            if r.gpu_class == gpu_class
+            and r.tenant != request.tenant
+            and (r.is_active(now=self._now) or ends is None or ends > r.starts_at)
+        ]
+
+    def _held(self, holding: Iterable[Reservation]) -> dict[str, int]:
+        """Per pool, whole GPUs that these reservations hold and their owners leave unused."""
         held: dict[str, int] = Counter()
-        for reservation in self._reservations:
-            if reservation.gpu_class == gpu_class and reservation.tenant != request.tenant:
-                key = (reservation.tenant, reservation.gpu_class, reservation.pool)
-                held[reservation.pool] += max(
-                    reservation.gpus * MILLI_PER_GPU - self._usage[key], 0
-                )
+        for reservation in holding:
+            key = (reservation.tenant, reservation.gpu_class, reservation.pool)
+            held[reservation.pool] += max(reservation.gpus * MILLI_PER_GPU - self._usage[key], 0)
         return {pool: milli // MILLI_PER_GPU for pool, milli in held.items() if milli}
 
     def _count(self, workload: RunningWorkload, *, sign: int) -> None:

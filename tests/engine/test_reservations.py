@@ -82,3 +82,46 @@ def test_the_owner_evicts_others_from_its_reserved_capacity():
         reservations=[held_for("acme")],
     )
     assert [(p.victim_id, p.reason) for p in decisions.preemptions] == [("guest", "reservation")]
+
+
+def test_work_without_a_max_runtime_is_kept_off_capacity_reserved_from_later_today():
+    decisions = cycle(
+        nodes=[node("a")],
+        pending=[request("job", tenant="globex", gpus=2, preemptible=False)],
+        quotas=QUOTAS,
+        reservations=[held_for("acme", hours_from_now=(2, 6))],
+    )
+    waiting = reason(decisions, "job")
+    assert (waiting.code, waiting.message) == (
+        "reservation",
+        "H100-80GB: 8 GPUs in pool dgx are reserved for acme from 2026-03-02T11:00:00+00:00;"
+        " only preemptible work or work that ends before then may use them.",
+    )
+
+
+def test_work_that_ends_before_the_window_opens_may_use_the_reserved_capacity():
+    decisions = cycle(
+        nodes=[node("a")],
+        pending=[
+            request(
+                "job", tenant="globex", gpus=2, preemptible=False, max_runtime=timedelta(hours=1)
+            )
+        ],
+        quotas=QUOTAS,
+        reservations=[held_for("acme", hours_from_now=(2, 6))],
+    )
+    assert admitted(decisions) == ["job"]
+
+
+def test_work_that_would_still_run_when_the_window_opens_waits():
+    decisions = cycle(
+        nodes=[node("a")],
+        pending=[
+            request(
+                "job", tenant="globex", gpus=2, preemptible=False, max_runtime=timedelta(hours=3)
+            )
+        ],
+        quotas=QUOTAS,
+        reservations=[held_for("acme", hours_from_now=(2, 6))],
+    )
+    assert reason(decisions, "job").code == "reservation"
