@@ -84,14 +84,19 @@ def test_the_owner_evicts_others_from_its_reserved_capacity():
     assert [(p.victim_id, p.reason) for p in decisions.preemptions] == [("guest", "reservation")]
 
 
-def test_work_without_a_max_runtime_is_kept_off_capacity_reserved_from_later_today():
-    decisions = cycle(
+def before_window(max_runtime: timedelta | None):
+    """globex asks for 2 GPUs of non-preemptible work; acme's 8 are reserved from in 2 hours."""
+    job = request("job", tenant="globex", gpus=2, preemptible=False, max_runtime=max_runtime)
+    return cycle(
         nodes=[node("a")],
-        pending=[request("job", tenant="globex", gpus=2, preemptible=False)],
+        pending=[job],
         quotas=QUOTAS,
         reservations=[held_for("acme", hours_from_now=(2, 6))],
     )
-    waiting = reason(decisions, "job")
+
+
+def test_work_without_a_max_runtime_is_kept_off_capacity_reserved_from_later_today():
+    waiting = reason(before_window(max_runtime=None), "job")
     assert (waiting.code, waiting.message) == (
         "reservation",
         "H100-80GB: 8 GPUs in pool dgx are reserved for acme from 2026-03-02T11:00:00+00:00;"
@@ -100,28 +105,8 @@ def test_work_without_a_max_runtime_is_kept_off_capacity_reserved_from_later_tod
 
 
 def test_work_that_ends_before_the_window_opens_may_use_the_reserved_capacity():
-    decisions = cycle(
-        nodes=[node("a")],
-        pending=[
-            request(
-                "job", tenant="globex", gpus=2, preemptible=False, max_runtime=timedelta(hours=1)
-            )
-        ],
-        quotas=QUOTAS,
-        reservations=[held_for("acme", hours_from_now=(2, 6))],
-    )
-    assert admitted(decisions) == ["job"]
+    assert admitted(before_window(max_runtime=timedelta(hours=1))) == ["job"]
 
 
 def test_work_that_would_still_run_when_the_window_opens_waits():
-    decisions = cycle(
-        nodes=[node("a")],
-        pending=[
-            request(
-                "job", tenant="globex", gpus=2, preemptible=False, max_runtime=timedelta(hours=3)
-            )
-        ],
-        quotas=QUOTAS,
-        reservations=[held_for("acme", hours_from_now=(2, 6))],
-    )
-    assert reason(decisions, "job").code == "reservation"
+    assert reason(before_window(max_runtime=timedelta(hours=3)), "job").code == "reservation"
