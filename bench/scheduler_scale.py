@@ -96,15 +96,18 @@ def build(*, nodes: int, pending: int, tenants: int, seed: int):
                 )
             )
     guarantee = nodes * 8 // tenants
+    # Whole GPUs, and GPU shares in milli-GPU as much.
     quotas = tuple(
         Quota(
             tenant=f"tenant-{t:03d}",
             gpu_class=GPU_CLASS,
-            guarantee=guarantee,
-            limit=guarantee * 4,
+            guarantee=guarantee * scale,
+            limit=guarantee * 4 * scale,
             cohort="everyone",
+            shared=shared,
         )
         for t in range(tenants)
+        for shared, scale in ((False, 1), (True, 1000))
     )
     requests = []
     for i in range(pending):

@@ -92,7 +92,16 @@ class PriorityTierAdmin(admin.ModelAdmin):
 
 @admin.register(QuotaGrant)
 class QuotaGrantAdmin(admin.ModelAdmin):
-    list_display = ["organization", "project", "gpu_class", "guarantee", "limit", "cohort"]
+    list_display = [
+        "organization",
+        "project",
+        "gpu_class",
+        "resource",
+        "mig_profile",
+        "guarantee",
+        "limit",
+        "cohort",
+    ]
     list_filter = ["gpu_class", "cohort"]
     search_fields = ["organization__slug", "project__slug"]
     list_select_related = ["organization", "project", "gpu_class"]

@@ -13,6 +13,9 @@ from django.utils.deconstruct import deconstructible
 
 from tenants.models import Organization, Project, slug_validator
 
+from .engine.model import quota_resource
+from .engine.quota import resource_label
+
 # Patterns anchor with \A and \Z: "$" would also match before a trailing newline.
 gpu_class_name_validator = RegexValidator(
     r"\A[A-Za-z0-9][A-Za-z0-9.-]{0,39}\Z",
@@ -174,7 +177,14 @@ class PriorityTier(models.Model):
 
 
 class QuotaGrant(models.Model):
-    """GPUs of one class for an organization, or for one of its projects."""
+    """A quota of one GPU class for an organization, or for one of its projects: of its whole
+    GPUs, of its GPU shares (in milli-GPU) or of one MIG profile (in instances), the resources
+    the namespace's ResourceQuota counts."""
+
+    class Resource(models.TextChoices):
+        GPUS = "gpus", "Whole GPUs"
+        SHARED = "shared", "GPU shares (milli-GPU)"
+        MIG = "mig", "MIG instances of one profile"
 
     organization = models.ForeignKey(
         Organization, on_delete=models.CASCADE, related_name="quota_grants"
@@ -183,25 +193,36 @@ class QuotaGrant(models.Model):
         Project, null=True, blank=True, on_delete=models.CASCADE, related_name="quota_grants"
     )
     gpu_class = models.ForeignKey(GpuClass, on_delete=models.PROTECT, related_name="quota_grants")
-    guarantee = models.PositiveIntegerField(help_text="GPUs always available to the tenant.")
+    resource = models.CharField(max_length=8, choices=Resource.choices, default=Resource.GPUS)
+    mig_profile = models.CharField(
+        max_length=20, blank=True, validators=[mig_profile_validator], help_text="MIG only."
+    )
+    guarantee = models.PositiveIntegerField(
+        help_text="Always available to the tenant: GPUs, milli-GPU or MIG instances."
+    )
     limit = models.PositiveIntegerField(help_text="Guarantee plus what may be borrowed.")
     cohort = models.CharField(max_length=40, blank=True, help_text="Tenants that lend each other.")
 
     class Meta:
-        ordering = ["organization__slug", "gpu_class__name"]
+        ordering = ["organization__slug", "gpu_class__name", "resource", "mig_profile"]
         constraints = [
             models.CheckConstraint(
                 condition=Q(limit__gte=models.F("guarantee")), name="quota_limit_ge_guarantee"
             ),
-            models.UniqueConstraint(
-                fields=["organization", "gpu_class"],
-                condition=Q(project__isnull=True),
-                name="quota_organization_class_unique",
+            models.CheckConstraint(
+                condition=Q(resource="mig", mig_profile__gt="")
+                | (~Q(resource="mig") & Q(mig_profile="")),
+                name="quota_mig_names_a_profile",
             ),
             models.UniqueConstraint(
-                fields=["project", "gpu_class"],
+                fields=["organization", "gpu_class", "resource", "mig_profile"],
+                condition=Q(project__isnull=True),
+                name="quota_organization_resource_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["project", "gpu_class", "resource", "mig_profile"],
                 condition=Q(project__isnull=False),
-                name="quota_project_class_unique",
+                name="quota_project_resource_unique",
             ),
         ]
 
@@ -211,7 +232,41 @@ class QuotaGrant(models.Model):
             if self.project_id
             else self.organization.slug
         )
-        return f"{scope} {self.gpu_class}: {self.guarantee}/{self.limit}"
+        return f"{scope} {self.resource_label}: {self.guarantee}/{self.limit}"
+
+    @property
+    def engine_resource(self) -> str:
+        """The key the engine counts this quota by (``engine.model.quota_resource``)."""
+        return quota_resource(
+            self.gpu_class.name,
+            mig_profile=self.mig_profile or None,
+            shared=self.resource == self.Resource.SHARED,
+        )
+
+    @property
+    def usage_scope(self) -> str | None:
+        """The project whose work counts against it (None: the whole organization's)."""
+        return self.project.slug if self.project_id else None
+
+    @property
+    def resource_label(self) -> str:
+        """ "H100-80GB", "H100-80GB shares" or "H100-80GB mig-1g.10gb", as the engine says."""
+        return resource_label(self.engine_resource)
+
+    @property
+    def unit(self) -> str:
+        return {"gpus": "GPUs", "shared": "milli-GPU", "mig": "instances"}[self.resource]
+
+    def clean(self) -> None:
+        super().clean()
+        if self.resource == self.Resource.MIG:
+            profiles = self.gpu_class.mig_profiles if self.gpu_class_id else []
+            if self.mig_profile not in profiles:
+                raise ValidationError(
+                    {"mig_profile": f"One of the class's MIG profiles: {', '.join(profiles)}."}
+                )
+        elif self.mig_profile:
+            raise ValidationError({"mig_profile": "Only a MIG quota names a profile."})
 
 
 class Workload(models.Model):

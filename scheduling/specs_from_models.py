@@ -56,17 +56,30 @@ def project_spec(project: Project) -> ProjectSpec:
     grants = QuotaGrant.objects.filter(organization_id=project.organization_id).filter(
         Q(project__isnull=True) | Q(project=project)
     )
-    per_class: dict[int, QuotaGrant] = {}
+    # A project's own grant of a resource replaces its organization's.
+    per_resource: dict[tuple, QuotaGrant] = {}
     for grant in grants.select_related("gpu_class"):
-        if grant.project_id or grant.gpu_class_id not in per_class:
-            per_class[grant.gpu_class_id] = grant
+        key = (grant.gpu_class_id, grant.resource, grant.mig_profile)
+        if grant.project_id or key not in per_resource:
+            per_resource[key] = grant
     quota: dict[str, int] = defaultdict(int)
-    for grant in per_class.values():
-        quota[grant.gpu_class.resource_name] += grant.limit
-        quota[grant.gpu_class.shared_resource_name] += grant.limit
-        for profile in grant.gpu_class.mig_profiles:
-            # A MIG instance is at least 1/7 GPU: a limit of N GPUs allows 7N instances.
-            quota[f"nvidia.com/{profile}"] += grant.limit * engine.model.MIG_SLICES_PER_GPU
+    for grant in per_resource.values():
+        if grant.resource == QuotaGrant.Resource.MIG:
+            quota[f"nvidia.com/{grant.mig_profile}"] += grant.limit
+        elif grant.resource == QuotaGrant.Resource.SHARED:
+            # Kubernetes counts a time-sliced share as one device whatever its size, so the
+            # namespace caps share pods at one per milli-GPU granted (never tighter than the
+            # engine, which counts the milli-GPU themselves).
+            quota[grant.gpu_class.shared_resource_name] += grant.limit
+        else:
+            quota[grant.gpu_class.resource_name] += grant.limit
+    # What a class's grants leave out is not granted: the namespace may use none of it either.
+    for grant in per_resource.values():
+        gpu_class = grant.gpu_class
+        for resource in (gpu_class.resource_name, gpu_class.shared_resource_name):
+            quota.setdefault(resource, 0)
+        for profile in gpu_class.mig_profiles:
+            quota.setdefault(f"nvidia.com/{profile}", 0)
     owner = project.organization.memberships.filter(role="owner").select_related("user").first()
     return ProjectSpec(
         organization=project.organization.slug,
@@ -327,6 +340,8 @@ def engine_quotas(grants: Iterable[QuotaGrant]) -> tuple[engine.Quota, ...]:
             limit=grant.limit,
             project=grant.project.slug if grant.project_id else None,
             cohort=grant.cohort or None,
+            mig_profile=grant.mig_profile or None,
+            shared=grant.resource == QuotaGrant.Resource.SHARED,
         )
         for grant in grants
     )

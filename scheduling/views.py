@@ -47,6 +47,7 @@ def workloads(request, org_slug: str, project_slug: str):
             "project": project,
             "provisioning": provisioning,
             "workloads": selectors.workload_list(caller=caller, project=project)[:200],
+            "quotas": selectors.quota_overview(caller=caller, organization=organization),
             "form": form,
             "can_submit": role_allows(organization.my_role, Action.WORKLOAD_SUBMIT),
         },

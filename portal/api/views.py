@@ -19,7 +19,9 @@ class CollectionApiView(GenericAPIView):
     http_method_names = METHODS
 
 
-def list_response(*, view: GenericAPIView, queryset, serializer_class) -> Response:
+def list_response(
+    *, view: GenericAPIView, queryset, serializer_class, context: dict | None = None
+) -> Response:
     """A page of a selector's queryset after the view's filters and ordering."""
     page = view.paginate_queryset(view.filter_queryset(queryset))
-    return view.get_paginated_response(serializer_class(page, many=True).data)
+    return view.get_paginated_response(serializer_class(page, many=True, context=context).data)

@@ -273,6 +273,9 @@ PORTAL_PROMETHEUS_URL = os.environ.get("PORTAL_PROMETHEUS_URL", "")
 PORTAL_PLACEMENT_POLICY = os.environ.get("PORTAL_PLACEMENT_POLICY", "fgd_keep_scarce")
 # How long work on borrowed capacity runs before its lender may reclaim it (seconds).
 PORTAL_RECLAIM_AFTER_SECONDS = int(os.environ.get("PORTAL_RECLAIM_AFTER_SECONDS", "600"))
+# How long before a reservation's window its capacity is drained of others' preemptible work,
+# unless the reservation sets its own lead time (seconds).
+PORTAL_RESERVATION_LEAD_SECONDS = int(os.environ.get("PORTAL_RESERVATION_LEAD_SECONDS", "900"))
 # An evicted workload goes back to the queue at most this many times, after a backoff that
 # starts at PORTAL_EVICTION_BACKOFF_SECONDS and doubles with each eviction.
 PORTAL_EVICTIONS_MAX = int(os.environ.get("PORTAL_EVICTIONS_MAX", "3"))

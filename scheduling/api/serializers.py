@@ -39,10 +39,25 @@ class QuotaOutput(serializers.ModelSerializer):
         source="project.slug", default=None, read_only=True, allow_null=True
     )
     gpu_class = serializers.CharField(source="gpu_class.name", read_only=True)
+    unit = serializers.CharField(read_only=True)
+    in_use = serializers.SerializerMethodField(help_text="Held by running work, in `unit`.")
 
     class Meta:
         model = QuotaGrant
-        fields = ["project", "gpu_class", "guarantee", "limit", "cohort"]
+        fields = [
+            "project",
+            "gpu_class",
+            "resource",
+            "mig_profile",
+            "unit",
+            "guarantee",
+            "limit",
+            "in_use",
+            "cohort",
+        ]
+
+    def get_in_use(self, grant: QuotaGrant) -> int:
+        return self.context["usage"][(grant.usage_scope, grant.engine_resource)]
 
 
 class PlacementOutput(serializers.Serializer):

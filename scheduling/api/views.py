@@ -42,7 +42,7 @@ class PriorityTierListApi(ApiView):
 
 class QuotaListApi(CollectionApiView):
     queryset = QuotaGrant.objects.none()
-    ordering_fields = ["gpu_class__name", "guarantee", "limit"]
+    ordering_fields = ["gpu_class__name", "resource", "guarantee", "limit"]
 
     @extend_schema(operation_id="quotas_list", responses=QuotaOutput(many=True))
     def get(self, request, org_slug: str):
@@ -52,6 +52,7 @@ class QuotaListApi(CollectionApiView):
             view=self,
             queryset=selectors.quota_list(caller=caller, organization=organization),
             serializer_class=QuotaOutput,
+            context={"usage": selectors.quota_usage(caller=caller, organization=organization)},
         )
 
 

@@ -14,6 +14,7 @@ from .explain import CAPACITY_CODES, PendingCode
 from .free_capacity import ClusterState
 from .model import MILLI_PER_GPU, Request, RunningWorkload
 from .quota import QuotaLedger
+from .reservations import ReservationBook
 
 
 class Estimator:
@@ -26,6 +27,7 @@ class Estimator:
         cluster: ClusterState,
         ledger: QuotaLedger,
         backfill: Backfill,
+        reservations: ReservationBook,
         eligible: Callable[[Request, str], np.ndarray],
         now: datetime,
     ) -> None:
@@ -33,6 +35,7 @@ class Estimator:
         self._cluster = cluster
         self._ledger = ledger
         self._backfill = backfill
+        self._reservations = reservations
         self._eligible = eligible
         self._now = now
         self._idle: dict[int, int] = {}
@@ -44,14 +47,27 @@ class Estimator:
     ) -> datetime | None:
         """When releases free ``needed`` GPU milli of ``gpu_class`` (the work queued ahead in
         the class plus this one) for a request pending for ``code``; None: no estimate."""
-        shadow = self._backfill.shadow(gpu_class)
-        if shadow is not None and shadow.request_id == request.id:
-            return shadow.starts_at
         if code == PendingCode.QUOTA:
             return self._within_quota(request, gpu_class)
         if code not in CAPACITY_CODES and code != PendingCode.PRIORITY:
             return None
         eligible = self._eligible(request, gpu_class)
+        start = self._released(request, gpu_class, eligible, needed)
+        if start is None:
+            return None
+        capacity = int(self._cluster.gpu_count[eligible].sum()) * MILLI_PER_GPU
+        return self._reservations.after_windows(
+            request, gpu_class, start, need=needed, capacity=capacity
+        )
+
+    def _released(
+        self, request: Request, gpu_class: str, eligible: np.ndarray, needed: int
+    ) -> datetime | None:
+        """When releases free ``needed`` milli-GPU on ``eligible`` (a class's blocked head:
+        when its shadow starts)."""
+        shadow = self._backfill.shadow(gpu_class)
+        if shadow is not None and shadow.request_id == request.id:
+            return shadow.starts_at
         free = self._idle.get(id(eligible))
         if free is None:
             free = self._idle[id(eligible)] = self._cluster.idle_gpu_milli(eligible)
@@ -63,15 +79,20 @@ class Estimator:
 
     def _within_quota(self, request: Request, gpu_class: str) -> datetime | None:
         """When the tenant's own releases leave its quota room for the request's gang minimum."""
-        quota = self._ledger.quota(tenant=request.tenant, gpu_class=gpu_class)
+        resource = request.quota_resource(gpu_class)
+        quota = self._ledger.quota(tenant=request.tenant, resource=resource)
         if quota is None:
             return None
-        used = self._ledger.tenant_usage[(request.tenant, gpu_class)]
-        excess = used + request.gpu_milli_per_replica * request.smallest_gang
-        # Without a cohort there is nothing to borrow: the guarantee is the ceiling.
-        excess -= (quota.limit if quota.cohort else quota.guarantee) * MILLI_PER_GPU
+        used = self._ledger.tenant_usage[(request.tenant, resource)]
+        excess = used + request.quota_amount * request.smallest_gang
+        # With no cohort and no shared pool there is nothing to borrow: the guarantee is the
+        # ceiling.
+        may_borrow = quota.cohort or self._ledger.pool(resource)
+        excess -= quota.limit if may_borrow else quota.guarantee
         for workload in self._tenant_releases(request.tenant, gpu_class):
-            excess -= workload.request.gpu_milli_per_replica * len(workload.placements)
+            if workload.request.quota_resource(gpu_class) != resource:
+                continue
+            excess -= workload.request.quota_amount * len(workload.placements)
             if excess <= 0:
                 return workload.expected_end
         return None

@@ -14,6 +14,7 @@ from enum import StrEnum
 
 MILLI_PER_GPU = 1000
 MIG_SLICES_PER_GPU = 7
+SHARED = "shared"
 
 
 class TaintEffect(StrEnum):
@@ -134,6 +135,28 @@ class Request:
     def smallest_gang(self) -> int:
         return self.min_replicas if self.min_replicas is not None else self.replicas
 
+    def quota_resource(self, gpu_class: str) -> str:
+        """What one replica counts against on ``gpu_class``: its whole GPUs, its GPU shares or
+        its MIG profile (``quota_resource``)."""
+        return quota_resource(gpu_class, mig_profile=self.mig_profile, shared=bool(self.gpu_milli))
+
+    @property
+    def quota_amount(self) -> int:
+        """What one replica counts against its quota resource: GPUs, milli-GPU of a share, or
+        MIG instances."""
+        return self.gpus or self.gpu_milli or self.mig_count
+
+
+def quota_resource(gpu_class: str, *, mig_profile: str | None = None, shared: bool = False) -> str:
+    """The key quotas count by, as the namespace's ResourceQuota does: a class's whole GPUs
+    ("H100"), its GPU shares ("H100/shared", in milli-GPU) or one of its MIG profiles
+    ("H100/mig-1g.10gb", in instances)."""
+    if mig_profile:
+        return f"{gpu_class}/{mig_profile}"
+    if shared:
+        return f"{gpu_class}/{SHARED}"
+    return gpu_class
+
 
 def mig_profile_milli(profile: str) -> int:
     """A MIG instance costs its compute slices out of seven ("mig-3g.40gb" is 3/7 GPU)."""
@@ -168,7 +191,9 @@ class RunningWorkload:
 
 @dataclass(frozen=True)
 class Quota:
-    """GPUs of one class for a tenant, or for one project when ``project`` is set."""
+    """Whole GPUs of one class for a tenant, or for one project when ``project`` is set; or,
+    with ``mig_profile``, instances of that MIG profile; or, with ``shared``, milli-GPU of
+    GPU shares of the class."""
 
     tenant: str
     gpu_class: str
@@ -176,6 +201,12 @@ class Quota:
     limit: int
     project: str | None = None
     cohort: str | None = None
+    mig_profile: str | None = None
+    shared: bool = False
+
+    @property
+    def resource(self) -> str:
+        return quota_resource(self.gpu_class, mig_profile=self.mig_profile, shared=self.shared)
 
 
 @dataclass(frozen=True)
@@ -187,6 +218,9 @@ class Reservation:
     pool: str
     starts_at: datetime
     ends_at: datetime
+    # How long before the window its capacity is drained of others' preemptible work (None:
+    # the policy's ``reservation_lead_time``).
+    lead_time: timedelta | None = None
 
     def is_active(self, *, now: datetime) -> bool:
         return self.starts_at <= now < self.ends_at
@@ -224,6 +258,9 @@ class Policy:
     # Work on borrowed capacity runs at least this long before its lender reclaims it, so that
     # nothing admitted is evicted a cycle later.
     reclaim_after: timedelta = timedelta(minutes=10)
+    # A reservation's capacity is emptied of others' preemptible work this long before its
+    # window opens, unless the reservation says otherwise.
+    reservation_lead_time: timedelta = timedelta(minutes=15)
 
 
 @dataclass(frozen=True)
@@ -237,10 +274,14 @@ class Admission:
 
 @dataclass(frozen=True)
 class Preemption:
+    """An eviction, for a pending workload (``preemptor_id``) or, with none, to drain a
+    reservation's capacity before its window (its id in ``reservation_id``)."""
+
     victim_id: str
-    preemptor_id: str
+    preemptor_id: str | None
     reason: str
     message: str
+    reservation_id: str | None = None
 
 
 @dataclass(frozen=True)

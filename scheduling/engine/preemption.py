@@ -3,101 +3,23 @@ evict (lower tier, reclaimed borrowing, its own reservation) and the cheapest vi
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
 
 from .explain import CAPACITY_CODES, PendingCode
 from .free_capacity import ClusterState, Demand
-from .gang import GangShape, gang_capacity
-from .model import Preemption, ReplicaPlacement, Request, RunningWorkload
+from .gang import GangShape
+from .model import Preemption, ReplicaPlacement, Request, Reservation, RunningWorkload
 from .quota import QuotaLedger
 from .reservations import ReservationBook
+from .victims import MAX_CANDIDATES, Victim, choose_victims, eviction_cost
 
-MAX_CANDIDATES = 32  # bounds the search; the cheapest victims come first anyway
 # Waiting for these reasons, a request may try to evict lower-priority work.
 PREEMPTION_CODES = CAPACITY_CODES | {PendingCode.RESERVATION, PendingCode.QUOTA}
-
-
-@dataclass(frozen=True)
-class Victim:
-    workload: RunningWorkload
-    reason: str
-
-
-def eviction_cost(*, workload: RunningWorkload, now: datetime) -> tuple[int, float, str]:
-    """Lowest tier first, then least work lost (GPU-milli x seconds run), then by id."""
-    elapsed = max((now - workload.started_at).total_seconds(), 0.0)
-    gpu_milli = workload.request.gpu_milli_per_replica * len(workload.placements)
-    return workload.request.tier, gpu_milli * elapsed, workload.request.id
-
-
-def choose_victims(
-    *,
-    cluster: ClusterState,
-    candidates: Sequence[Victim],
-    now: datetime,
-    place: Callable[[Sequence[Victim]], tuple[ReplicaPlacement, ...] | None],
-    could_fit: Callable[[], bool],
-) -> tuple[list[Victim], tuple[ReplicaPlacement, ...]] | None:
-    """The smallest-cost set of ``candidates`` whose eviction lets ``place(victims)`` succeed
-    (``place`` sees the victims, so that it can also ask whether they free enough quota).
-
-    Victims are added in cost order until the gang fits, then each one that turns out not to
-    be needed is dropped again (most expensive first). On success the cluster holds the
-    gang's placements with the victims' capacity released; on failure it is unchanged.
-
-    ``could_fit()`` is a cheap test that ``place()`` cannot succeed without. Free capacity
-    only grows with more victims, so if the cheapest victim alone is not enough and the test
-    fails with every candidate evicted, no victim set helps: the search stops there.
-    """
-    ranked = sorted(candidates, key=lambda v: eviction_cost(workload=v.workload, now=now))
-    ranked = ranked[:MAX_CANDIDATES]
-    saved = cluster.checkpoint()
-
-    def evict(victim: Victim) -> None:
-        for placement in victim.workload.placements:
-            cluster.release(placement)
-
-    def release(victims: Sequence[Victim]) -> None:
-        cluster.restore(saved)
-        for victim in victims:
-            evict(victim)
-
-    def attempt(victims: Sequence[Victim]) -> tuple[ReplicaPlacement, ...] | None:
-        release(victims)
-        return place(victims)
-
-    def hopeless() -> bool:
-        release(ranked)
-        verdict = not could_fit()
-        release(chosen)
-        return verdict
-
-    chosen: list[Victim] = []
-    for victim in ranked:
-        # A failed place() leaves the cluster as it was: holding exactly the victims chosen
-        # so far released, so one more victim is one more release.
-        chosen.append(victim)
-        evict(victim)
-        if place(chosen) is not None:
-            break
-        if len(chosen) == 1 and len(ranked) > 1 and hopeless():
-            cluster.restore(saved)
-            return None
-    else:
-        cluster.restore(saved)
-        return None
-    for victim in reversed(chosen[:-1]):
-        trimmed = [v for v in chosen if v is not victim]
-        if attempt(trimmed) is not None:
-            chosen = trimmed
-    placements = attempt(chosen)
-    assert placements is not None, "a victim set that fitted no longer fits"
-    return chosen, placements
 
 
 class Preemptor:
@@ -163,11 +85,14 @@ class Preemptor:
         eligible = self._eligible(request, gpu_class)
         replicas, verdict = self._ledger.most_replicas(request=request, gpu_class=gpu_class)
         borrowed = verdict.borrowed
-        # At its quota limit, a tenant may still evict its own lower-tier work (as Kueue's
-        # withinClusterQueue: LowerPriority): those victims must free the quota too.
-        within_own_quota = not replicas
-        if within_own_quota:
-            workloads = self._own_lower_tier(request, gpu_class)
+        # Refused by its quota, a tenant may still evict its own lower-tier work (as Kueue's
+        # withinClusterQueue: LowerPriority), and, when everything lendable is lent out, others'
+        # borrowed work beyond its fair share: those victims must free the quota too.
+        quota_bound = not replicas
+        fair = verdict.borrowed or verdict.lent_out
+        if quota_bound:
+            if not verdict.lent_out:
+                workloads = self._own_lower_tier(request, gpu_class)
             replicas = request.smallest_gang
         if not workloads or not len(eligible):
             return None
@@ -175,22 +100,26 @@ class Preemptor:
         if eligible_names is None:
             eligible_names = {self._cluster.nodes[i].name for i in eligible.tolist()}
             self._names[id(eligible)] = eligible_names
-        quota = self._ledger.quota(tenant=request.tenant, gpu_class=gpu_class)
+        resource = request.quota_resource(gpu_class)
+        quota = self._ledger.quota(tenant=request.tenant, resource=resource)
         verdict = self._ledger.check(
             request=request, gpu_class=gpu_class, replicas=request.smallest_gang
         )
-        # Reclaiming needs a cohort and a request that stays within its own guarantee.
-        may_reclaim = bool(quota and quota.cohort and verdict.allowed and not verdict.borrowed)
+        # Reclaiming a guarantee needs a request that stays within it.
+        may_reclaim = bool(quota and verdict.allowed and not verdict.borrowed)
         owned_pools = self._reservations.owned_pools(request.tenant, gpu_class)
-        if not may_reclaim and not owned_pools and not within_own_quota:
-            workloads = workloads[: bisect_left(tiers, request.tier)]
+        if not may_reclaim and not owned_pools and not quota_bound:
+            # Only lower tiers, or the same tier for a fair-share reclaim.
+            workloads = workloads[: (bisect_right if fair else bisect_left)(tiers, request.tier)]
+        fair_need = request.quota_amount * replicas if fair else 0
         key = (
             request.tenant,
             request.tier,
             gpu_class,
             may_reclaim,
             frozenset(owned_pools),
-            within_own_quota,
+            quota_bound,
+            fair_need,
             id(eligible),
         )
         candidates = None if request.evicted_by else self._candidates.get(key)
@@ -200,7 +129,11 @@ class Preemptor:
                 if len(candidates) == MAX_CANDIDATES:
                     break  # the victim search only ever tries the cheapest ones
                 reason = self._victim_reason(
-                    request, workload, may_reclaim=may_reclaim, owned_pools=owned_pools
+                    request,
+                    workload,
+                    may_reclaim=may_reclaim,
+                    owned_pools=owned_pools,
+                    fair_need=fair_need,
                 )
                 if reason is not None and any(
                     p.node in eligible_names for p in workload.placements
@@ -219,17 +152,23 @@ class Preemptor:
         )
         if attempt in self._hopeless:
             return None
+
+        def place(victims: Sequence[Victim]) -> tuple[ReplicaPlacement, ...] | None:
+            if quota_bound and not self._quota_allows_without(
+                request, gpu_class, replicas, victims
+            ):
+                return None
+            if not self._closer_shares(request, resource, replicas, victims):
+                return None
+            return self._place(request, shape, eligible)
+
         chosen = choose_victims(
             cluster=self._cluster,
             candidates=candidates,
             now=self._now,
-            place=lambda victims: (
-                self._place(request, shape, eligible)
-                if not within_own_quota
-                or self._quota_allows_without(request, gpu_class, replicas, victims)
-                else None
-            ),
-            could_fit=lambda: self._could_fit(shape, eligible),
+            place=place,
+            shape=shape,
+            among=eligible,
         )
         if chosen is None:
             self._hopeless.add(attempt)
@@ -237,29 +176,57 @@ class Preemptor:
         victims, placements = chosen
         for victim in victims:
             self._evict(victim, request, gpu_class)
-        if within_own_quota:
+        if quota_bound:
             borrowed = self._ledger.check(
                 request=request, gpu_class=gpu_class, replicas=len(placements)
             ).borrowed
         return placements, borrowed
 
     def _evict(self, victim: Victim, request: Request, gpu_class: str) -> None:
-        evicted = victim.workload
-        self._stop(evicted)
-        self._forget_evicted(evicted)
-        self.protect(evicted.request.id)
-        self.preemptions.append(
+        self._record(
+            victim.workload,
             Preemption(
-                victim_id=evicted.request.id,
+                victim_id=victim.workload.request.id,
                 preemptor_id=request.id,
                 reason=victim.reason,
                 message=_preemption_message(victim, request, gpu_class),
-            )
+            ),
         )
 
+    def drain(self, workload: RunningWorkload, reservation: Reservation) -> None:
+        """Evict ``workload`` from capacity ``reservation`` needs when its window opens."""
+        for placement in workload.placements:
+            self._cluster.release(placement)
+        self._record(
+            workload,
+            Preemption(
+                victim_id=workload.request.id,
+                preemptor_id=None,
+                reason="reservation",
+                message=f"Capacity on {reservation.gpu_class} in pool {reservation.pool} is"
+                f" reserved for {reservation.tenant} from {reservation.starts_at.isoformat()};"
+                " it is emptied ahead of the window.",
+                reservation_id=reservation.id,
+            ),
+        )
+
+    def _record(self, evicted: RunningWorkload, preemption: Preemption) -> None:
+        self._stop(evicted)
+        self._forget_evicted(evicted)
+        self.protect(evicted.request.id)
+        self.preemptions.append(preemption)
+
     def _victim_reason(
-        self, request: Request, victim: RunningWorkload, *, may_reclaim: bool, owned_pools: set[str]
+        self,
+        request: Request,
+        victim: RunningWorkload,
+        *,
+        may_reclaim: bool,
+        owned_pools: set[str],
+        fair_need: int,
     ) -> str | None:
+        """Why ``request`` may evict ``victim``, if it may. ``fair_need``: what the request
+        would borrow (0: it borrows nothing), for a fair-share reclaim."""
         other = victim.request
         if other.id in request.evicted_by or other.id in self._protected:
             return None
@@ -267,19 +234,30 @@ class Preemptor:
             return "priority"
         if other.tenant == request.tenant:
             return None
-        borrowing = self._ledger.is_borrowing(tenant=other.tenant, gpu_class=victim.gpu_class)
-        # Preemptible work is reclaimed from a tenant that borrowed; work whose tier is not
+        resource = other.quota_resource(victim.gpu_class)
+        borrowing = self._ledger.is_borrowing(tenant=other.tenant, resource=resource)
+        # Preemptible work is reclaimed from a tenant that borrows; work whose tier is not
         # preemptible only if it was itself admitted on borrowed capacity and its tenant still
         # holds more than its guarantee.
         reclaimable = (
             victim.borrowed or borrowing if other.preemptible else victim.borrowed and borrowing
         )
         ran_long_enough = self._now - victim.started_at >= self._reclaim_after
-        if may_reclaim and reclaimable and ran_long_enough:
-            mine = self._ledger.quota(tenant=request.tenant, gpu_class=victim.gpu_class)
-            theirs = self._ledger.quota(tenant=other.tenant, gpu_class=victim.gpu_class)
-            if mine and theirs and mine.cohort == theirs.cohort:
+        same_resource = request.quota_resource(victim.gpu_class) == resource
+        if reclaimable and ran_long_enough and same_resource:
+            if may_reclaim and self._lent_to(other.tenant, request.tenant, resource):
                 return "reclaim"
+            if fair_need and other.tier <= request.tier:
+                after = self._ledger.lent_share(
+                    tenant=request.tenant, resource=resource, extra=fair_need
+                )
+                left = self._ledger.lent_share(
+                    tenant=other.tenant,
+                    resource=resource,
+                    extra=-other.quota_amount * len(victim.placements),
+                )
+                if after <= left:
+                    return "fair-share"
         if not other.preemptible:
             return None
         if owned_pools and any(
@@ -289,6 +267,39 @@ class Preemptor:
         ):
             return "reservation"
         return None
+
+    def _lent_to(self, borrower: str, lender: str, resource: str) -> bool:
+        """Whether ``borrower`` may be holding what ``lender`` is guaranteed: they share a
+        cohort, or someone borrows from the shared pool, which guarantees were carved from."""
+        mine = self._ledger.quota(tenant=lender, resource=resource)
+        theirs = self._ledger.quota(tenant=borrower, resource=resource)
+        if not mine or not theirs:
+            return False
+        return (
+            bool(mine.cohort and mine.cohort == theirs.cohort) or self._ledger.drawn(resource) > 0
+        )
+
+    def _closer_shares(
+        self, request: Request, resource: str, replicas: int, victims: Sequence[Victim]
+    ) -> bool:
+        """A fair-share reclaim moves shares closer and never past each other: afterwards
+        every tenant that loses work still borrows at least the share the request's tenant
+        then borrows (by weight)."""
+        freed: Counter[str] = Counter()
+        for victim in victims:
+            workload = victim.workload
+            amount = workload.request.quota_amount * len(workload.placements)
+            if victim.reason == "fair-share" or workload.request.tenant == request.tenant:
+                freed[workload.request.tenant] += amount
+        losers = [tenant for tenant in freed if tenant != request.tenant]
+        if not losers:
+            return True
+        extra = request.quota_amount * replicas - freed[request.tenant]
+        after = self._ledger.lent_share(tenant=request.tenant, resource=resource, extra=extra)
+        return all(
+            after <= self._ledger.lent_share(tenant=tenant, resource=resource, extra=-freed[tenant])
+            for tenant in losers
+        )
 
     def _by_tier(self, gpu_class: str) -> tuple[list[int], list[RunningWorkload]]:
         """Running work of a class that may still be evicted this cycle, cheapest to evict
@@ -350,12 +361,6 @@ class Preemptor:
                     replicas=len(victim.workload.placements),
                 )
 
-    def _could_fit(self, shape: GangShape, among: np.ndarray) -> bool:
-        """Whether ``among`` has room for the gang's minimum on the cluster as it is now (a
-        trial's too): necessary for placing it to succeed, and far cheaper."""
-        capacity = gang_capacity(cluster=self._cluster, shape=shape, among=among)
-        return int(capacity.sum()) >= shape.min_replicas
-
 
 def _preemption_message(victim: Victim, request: Request, gpu_class: str) -> str:
     other = victim.workload.request
@@ -364,6 +369,11 @@ def _preemption_message(victim: Victim, request: Request, gpu_class: str) -> str
             return (
                 f"Evicted for {request.id} (tier {request.tier} over tier {other.tier})"
                 f" on {gpu_class}."
+            )
+        case "fair-share":
+            return (
+                f"{other.tenant} held more than its fair share of lent {gpu_class};"
+                f" {request.tenant}, below its share, took it back for {request.id}."
             )
         case "reclaim":
             return (

@@ -1,17 +1,21 @@
-"""Quotas per tenant (and project) per GPU class: a guarantee, a limit, and a cohort.
+"""Quotas per tenant (and project) per quota resource: a class's whole GPUs, its GPU shares or
+one of its MIG profiles (``model.quota_resource``), each with a guarantee, a limit and a cohort.
 
-A tenant may use up to its guarantee at any time; above it, up to its limit, only by borrowing
-guarantees its cohort leaves unused. Borrowed work is reclaimable: a tenant back under its
-guarantee may preempt it. Amounts are kept in milli-GPU.
+A tenant may use up to its guarantee at any time. Above it, up to its limit, it borrows: first
+the guarantees its cohort leaves unused, then the shared pool, the capacity no guarantee covers
+(every tenant may borrow from it, with or without a cohort). Borrowed work is reclaimable: a
+tenant back under its guarantee may preempt it, and a tenant holding less than its fair share
+of lent capacity may preempt the excess of one holding more (``Preemptor``). Amounts are in the
+resource's unit: GPUs, milli-GPU or MIG instances.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .model import MILLI_PER_GPU, NodeState, Quota, Request, RunningWorkload
+from .model import MILLI_PER_GPU, SHARED, NodeState, Quota, Request, RunningWorkload
 
 
 @dataclass(frozen=True)
@@ -19,29 +23,89 @@ class QuotaVerdict:
     allowed: bool
     borrowed: bool = False
     reason: str = ""
+    # Refused only because everything lendable is already lent: evicting others' borrowed work
+    # (a fair-share reclaim) could make room.
+    lent_out: bool = False
 
 
-def _gpus(milli: int) -> str:
-    return f"{milli / MILLI_PER_GPU:g}"
+def resource_label(resource: str) -> str:
+    """ "H100", "H100 shares" or "H100 mig-1g.10gb", as sentences name a quota resource."""
+    gpu_class, _, kind = resource.partition("/")
+    if not kind:
+        return gpu_class
+    return f"{gpu_class} {'shares' if kind == SHARED else kind}"
+
+
+def amount_label(resource: str, amount: int) -> str:
+    """An amount in its resource's unit, for sentences: "3", "1500 milli-GPU", "2 instances"."""
+    _, _, kind = resource.partition("/")
+    if not kind:
+        return str(amount)
+    if kind == SHARED:
+        return f"{amount} milli-GPU"
+    return f"{amount} instance{'' if amount == 1 else 's'}"
+
+
+def quota_capacity(
+    nodes: Sequence[NodeState], running: Iterable[RunningWorkload]
+) -> dict[str, int]:
+    """How much of each quota resource the schedulable nodes hold: GPUs per class, the same
+    in milli-GPU for shares, and MIG instances per profile (free now plus those running)."""
+    capacity: dict[str, int] = defaultdict(int)
+    schedulable = {n.name: n for n in nodes if not n.cordoned}
+    for node in schedulable.values():
+        capacity[node.gpu_class] += len(node.gpu_free_milli)
+        capacity[f"{node.gpu_class}/{SHARED}"] += len(node.gpu_free_milli) * MILLI_PER_GPU
+        for profile, free in node.mig_free.items():
+            capacity[f"{node.gpu_class}/{profile}"] += free
+    for workload in running:
+        for placement in workload.placements:
+            node = schedulable.get(placement.node)
+            if node is not None and placement.mig_profile:
+                capacity[f"{node.gpu_class}/{placement.mig_profile}"] += placement.mig_count
+    return dict(capacity)
 
 
 class QuotaLedger:
-    """Usage against quotas, updated as the cycle admits and preempts."""
+    """Usage against quotas, updated as the cycle admits and preempts.
 
-    def __init__(self, *, quotas: Sequence[Quota], running: Iterable[RunningWorkload]) -> None:
-        self._tenant = {(q.tenant, q.gpu_class): q for q in quotas if q.project is None}
+    Borrowing is kept per lending group (a cohort, or a tenant on its own): what its members
+    hold above their guarantees, and what they leave unused of them. A group draws on the
+    shared pool what its borrowing exceeds its unused guarantees by; the draws of all groups
+    never exceed the pool. Each sum is kept up to date by ``charge``, so a check is O(1).
+    """
+
+    def __init__(
+        self,
+        *,
+        quotas: Sequence[Quota],
+        running: Iterable[RunningWorkload],
+        capacity: Mapping[str, int] | None = None,
+        weights: Mapping[str, float] | None = None,
+    ) -> None:
+        """``capacity``: per quota resource (``quota_capacity``); none: no shared pool."""
+        self._tenant = {(q.tenant, q.resource): q for q in quotas if q.project is None}
         self._project = {
-            (q.tenant, q.project, q.gpu_class): q for q in quotas if q.project is not None
+            (q.tenant, q.project, q.resource): q for q in quotas if q.project is not None
         }
-        self._cohort_guarantee: dict[tuple[str, str], int] = defaultdict(int)
+        self._capacity = dict(capacity or {})
+        self._weights = dict(weights or {})
+        guaranteed: dict[str, int] = defaultdict(int)
         for quota in self._tenant.values():
-            if quota.cohort:
-                key = (quota.cohort, quota.gpu_class)
-                self._cohort_guarantee[key] += quota.guarantee * MILLI_PER_GPU
+            guaranteed[quota.resource] += quota.guarantee
+        self._pool = {
+            resource: max(self._capacity.get(resource, 0) - total, 0)
+            for resource, total in guaranteed.items()
+        }
         self.tenant_usage: dict[tuple[str, str], int] = defaultdict(int)
         self.project_usage: dict[tuple[str, str, str], int] = defaultdict(int)
-        # Kept up to date by ``charge`` so that a borrowing check is O(1), not O(tenants).
-        self._cohort_usage: dict[tuple[str, str], int] = defaultdict(int)
+        # Milli-GPU per (tenant, class), whatever the form: what DRF compares.
+        self.class_usage: dict[tuple[str, str], int] = defaultdict(int)
+        self._group_borrowed: dict[tuple[str, str], int] = defaultdict(int)
+        self._group_unused: dict[tuple[str, str], int] = defaultdict(int)
+        self._drawn: dict[str, int] = defaultdict(int)
+        for quota in self._tenant.values():
+            self._group_unused[(self._group(quota), quota.resource)] += quota.guarantee
         for workload in running:
             self.charge(
                 request=workload.request,
@@ -49,53 +113,80 @@ class QuotaLedger:
                 replicas=len(workload.placements),
             )
 
-    def quota(self, *, tenant: str, gpu_class: str) -> Quota | None:
-        return self._tenant.get((tenant, gpu_class))
+    @staticmethod
+    def _group(quota: Quota) -> str:
+        return f"cohort:{quota.cohort}" if quota.cohort else f"tenant:{quota.tenant}"
 
-    def cohort_usage(self, *, cohort: str, gpu_class: str) -> int:
-        """Usage of every tenant whose quota for ``gpu_class`` is in ``cohort``."""
-        return self._cohort_usage[(cohort, gpu_class)]
+    def quota(self, *, tenant: str, resource: str) -> Quota | None:
+        return self._tenant.get((tenant, resource))
+
+    def pool(self, resource: str) -> int:
+        """The capacity of ``resource`` that no guarantee covers."""
+        return self._pool.get(resource, 0)
+
+    def drawn(self, resource: str) -> int:
+        """How much of ``resource``'s shared pool is borrowed."""
+        return self._drawn[resource]
+
+    def borrowed(self, *, tenant: str, resource: str, extra: int = 0) -> int:
+        """What ``tenant`` holds of ``resource`` above its guarantee (with ``extra`` more)."""
+        quota = self._tenant.get((tenant, resource))
+        guarantee = quota.guarantee if quota is not None else 0
+        return max(self.tenant_usage[(tenant, resource)] + extra - guarantee, 0)
+
+    def lent_share(self, *, tenant: str, resource: str, extra: int = 0) -> float:
+        """What ``tenant`` borrows of ``resource`` (with ``extra`` more), as a share of the
+        resource's capacity divided by the tenant's weight: fair-share reclaim compares it."""
+        capacity = self._capacity.get(resource) or 1
+        borrowed = self.borrowed(tenant=tenant, resource=resource, extra=extra)
+        return borrowed / capacity / self._weights.get(tenant, 1.0)
 
     def check(self, *, request: Request, gpu_class: str, replicas: int) -> QuotaVerdict:
-        need = request.gpu_milli_per_replica * replicas
+        need = request.quota_amount * replicas
         if not need:
             return QuotaVerdict(allowed=True)
-        quota = self._tenant.get((request.tenant, gpu_class))
+        resource = request.quota_resource(gpu_class)
+        label = resource_label(resource)
+        quota = self._tenant.get((request.tenant, resource))
         if quota is None:
-            return QuotaVerdict(False, reason=f"{gpu_class}: no quota for {request.tenant}")
-        used = self.tenant_usage[(request.tenant, gpu_class)]
-        if used + need > quota.limit * MILLI_PER_GPU:
+            return QuotaVerdict(False, reason=f"{label}: no quota for {request.tenant}")
+        used = self.tenant_usage[(request.tenant, resource)]
+        if used + need > quota.limit:
             return QuotaVerdict(
                 False,
-                reason=f"{gpu_class}: {_gpus(used)} of {quota.limit} in use by {request.tenant}"
-                f", {_gpus(need)} more requested",
+                reason=f"{label}: {amount_label(resource, used)} of {quota.limit} in use by"
+                f" {request.tenant}, {amount_label(resource, need)} more requested",
             )
-        project_quota = self._project.get((request.tenant, request.project, gpu_class))
+        project_quota = self._project.get((request.tenant, request.project, resource))
         if project_quota is not None:
-            project_used = self.project_usage[(request.tenant, request.project, gpu_class)]
-            if project_used + need > project_quota.limit * MILLI_PER_GPU:
+            project_used = self.project_usage[(request.tenant, request.project, resource)]
+            if project_used + need > project_quota.limit:
                 return QuotaVerdict(
                     False,
-                    reason=f"{gpu_class}: {_gpus(project_used)} of {project_quota.limit} in use"
-                    f" by {request.tenant}/{request.project}, {_gpus(need)} more requested",
+                    reason=f"{label}: {amount_label(resource, project_used)} of"
+                    f" {project_quota.limit} in use by {request.tenant}/{request.project},"
+                    f" {amount_label(resource, need)} more requested",
                 )
-        if used + need <= quota.guarantee * MILLI_PER_GPU:
+        if used + need <= quota.guarantee:
             return QuotaVerdict(allowed=True)
-        if not quota.cohort:
-            return QuotaVerdict(
-                False,
-                reason=f"{gpu_class}: {_gpus(used)} of {quota.guarantee} guaranteed in use by"
-                f" {request.tenant} and no cohort to borrow from",
-            )
-        pool = self._cohort_guarantee[(quota.cohort, gpu_class)]
-        cohort_used = self.cohort_usage(cohort=quota.cohort, gpu_class=gpu_class)
-        if cohort_used + need > pool:
-            return QuotaVerdict(
-                False,
-                reason=f"{gpu_class}: cohort {quota.cohort} has {_gpus(cohort_used)} of"
-                f" {_gpus(pool)} in use, nothing left to borrow",
-            )
-        return QuotaVerdict(allowed=True, borrowed=True)
+        group = (self._group(quota), resource)
+        borrowed = self._group_borrowed[group] - self._borrowing(quota, used)
+        borrowed += self._borrowing(quota, used + need)
+        unused = self._group_unused[group] - self._unused(quota, used)
+        unused += self._unused(quota, used + need)
+        drawn = self._drawn[resource] - max(
+            self._group_borrowed[group] - self._group_unused[group], 0
+        )
+        if drawn + max(borrowed - unused, 0) <= self.pool(resource):
+            return QuotaVerdict(allowed=True, borrowed=True)
+        lenders = f"cohort {quota.cohort}'s unused guarantees and " if quota.cohort else ""
+        return QuotaVerdict(
+            False,
+            reason=f"{label}: {amount_label(resource, used)} of {quota.guarantee} guaranteed in"
+            f" use by {request.tenant}; nothing left to borrow ({lenders}the"
+            f" {amount_label(resource, self.pool(resource))} no guarantee covers are lent out)",
+            lent_out=True,
+        )
 
     def most_replicas(self, *, request: Request, gpu_class: str) -> tuple[int, QuotaVerdict]:
         """The most replicas of ``request``, at least its gang's minimum, allowed now, with
@@ -120,32 +211,52 @@ class QuotaLedger:
                 high = middle - 1
         return low, self.check(request=request, gpu_class=gpu_class, replicas=low)
 
-    def is_borrowing(self, *, tenant: str, gpu_class: str) -> bool:
-        quota = self._tenant.get((tenant, gpu_class))
-        used = self.tenant_usage[(tenant, gpu_class)]
-        return quota is not None and used > quota.guarantee * MILLI_PER_GPU
+    def is_borrowing(self, *, tenant: str, resource: str) -> bool:
+        quota = self._tenant.get((tenant, resource))
+        return quota is not None and self.tenant_usage[(tenant, resource)] > quota.guarantee
 
     def charge(self, *, request: Request, gpu_class: str, replicas: int, sign: int = 1) -> None:
-        amount = sign * request.gpu_milli_per_replica * replicas
-        self.tenant_usage[(request.tenant, gpu_class)] += amount
-        self.project_usage[(request.tenant, request.project, gpu_class)] += amount
-        quota = self._tenant.get((request.tenant, gpu_class))
-        if quota is not None and quota.cohort:
-            self._cohort_usage[(quota.cohort, gpu_class)] += amount
+        amount = sign * request.quota_amount * replicas
+        resource = request.quota_resource(gpu_class)
+        key = (request.tenant, resource)
+        used = self.tenant_usage[key]
+        self.tenant_usage[key] = used + amount
+        self.project_usage[(request.tenant, request.project, resource)] += amount
+        self.class_usage[(request.tenant, gpu_class)] += (
+            sign * request.gpu_milli_per_replica * replicas
+        )
+        quota = self._tenant.get(key)
+        if quota is None:
+            return
+        group = (self._group(quota), resource)
+        drawn_before = max(self._group_borrowed[group] - self._group_unused[group], 0)
+        self._group_borrowed[group] += self._borrowing(quota, used + amount)
+        self._group_borrowed[group] -= self._borrowing(quota, used)
+        self._group_unused[group] += self._unused(quota, used + amount) - self._unused(quota, used)
+        drawn_after = max(self._group_borrowed[group] - self._group_unused[group], 0)
+        self._drawn[resource] += drawn_after - drawn_before
+
+    @staticmethod
+    def _borrowing(quota: Quota, used: int) -> int:
+        return max(used - quota.guarantee, 0)
+
+    @staticmethod
+    def _unused(quota: Quota, used: int) -> int:
+        return max(quota.guarantee - used, 0)
 
 
 def dominant_shares(
     *,
     ledger: QuotaLedger,
     nodes: Sequence[NodeState],
-    weights: dict[str, float] | None = None,
+    weights: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """DRF: each tenant's largest share of any GPU class's capacity, divided by its weight."""
     capacity: dict[str, int] = defaultdict(int)
     for node in nodes:
         capacity[node.gpu_class] += len(node.gpu_free_milli) * MILLI_PER_GPU
     shares: dict[str, float] = defaultdict(float)
-    for (tenant, gpu_class), used in ledger.tenant_usage.items():
+    for (tenant, gpu_class), used in ledger.class_usage.items():
         if capacity[gpu_class]:
             share = used / capacity[gpu_class] / (weights or {}).get(tenant, 1.0)
             shares[tenant] = max(shares[tenant], share)
@@ -184,17 +295,18 @@ def validate_request(
         errors[field].extend(messages)
     if not needs_gpu:
         return dict(errors)
-    need = request.gpu_milli_per_replica * request.smallest_gang
+    need = request.quota_amount * request.smallest_gang
+    resources = {request.quota_resource(c): c for c in request.gpu_classes}
     limits = {
-        q.gpu_class: q.limit
+        q.resource: q.limit
         for q in quotas
-        if q.tenant == request.tenant and q.project is None and q.gpu_class in request.gpu_classes
+        if q.tenant == request.tenant and q.project is None and q.resource in resources
     }
-    if not any(need <= limit * MILLI_PER_GPU for limit in limits.values()):
-        shown = ", ".join(f"{c}: {limits.get(c, 0)}" for c in request.gpu_classes)
-        errors["gpus"].append(
-            f"{_gpus(need)} GPUs exceed the quota limit of {request.tenant} ({shown})."
-        )
+    if not any(need <= limit for limit in limits.values()):
+        shown = ", ".join(f"{resource_label(r)}: {limits.get(r, 0)}" for r in resources)
+        field = "gpus" if request.gpus else "gpu_milli" if request.gpu_milli else "mig_count"
+        asked = f"{need} GPUs" if request.gpus else amount_label(next(iter(resources)), need)
+        errors[field].append(f"{asked} asked, over the quota limit of {request.tenant} ({shown}).")
     return dict(errors)
 
 

@@ -1,12 +1,14 @@
 """Reserved capacity: whole GPUs of a class in a pool held for one tenant, which other tenants'
 non-preemptible work may not take while the owner leaves them unused, nor before the window
-opens unless its maximum run time ends first."""
+opens unless its maximum run time ends first. In the lead time before a window, the capacity
+is also drained of others' preemptible work and kept free of new preemptible work, so that it
+is idle when the window opens."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 
@@ -27,13 +29,19 @@ class ReservationBook:
         cluster: ClusterState,
         settled: SettledCapacity,
         running: Iterable[RunningWorkload],
+        lead_time: timedelta,
     ) -> None:
+        """``lead_time``: how long before its window a reservation without one drains."""
         self._now = now
         self._reservations = [r for r in reservations if r.is_active(now=now)]
         self._upcoming = [r for r in reservations if r.starts_at > now]
+        self._draining = [
+            r for r in self._upcoming if r.starts_at - (r.lead_time or lead_time) <= now
+        ]
         self._cluster = cluster
         self._settled = settled
         self._pools = np.array([n.pool for n in cluster.nodes])
+        self._classes = np.array([n.gpu_class for n in cluster.nodes])
         # GPU milli each tenant runs per (tenant, class, pool).
         self._usage: Counter[tuple[str, str, str]] = Counter()
         for workload in running:
@@ -56,10 +64,9 @@ class ReservationBook:
     def outside(
         self, request: Request, gpu_class: str, among: np.ndarray, need_gpus: int
     ) -> tuple[np.ndarray, str | None]:
-        """Drop pools whose idle GPUs are held for others, unless the request is preemptible;
-        with a note naming them, if any were dropped."""
-        if request.preemptible:
-            return among, None
+        """Drop pools whose idle GPUs are held for others, with a note naming them if any
+        were dropped. Preemptible work is kept only off capacity being drained for a window
+        about to open (it would be evicted again before the window)."""
         holding = self._holding(request, gpu_class)
         held = self._held(holding)
         idle = self._settled.idle_by_pool(among=among) if held else {}
@@ -70,26 +77,80 @@ class ReservationBook:
         owners = ", ".join(sorted({r.tenant for r in holders}))
         opens = min(r.starts_at for r in holders)
         when = f" from {opens.isoformat()}" if opens > self._now else ""
+        if request.preemptible:
+            allowed = "they are kept free for the window; only work that ends before then"
+        else:
+            allowed = "only preemptible work" + (" or work that ends before then" if when else "")
         note = (
             f"{gpu_class}: {sum(held[p] for p in blocked)} GPUs in pool {', '.join(blocked)}"
-            f" are reserved for {owners}{when}; only preemptible work"
-            f"{' or work that ends before then' if when else ''} may use them."
+            f" are reserved for {owners}{when}; {allowed} may use them."
         )
         return among[~np.isin(self._pools[among], blocked)], note
 
     def _holding(self, request: Request, gpu_class: str) -> list[Reservation]:
         """Other tenants' reservations of ``gpu_class`` that hold capacity against the request:
-        those open now, and those opening before its maximum run time would end (all of them
-        when it has none)."""
+        against non-preemptible work, those open now and those opening before its maximum run
+        time would end (all of them when it has none); against preemptible work, only those
+        draining for their window, likewise."""
         runtime = request.max_runtime
         ends = self._now + runtime if runtime is not None else None
+        if request.preemptible:
+            candidates = self._draining
+        else:
+            candidates = [*self._reservations, *self._upcoming]
         return [
             r
-            for r in (*self._reservations, *self._upcoming)
+            for r in candidates
             if r.gpu_class == gpu_class
             and r.tenant != request.tenant
             and (r.is_active(now=self._now) or ends is None or ends > r.starts_at)
         ]
+
+    def after_windows(
+        self, request: Request, gpu_class: str, start: datetime, *, need: int, capacity: int
+    ) -> datetime:
+        """When non-preemptible ``request`` could start, at ``start`` or later, given other
+        tenants' windows of ``gpu_class``: a window its run would overlap (all of them when it
+        has no maximum run time) and that leaves less than ``need`` milli-GPU of the
+        ``capacity`` it could use puts the start off to the window's end."""
+        if request.preemptible:
+            return start
+        windows = sorted(
+            (
+                r
+                for r in (*self._reservations, *self._upcoming)
+                if r.gpu_class == gpu_class and r.tenant != request.tenant
+            ),
+            key=lambda r: r.starts_at,
+        )
+        for window in windows:
+            ends = start + request.max_runtime if request.max_runtime is not None else None
+            overlaps = start < window.ends_at and (ends is None or ends > window.starts_at)
+            if overlaps and need > capacity - window.gpus * MILLI_PER_GPU:
+                start = window.ends_at
+        return start
+
+    @property
+    def draining(self) -> list[Reservation]:
+        """Reservations in the lead time before their window."""
+        return self._draining
+
+    def shortfall(self, reservation: Reservation) -> int:
+        """How many fewer GPUs of its class its pool has idle than the reservation holds
+        unused (0: none): what others' work must free before the window."""
+        among = self.class_nodes(reservation.gpu_class)
+        idle = self._settled.idle_by_pool(among=among).get(reservation.pool, 0)
+        return max(self._held([reservation]).get(reservation.pool, 0) - idle, 0)
+
+    def class_nodes(self, gpu_class: str) -> np.ndarray:
+        return np.flatnonzero(self._classes == gpu_class)
+
+    def in_pool(self, workload: RunningWorkload, pool: str) -> bool:
+        return any(
+            self._pools[node] == pool
+            for p in workload.placements
+            if (node := self._cluster.index.get(p.node)) is not None
+        )
 
     def _held(self, holding: Iterable[Reservation]) -> dict[str, int]:
         """Per pool, whole GPUs that these reservations hold and their owners leave unused."""

@@ -44,8 +44,15 @@ from .model import (
 )
 from .policies import make_policy
 from .preemption import PREEMPTION_CODES, Preemptor
-from .quota import QuotaLedger, dominant_shares, larger_than_any_node, validate_request
+from .quota import (
+    QuotaLedger,
+    dominant_shares,
+    larger_than_any_node,
+    quota_capacity,
+    validate_request,
+)
 from .reservations import ReservationBook
+from .victims import eviction_cost
 
 
 @dataclass(frozen=True)
@@ -121,7 +128,12 @@ class _Cycle:
                 if node is not None:
                     shape = Demand(gpus=len(placement.gpu_indices), gpu_milli=placement.gpu_milli)
                     self.cluster.note_replica(node=node, demand=shape)
-        self.ledger = QuotaLedger(quotas=snapshot.quotas, running=running)
+        self.ledger = QuotaLedger(
+            quotas=snapshot.quotas,
+            running=running,
+            capacity=quota_capacity(snapshot.nodes, running),
+            weights=snapshot.tenant_weights,
+        )
         self._tenant_quotas: dict[str, list[Quota]] = defaultdict(list)
         for quota in snapshot.quotas:
             self._tenant_quotas[quota.tenant].append(quota)
@@ -142,6 +154,7 @@ class _Cycle:
             cluster=self.cluster,
             settled=self.settled,
             running=self.running.values(),
+            lead_time=policy.reservation_lead_time,
         )
         self.backfill = Backfill(
             cluster=self.cluster, settled=self.settled, running=self.running, now=now
@@ -159,6 +172,8 @@ class _Cycle:
         )
 
     def run(self, pending: Sequence[Request]) -> Decisions:
+        if self.policy.preemption:
+            self._drain()
         shares = dominant_shares(
             ledger=self.ledger,
             nodes=self.snapshot.nodes,
@@ -198,6 +213,29 @@ class _Cycle:
             preemptions=tuple(self.preemptor.preemptions),
             pending=tuple(pending_reasons),
         )
+
+    def _drain(self) -> None:
+        """Empty the capacity of reservations about to open of others' preemptible work,
+        cheapest to evict first, until their pool has the GPUs they hold idle."""
+        for reservation in self.reservations.draining:
+            guests = iter(
+                sorted(
+                    (
+                        w
+                        for w in self.running.values()
+                        if w.request.tenant != reservation.tenant
+                        and w.request.preemptible
+                        and w.gpu_class == reservation.gpu_class
+                        and self.reservations.in_pool(w, reservation.pool)
+                    ),
+                    key=lambda w: eviction_cost(workload=w, now=self.now),
+                )
+            )
+            while self.reservations.shortfall(reservation):
+                guest = next(guests, None)
+                if guest is None:
+                    break
+                self.preemptor.drain(guest, reservation)
 
     # -- eligibility ---------------------------------------------------------------------
 
@@ -402,6 +440,7 @@ class _Cycle:
             cluster=self.cluster,
             ledger=self.ledger,
             backfill=self.backfill,
+            reservations=self.reservations,
             eligible=self._eligible_nodes,
             now=self.now,
         )

@@ -199,6 +199,7 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
             or engine.Policy(
                 placement=settings.PORTAL_PLACEMENT_POLICY,
                 reclaim_after=timedelta(seconds=settings.PORTAL_RECLAIM_AFTER_SECONDS),
+                reservation_lead_time=timedelta(seconds=settings.PORTAL_RESERVATION_LEAD_SECONDS),
             ),
         )
         workloads = {str(w.pk): w for w in [*pending, *active]}
@@ -247,7 +248,9 @@ def _persist(
             reasons={p.victim_id: p.message for p in preemptions},
             preempted_by={p.victim_id: p.preemptor_id for p in preemptions},
             event_data={
-                p.victim_id: {"by": p.preemptor_id, "reason": p.reason} for p in preemptions
+                p.victim_id: {"by": p.preemptor_id, "reason": p.reason}
+                | ({"reservation": p.reservation_id} if p.reservation_id else {})
+                for p in preemptions
             },
         )
     events: list[WorkloadEvent] = []

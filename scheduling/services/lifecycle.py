@@ -152,7 +152,7 @@ def eviction_backoff(evictions: int) -> timedelta:
 def workloads_evict(
     *,
     reasons: Mapping[str, str],
-    preempted_by: Mapping[str, str],
+    preempted_by: Mapping[str, str | None],
     event_data: Mapping[str, dict],
 ) -> list[Workload]:
     """A scheduling cycle's preemption victims, in a few statements however many (all keyed by
@@ -160,12 +160,13 @@ def workloads_evict(
     backoff, unless its submitter opted out or it was already evicted PORTAL_EVICTIONS_MAX
     times: then it ends preempted. Either way its GPUs are released, its objects go through
     the worker after commit, and its timeline says why. Those that had already ended are left
-    alone. The requeued."""
+    alone. ``preempted_by`` names the workload each was evicted for (None: it was drained for
+    a reservation). The requeued."""
     with transaction.atomic():
         locked = Workload.objects.select_for_update().filter(pk__in=list(reasons)).order_by("pk")
         victims = [workload for workload in locked if not workload.is_final]
         for workload in victims:
-            workload.preempted_by_id = preempted_by[str(workload.pk)]
+            workload.preempted_by_id = preempted_by.get(str(workload.pk))
         requeued = [
             w
             for w in victims

@@ -29,6 +29,8 @@ def quota_grant_save(*, caller: Caller, grant: QuotaGrant) -> QuotaGrant:
             target=grant,
             payload={
                 "gpu_class": grant.gpu_class.name,
+                "resource": grant.resource,
+                "mig_profile": grant.mig_profile,
                 "guarantee": grant.guarantee,
                 "limit": grant.limit,
                 "cohort": grant.cohort,

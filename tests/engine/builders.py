@@ -6,7 +6,7 @@ cycle runs through ``cycle(...)``, which fixes the clock and the policy unless t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 from scheduling.engine import (
@@ -106,18 +106,27 @@ def cycle(
     quotas: Sequence[Quota] | None = None,
     reservations: Sequence[Reservation] = (),
     node_shapes: Sequence[NodeState] = (),
+    tenant_weights: Mapping[str, float] | None = None,
     placement: str = "bestfit",
     **policy_fields,
 ) -> Decisions:
     tenants = {r.tenant for r in pending} | {w.request.tenant for w in running}
     classes = {node.gpu_class for node in nodes}
     if quotas is None:
-        quotas = [quota(t, gpu_class=c) for t in sorted(tenants) for c in sorted(classes)]
+        # Plenty of every quota resource the work asks for: whole GPUs, shares, MIG profiles.
+        profiles = {r.mig_profile for r in (*pending, *(w.request for w in running))} - {None}
+        quotas = [
+            quota(t, gpu_class=c, **form)
+            for t in sorted(tenants)
+            for c in sorted(classes)
+            for form in ({}, {"shared": True}, *({"mig_profile": p} for p in sorted(profiles)))
+        ]
     snapshot = ClusterSnapshot(
         nodes=tuple(nodes),
         quotas=tuple(quotas),
         reservations=tuple(reservations),
         node_shapes=tuple(node_shapes),
+        tenant_weights=dict(tenant_weights or {}),
     )
     return schedule(
         snapshot=snapshot,

@@ -11,6 +11,7 @@ generator keeps the draws the same on every platform.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from datetime import timedelta
 from random import Random
 
@@ -31,6 +32,7 @@ from scheduling.engine import (
     Toleration,
     TolerationOperator,
 )
+from scheduling.engine.model import MIG_SLICES_PER_GPU
 
 from .builders import NOW
 
@@ -161,6 +163,13 @@ def mixed_cluster(
         )
         for tenant in TENANTS
         for gpu_class in CLASSES
+    ]
+    # Shares and MIG instances have quotas of their own, as large as the whole GPUs' (drawn
+    # without the random stream, so that the scenarios stay those the fingerprints locked).
+    quotas += [
+        replace(q, guarantee=q.guarantee * scale, limit=q.limit * scale, **form)
+        for q in list(quotas)
+        for form, scale in (({"shared": True}, 1000), ({"mig_profile": MIG}, MIG_SLICES_PER_GPU))
     ]
     quotas.append(Quota(tenant="t0", project="small", gpu_class=CLASSES[0], guarantee=4, limit=6))
     window = {"starts_at": NOW - timedelta(hours=1), "ends_at": NOW + timedelta(hours=3)}

@@ -1,6 +1,6 @@
 """Quotas: guarantees, limits, cohort borrowing and reclaim, rejection at submission."""
 
-from scheduling.engine import validate_request
+from scheduling.engine import ReplicaPlacement, validate_request
 
 from .builders import admitted, cycle, node, on, quota, reason, request, running
 
@@ -50,17 +50,40 @@ def test_borrowed_work_is_admitted_as_preemptible():
     assert decisions.admissions[0].preemptible
 
 
-def test_without_a_cohort_the_guarantee_is_the_ceiling():
+def test_without_a_cohort_and_with_every_gpu_guaranteed_the_guarantee_is_the_ceiling():
     decisions = cycle(
-        nodes=[node("a")], pending=[request("job", gpus=4)], quotas=[quota(gpus=2, limit=6)]
+        nodes=[node("a")],
+        pending=[request("job", gpus=4)],
+        quotas=[quota(gpus=2, limit=6), quota("globex", gpus=6)],
     )
     assert reason(decisions, "job").code == "quota"
+
+
+def test_gpus_no_guarantee_covers_are_lent_to_a_tenant_without_a_cohort_up_to_its_limit():
+    decisions = cycle(
+        nodes=[node("a")], pending=[request("job", gpus=4)], quotas=[quota(gpus=0, limit=4)]
+    )
+    assert decisions.admissions[0].borrowed
+
+
+def test_the_shared_pool_is_lent_only_up_to_the_gpus_no_guarantee_covers():
+    theirs = running(request("theirs", tenant="globex", gpus=2), on("a", 0, 1))
+    decisions = cycle(
+        nodes=[node("a", free=[0, 0, *[1000] * 6])],
+        pending=[request("job", gpus=4)],
+        running=[theirs],
+        quotas=[quota(gpus=0, limit=8), quota("globex", gpus=0, limit=8), quota("initech", gpus=4)],
+    )
+    assert reason(decisions, "job").message == (
+        "H100-80GB: 0 of 0 guaranteed in use by acme; nothing left to borrow (the 4 no"
+        " guarantee covers are lent out)"
+    )
 
 
 def test_borrowing_stops_when_the_cohort_guarantees_are_in_use():
     theirs = running(request("theirs", tenant="globex", gpus=4), on("a", 0, 1, 2, 3))
     decisions = cycle(
-        nodes=[node("a", free=[0, 0, 0, 0, 1000, 1000, 1000, 1000])],
+        nodes=[node("a", free=[0, 0, 0, 0, 1000, 1000])],
         pending=[request("job", gpus=4)],
         running=[theirs],
         quotas=[
@@ -107,7 +130,7 @@ def test_a_tenant_under_its_guarantee_reclaims_borrowed_capacity():
 
 def test_validation_rejects_a_request_larger_than_its_limit():
     errors = validate_request(request=request("big", gpus=8, replicas=2), quotas=[quota(gpus=8)])
-    assert "exceed the quota limit" in errors["gpus"][0]
+    assert "asked, over the quota limit" in errors["gpus"][0]
 
 
 def test_validation_accepts_a_request_within_its_limit():
@@ -232,3 +255,54 @@ def test_borrowed_work_admitted_moments_ago_is_not_reclaimed_yet():
         quotas=_lab_quotas(),
     )
     assert decisions.preemptions == ()
+
+
+MIG = "mig-1g.10gb"
+
+
+def test_mig_instances_count_against_their_profile_quota_not_the_class_gpus():
+    decisions = cycle(
+        nodes=[node("a", gpus=0, mig_free={MIG: 7})],
+        pending=[request("job", mig_profile=MIG, mig_count=4)],
+        quotas=[quota(gpus=0), quota(gpus=4, mig_profile=MIG)],
+    )
+    assert admitted(decisions) == ["job"]
+
+
+def test_mig_instances_beyond_the_profile_limit_wait_with_the_instance_numbers():
+    held = running(
+        request("old", mig_profile=MIG, mig_count=3),
+        ReplicaPlacement(node="a", mig_profile=MIG, mig_count=3),
+    )
+    decisions = cycle(
+        nodes=[node("a", gpus=0, mig_free={MIG: 4})],
+        pending=[request("job", mig_profile=MIG, mig_count=2)],
+        running=[held],
+        quotas=[quota(gpus=8), quota(gpus=4, mig_profile=MIG)],
+    )
+    assert reason(decisions, "job").message == (
+        f"H100-80GB {MIG}: 3 instances of 4 in use by acme, 2 instances more requested"
+    )
+
+
+def test_a_gpu_share_counts_in_milli_gpu_against_the_shares_quota():
+    decisions = cycle(
+        nodes=[node("a")],
+        pending=[
+            request("small", gpu_milli=500, submitted_minutes_ago=20),
+            request("big", gpu_milli=600),
+        ],
+        quotas=[quota(gpus=8), quota(gpus=1000, shared=True)],
+    )
+    assert reason(decisions, "big").message == (
+        "H100-80GB shares: 500 milli-GPU of 1000 in use by acme, 600 milli-GPU more requested"
+    )
+
+
+def test_a_mig_request_without_a_profile_quota_is_rejected_at_submission():
+    errors = validate_request(
+        request=request("job", mig_profile=MIG, mig_count=1), quotas=[quota(gpus=8)]
+    )
+    assert errors == {
+        "mig_count": [f"1 instance asked, over the quota limit of acme (H100-80GB {MIG}: 0)."]
+    }

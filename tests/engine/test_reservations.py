@@ -1,5 +1,6 @@
 """Reservations: held capacity is the owner's first; others only use it as preemptible."""
 
+from dataclasses import replace
 from datetime import timedelta
 
 from scheduling.engine import Reservation
@@ -110,3 +111,103 @@ def test_work_that_ends_before_the_window_opens_may_use_the_reserved_capacity():
 
 def test_work_that_would_still_run_when_the_window_opens_waits():
     assert reason(before_window(max_runtime=timedelta(hours=3)), "job").code == "reservation"
+
+
+def in_lead_time(guests, pending=(), **reservation_fields):
+    """acme's 8 GPUs of pool dgx (node a) open in 10 minutes (the default lead time is 15);
+    node b is in another pool."""
+    fields = {"hours_from_now": (1 / 6, 6)} | reservation_fields
+    lead_time = fields.pop("lead_time", None)
+    reservation = replace(held_for("acme", **fields), lead_time=lead_time)
+    busy = {p.node: set() for w in guests for p in w.placements}
+    for workload in guests:
+        for placement in workload.placements:
+            busy[placement.node] |= set(placement.gpu_indices)
+    nodes = [
+        node(name, pool=pool, free=[0 if gpu in busy.get(name, ()) else 1000 for gpu in range(8)])
+        for name, pool in (("a", "dgx"), ("b", "other"))
+    ]
+    return cycle(
+        nodes=nodes,
+        pending=list(pending),
+        running=guests,
+        quotas=QUOTAS,
+        reservations=[reservation],
+    )
+
+
+def guest(name, *gpus, node_name="a", minutes_ago=30, **fields):
+    return running(
+        request(name, tenant="globex", gpus=len(gpus), **fields),
+        on(node_name, *gpus),
+        started_minutes_ago=minutes_ago,
+    )
+
+
+def test_preemptible_guests_are_drained_from_reserved_capacity_in_the_lead_time():
+    decisions = in_lead_time([guest("guest", *range(8))], gpus=8)
+    assert [(p.victim_id, p.preemptor_id, p.reservation_id) for p in decisions.preemptions] == [
+        ("guest", None, "res-acme")
+    ]
+
+
+def test_guests_are_left_alone_before_the_lead_time():
+    decisions = in_lead_time([guest("guest", *range(8))], hours_from_now=(2, 6))
+    assert decisions.preemptions == ()
+
+
+def test_a_reservations_own_lead_time_overrides_the_policys():
+    decisions = in_lead_time(
+        [guest("guest", *range(8))], hours_from_now=(2, 6), lead_time=timedelta(hours=3)
+    )
+    assert [p.victim_id for p in decisions.preemptions] == ["guest"]
+
+
+def test_the_drain_evicts_only_what_the_window_needs_cheapest_first():
+    guests = [guest("older", 0, 1, 2, 3, minutes_ago=90), guest("newer", 4, 5, 6, 7)]
+    decisions = in_lead_time(guests, gpus=4)
+    assert [p.victim_id for p in decisions.preemptions] == ["newer"]
+
+
+def test_non_preemptible_guests_are_not_drained():
+    firm = guest("firm", *range(8), preemptible=False, max_runtime=timedelta(minutes=40))
+    assert in_lead_time([firm]).preemptions == ()
+
+
+def test_new_preemptible_work_is_kept_off_capacity_being_drained():
+    decisions = in_lead_time(
+        [guest("elsewhere", *range(8), node_name="b", preemptible=False)],
+        pending=[request("late", tenant="globex", gpus=4)],
+    )
+    waiting = reason(decisions, "late")
+    assert (waiting.code, waiting.message) == (
+        "reservation",
+        "H100-80GB: 8 GPUs in pool dgx are reserved for acme from 2026-03-02T09:10:00+00:00;"
+        " they are kept free for the window; only work that ends before then may use them.",
+    )
+
+
+def estimate_behind_a_window(max_runtime: timedelta):
+    """acme's non-preemptible job waits for globex's 8 GPUs, free in an hour; initech holds
+    them from in 2 hours to in 6."""
+    busy = running(
+        request("busy", tenant="globex", gpus=8, max_runtime=timedelta(hours=1)),
+        on("a", *range(8)),
+        started_minutes_ago=0,
+    )
+    decisions = cycle(
+        nodes=[node("a", free=[0] * 8)],
+        pending=[request("job", gpus=8, preemptible=False, max_runtime=max_runtime)],
+        running=[busy],
+        quotas=QUOTAS,
+        reservations=[held_for("initech", hours_from_now=(2, 6))],
+    )
+    return reason(decisions, "job").estimated_start - NOW
+
+
+def test_an_estimate_whose_run_would_overlap_another_tenants_window_moves_past_it():
+    assert estimate_behind_a_window(timedelta(hours=2)) == timedelta(hours=6)
+
+
+def test_an_estimate_whose_run_ends_before_the_window_stays():
+    assert estimate_behind_a_window(timedelta(minutes=30)) == timedelta(hours=1)

@@ -29,11 +29,20 @@ def cluster(backend):
 
 @pytest.fixture
 def quotas(cluster, acme):
-    """acme may use every GPU of the demo cluster."""
+    """acme may use every GPU of the demo cluster: whole, shared, or as any MIG instance."""
     for name, gpus in (("H100-80GB", 64), ("A100-80GB", 8), ("L4", 16)):
-        QuotaGrant.objects.create(
-            organization=acme, gpu_class=GpuClass.objects.get(name=name), guarantee=gpus, limit=gpus
-        )
+        gpu_class = GpuClass.objects.get(name=name)
+        forms = [("gpus", "", gpus), ("shared", "", gpus * 1000)]
+        forms += [("mig", profile, gpus * 7) for profile in gpu_class.mig_profiles]
+        for resource, mig_profile, amount in forms:
+            QuotaGrant.objects.create(
+                organization=acme,
+                gpu_class=gpu_class,
+                resource=resource,
+                mig_profile=mig_profile,
+                guarantee=amount,
+                limit=amount,
+            )
 
 
 @pytest.fixture

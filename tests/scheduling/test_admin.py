@@ -76,13 +76,15 @@ def test_changing_a_quota_in_admin_reprovisions_the_organizations_namespaces(
 ):
     from scheduling.models import QuotaGrant
 
-    grant = QuotaGrant.objects.get(organization=acme, gpu_class__name="L4")
+    grant = QuotaGrant.objects.get(organization=acme, gpu_class__name="L4", resource="gpus")
     with django_capture_on_commit_callbacks() as callbacks:
         response = operator_client.post(
             f"/admin/scheduling/quotagrant/{grant.pk}/change/",
             {
                 "organization": acme.pk,
                 "gpu_class": grant.gpu_class_id,
+                "resource": "gpus",
+                "mig_profile": "",
                 "guarantee": 4,
                 "limit": 12,
                 "cohort": "",
@@ -97,7 +99,7 @@ def test_changing_a_quota_in_admin_reprovisions_the_organizations_namespaces(
 def test_a_quota_whose_limit_is_below_its_guarantee_is_refused(operator_client, quotas, acme):
     from scheduling.models import QuotaGrant
 
-    grant = QuotaGrant.objects.get(organization=acme, gpu_class__name="L4")
+    grant = QuotaGrant.objects.get(organization=acme, gpu_class__name="L4", resource="gpus")
     response = operator_client.post(
         f"/admin/scheduling/quotagrant/{grant.pk}/change/",
         {"organization": acme.pk, "gpu_class": grant.gpu_class_id, "guarantee": 9, "limit": 2},

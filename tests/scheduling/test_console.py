@@ -73,6 +73,18 @@ def test_a_viewer_sees_workloads_but_no_submit_form(signed_in, vic, submit):
     assert "Submit a workload" not in page
 
 
+def test_the_workloads_page_shows_each_quota_in_its_unit_with_what_is_in_use(
+    signed_in, mia, submit, cycle
+):
+    submit(name="shard", gpu_classes=("A100-80GB",), gpus=0, mig_profile="mig-1g.10gb", mig_count=3)
+    cycle()
+    page = signed_in(mia).get(PAGE).content.decode()
+    assert (
+        "<td>A100-80GB mig-1g.10gb</td><td>organization</td><td>56 instances</td>"
+        "<td>56 instances</td><td>3 instances</td>"
+    ) in page
+
+
 def test_the_detail_page_says_why_a_workload_waits(signed_in, mia, submit, cycle):
     submit(name="big", gpus=8, replicas=8)
     submit(name="next")

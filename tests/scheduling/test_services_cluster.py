@@ -3,7 +3,14 @@
 import pytest
 
 from scheduling import services
-from scheduling.models import Node, ProvisioningRecord, SimulatedNodeState, SimulatedObject
+from scheduling.models import (
+    GpuClass,
+    Node,
+    ProvisioningRecord,
+    QuotaGrant,
+    SimulatedNodeState,
+    SimulatedObject,
+)
 from tenants.permissions import Caller
 
 pytestmark = pytest.mark.django_db
@@ -46,6 +53,29 @@ def test_the_namespace_quota_follows_the_organizations_gpu_limits(cluster, quota
     quota = SimulatedObject.objects.get(kind="ResourceQuota", namespace="acme-ai-dev")
     hard = quota.manifest["spec"]["hard"]
     assert hard["requests.nvidia.com/gpu"] == "88"  # 64 H100 + 8 A100 + 16 L4
+
+
+def test_the_namespace_quota_counts_mig_instances_by_the_profiles_grant(cluster, acme, ai_dev):
+    a100 = GpuClass.objects.get(name="A100-80GB")
+    QuotaGrant.objects.create(organization=acme, gpu_class=a100, guarantee=2, limit=4)
+    QuotaGrant.objects.create(
+        organization=acme,
+        gpu_class=a100,
+        resource="mig",
+        mig_profile="mig-1g.10gb",
+        guarantee=4,
+        limit=6,
+    )
+    services.project_provision(project_id=ai_dev.pk, backend=cluster)
+    hard = SimulatedObject.objects.get(kind="ResourceQuota", namespace="acme-ai-dev").manifest[
+        "spec"
+    ]["hard"]
+    assert (
+        hard["requests.nvidia.com/gpu"],
+        hard["requests.nvidia.com/mig-1g.10gb"],
+        hard["requests.nvidia.com/mig-3g.40gb"],
+        hard["requests.nvidia.com/gpu.shared"],
+    ) == ("4", "6", "0", "0")
 
 
 def test_provisioning_twice_changes_nothing(cluster, quotas, ai_dev):

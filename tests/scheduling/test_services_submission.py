@@ -6,7 +6,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from portal import events
 from portal.errors import Conflict
 from portal.events import ExtensionPoint
-from scheduling.models import Workload
+from scheduling.models import GpuClass, QuotaGrant, Workload
 
 pytestmark = pytest.mark.django_db
 
@@ -78,6 +78,29 @@ def test_a_fractional_gpu_request_is_accepted(submit, cycle):
     workload.refresh_from_db()
     placement = workload.placements.get()
     assert (workload.state, placement.gpu_milli, len(placement.gpu_indices)) == ("Admitted", 250, 1)
+
+
+def test_mig_instances_without_a_grant_for_their_profile_are_refused_on_mig_count(submit):
+    QuotaGrant.objects.filter(resource="mig", mig_profile="mig-3g.40gb").delete()
+    with pytest.raises(ValidationError) as refused:
+        submit(gpus=0, gpu_classes=("A100-80GB",), mig_profile="mig-3g.40gb", mig_count=1)
+    assert refused.value.message_dict == {
+        "mig_count": ["1 instance asked, over the quota limit of acme (A100-80GB mig-3g.40gb: 0)."]
+    }
+
+
+def test_a_mig_quota_must_name_a_profile_of_its_class(acme, cluster):
+    grant = QuotaGrant(
+        organization=acme,
+        gpu_class=GpuClass.objects.get(name="L4"),
+        resource="mig",
+        mig_profile="mig-1g.10gb",
+        guarantee=1,
+        limit=1,
+    )
+    with pytest.raises(ValidationError) as refused:
+        grant.full_clean()
+    assert list(refused.value.message_dict) == ["mig_profile"]
 
 
 def test_a_check_registered_for_submissions_can_refuse_one_and_nothing_is_saved(

@@ -73,13 +73,15 @@ class Command(BaseCommand):
         scheduling.cluster_provision(backend=backend)
 
     def _quotas(self, acme):
-        for name, guarantee, limit in DEMO_QUOTAS:
+        for name, resource, mig_profile, guarantee, limit in DEMO_QUOTAS:
             gpu_class = GpuClass.objects.filter(name=name).first()
             if gpu_class is not None:
                 QuotaGrant.objects.get_or_create(
                     organization=acme,
                     project=None,
                     gpu_class=gpu_class,
+                    resource=resource,
+                    mig_profile=mig_profile,
                     defaults={"guarantee": guarantee, "limit": limit, "cohort": "shared"},
                 )
 
@@ -92,7 +94,15 @@ class Command(BaseCommand):
                 )
 
 
-DEMO_QUOTAS = [("H100-80GB", 32, 48), ("A100-80GB", 8, 8), ("L4", 8, 16)]
+# (class, resource, MIG profile, guarantee, limit): GPUs, milli-GPU or MIG instances.
+DEMO_QUOTAS = [
+    ("H100-80GB", "gpus", "", 32, 48),
+    ("A100-80GB", "gpus", "", 8, 8),
+    ("A100-80GB", "mig", "mig-1g.10gb", 4, 8),
+    ("A100-80GB", "mig", "mig-3g.40gb", 1, 2),
+    ("L4", "gpus", "", 8, 16),
+    ("L4", "shared", "", 2000, 4000),
+]
 DEMO_WORKLOADS = [
     scheduling.WorkloadRequest(
         name="llama-finetune",

@@ -27,9 +27,36 @@ def test_quotas_are_visible_to_members_only(quotas, actors, api_as, caller, stat
 
 
 def test_the_quota_list_shows_guarantee_and_limit(quotas, alice, api_as):
-    rows = api_as(alice).get("/api/v1/organizations/acme/quotas/").json()["results"]
-    assert {(r["gpu_class"], r["guarantee"], r["limit"]) for r in rows} == {
+    rows = api_as(alice).get("/api/v1/organizations/acme/quotas/?page_size=100").json()["results"]
+    assert {(r["gpu_class"], r["guarantee"], r["limit"]) for r in rows if r["unit"] == "GPUs"} == {
         ("H100-80GB", 64, 64),
         ("A100-80GB", 8, 8),
         ("L4", 16, 16),
     }
+
+
+def test_the_quota_list_counts_mig_instances_per_profile_and_shares_in_milli_gpu(
+    quotas, alice, api_as
+):
+    rows = api_as(alice).get("/api/v1/organizations/acme/quotas/?page_size=100").json()["results"]
+    assert {
+        (r["resource"], r["mig_profile"], r["unit"], r["limit"])
+        for r in rows
+        if r["gpu_class"] == "A100-80GB"
+    } == {
+        ("gpus", "", "GPUs", 8),
+        ("shared", "", "milli-GPU", 8000),
+        ("mig", "mig-1g.10gb", "instances", 56),
+        ("mig", "mig-3g.40gb", "instances", 56),
+    }
+
+
+def test_the_quota_list_shows_what_running_work_holds_in_each_unit(
+    quotas, alice, api_as, submit, cycle
+):
+    submit(name="shard", gpu_classes=("A100-80GB",), gpus=0, mig_profile="mig-1g.10gb", mig_count=2)
+    submit(name="share", gpu_classes=("L4",), gpus=0, gpu_milli=250, replicas=2)
+    cycle()
+    rows = api_as(alice).get("/api/v1/organizations/acme/quotas/?page_size=100").json()["results"]
+    held = {(r["gpu_class"], r["resource"], r["mig_profile"]): r["in_use"] for r in rows}
+    assert (held[("A100-80GB", "mig", "mig-1g.10gb")], held[("L4", "shared", "")]) == (2, 500)
