@@ -1,15 +1,27 @@
+from collections import Counter
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 
 from portal import events
 from portal.errors import Conflict, Forbidden
 from portal.events import Event
 from scheduling import clock, services
-from scheduling.models import Node, Placement, SimulatedObject, Workload
+from scheduling.models import (
+    GpuClass,
+    Node,
+    Placement,
+    QuotaGrant,
+    SimulatedObject,
+    Workload,
+    WorkloadEvent,
+)
+from scheduling.services.lifecycle import workloads_evict
 from tenants.models import AuditEvent
 from tenants.permissions import Caller
 
+from ..factories import ProjectFactory
 from .conftest import minutes
 
 pytestmark = pytest.mark.django_db
@@ -257,3 +269,42 @@ def test_a_gang_evicted_as_often_as_allowed_ends_preempted(full_h100, globex_ser
     globex_serving()
     cycle()
     assert (EVICTED.get().state, EVICTED.get().evictions) == (Workload.State.PREEMPTED, 3)
+
+
+def test_a_tenant_below_its_fair_share_reclaims_lent_gpus_from_one_above_it(
+    full_h100, globex, bruno, submit, cycle
+):
+    h100 = GpuClass.objects.get(name="H100-80GB")
+    # Nobody is guaranteed an H100 now: all 64 are lent, acme holding them all.
+    QuotaGrant.objects.filter(gpu_class=h100, resource="gpus").update(guarantee=0)
+    QuotaGrant.objects.create(organization=globex, gpu_class=h100, guarantee=0, limit=64)
+    clock.advance(seconds=settings.PORTAL_RECLAIM_AFTER_SECONDS)
+    project = ProjectFactory(organization=globex, slug="web")
+    for n in range(5):
+        submit(name=f"fair-{n}", user=bruno, project=project, gpus=8)
+    result = cycle()
+    held = Counter()
+    for workload in Workload.objects.filter(state__in=Workload.ACTIVE_STATES):
+        held[workload.project.organization.slug] += workload.gpus * workload.replicas
+    reasons = {e.data["reason"] for e in WorkloadEvent.objects.filter(kind="preempted")}
+    assert (held, len(result.preempted), reasons) == (
+        {"acme": 32, "globex": 32},
+        4,
+        {"fair-share"},
+    )
+
+
+def test_a_workload_drained_for_a_reservation_is_requeued_with_no_preemptor(submit, cycle):
+    guest = submit(name="guest")
+    cycle()
+    workloads_evict(
+        reasons={str(guest.pk): "Capacity on H100-80GB in pool dgx is reserved for globex."},
+        preempted_by={},
+        event_data={str(guest.pk): {"by": None, "reason": "reservation", "reservation": "r1"}},
+    )
+    guest.refresh_from_db()
+    assert (guest.state, guest.preempted_by_id, guest.evictions) == (
+        Workload.State.PENDING,
+        None,
+        1,
+    )
