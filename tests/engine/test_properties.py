@@ -71,16 +71,19 @@ def requests(draw, prefix):
 
 @st.composite
 def quotas(draw):
+    """Whole GPUs and GPU shares (milli-GPU) of every class for every tenant."""
     return tuple(
         Quota(
             tenant=tenant,
             gpu_class=gpu_class,
-            guarantee=(guarantee := draw(st.integers(0, 8))),
-            limit=guarantee + draw(st.integers(0, 8)),
+            guarantee=(guarantee := draw(st.integers(0, 8)) * unit),
+            limit=guarantee + draw(st.integers(0, 8)) * unit,
             cohort=draw(st.sampled_from((None, "lab"))),
+            shared=unit != 1,
         )
         for tenant in TENANTS
         for gpu_class in CLASSES
+        for unit in (1, 500)
     )
 
 
@@ -179,20 +182,19 @@ def test_no_gpu_cpu_or_memory_is_ever_over_allocated(nodes, first, second, quota
 @scenario
 def test_no_quota_limit_is_ever_exceeded(nodes, first, second, quota_set, placement):
     _, running, decisions = two_cycles(nodes, first, second, quota_set, placement)
-    limits = {(q.tenant, q.gpu_class): q.limit * 1000 for q in quota_set}
+    limits = {(q.tenant, q.resource): q.limit for q in quota_set}
     victims = {p.victim_id for p in decisions.preemptions}
     requests_by_id = {r.id: r for r in second}
     usage = defaultdict(int)
     for workload in running:
         if workload.request.id not in victims:
-            usage[(workload.request.tenant, workload.gpu_class)] += (
-                workload.request.gpu_milli_per_replica * len(workload.placements)
-            )
+            wanted = workload.request
+            key = (wanted.tenant, wanted.quota_resource(workload.gpu_class))
+            usage[key] += wanted.quota_amount * len(workload.placements)
     for admission in decisions.admissions:
         wanted = requests_by_id[admission.request_id]
-        usage[(wanted.tenant, admission.gpu_class)] += wanted.gpu_milli_per_replica * len(
-            admission.placements
-        )
+        key = (wanted.tenant, wanted.quota_resource(admission.gpu_class))
+        usage[key] += wanted.quota_amount * len(admission.placements)
     assert all(used <= limits[key] for key, used in usage.items() if used)
 
 
@@ -223,7 +225,9 @@ def test_preemption_only_evicts_what_it_may(nodes, first, second, quota_set, pla
         victim = victim_work.request
         preemptor = preemptors[preemption.preemptor_id]
         # Work of a non-preemptible tier goes only to reclaim what it borrowed.
-        assert victim.preemptible or (victim_work.borrowed and preemption.reason == "reclaim")
+        assert victim.preemptible or (
+            victim_work.borrowed and preemption.reason in ("reclaim", "fair-share")
+        )
         assert preemption.reason != "priority" or victim.tier < preemptor.tier
         assert preemption.preemptor_id in {a.request_id for a in decisions.admissions}
 
