@@ -102,6 +102,7 @@ def seed(*, nodes: int, pending: int, tenants: int, seed: int) -> dict:
         QuotaGrant(
             organization=organizations[quota.tenant],
             gpu_class=h100,
+            resource=QuotaGrant.Resource.SHARED if quota.shared else QuotaGrant.Resource.GPUS,
             guarantee=quota.guarantee,
             limit=quota.limit,
             cohort=quota.cohort,

@@ -14,9 +14,11 @@ class DomainError(Exception):
     status = 400
     code = "invalid"
 
-    def __init__(self, message: str, *, code: str | None = None):
+    def __init__(self, message: str, *, code: str | None = None, details: dict | None = None):
         super().__init__(message)
         self.message = message
+        # What a client can act on, beyond the sentence (the API answers it as "details").
+        self.details = details or {}
         if code is not None:
             self.code = code
 

@@ -35,6 +35,8 @@ class Event(StrEnum):
     # scheduling: an admitted workload stopped holding GPUs (ended, preempted or requeued) and
     # its cluster objects must go; payload workload_id.
     WORKLOAD_RELEASED = "workload_released"
+    # scheduling: a reservation was requested or changed state; payload reservation_id.
+    RESERVATION_CHANGED = "reservation_changed"
 
 
 class ExtensionPoint(StrEnum):

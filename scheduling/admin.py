@@ -1,6 +1,11 @@
-"""Operator screens for the GPU inventory, quotas, tiers and workloads. Actions call services."""
+"""Operator screens for the GPU inventory, quotas, tiers, reservations and workloads. Actions
+call services."""
 
+from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.db.models import Case, Value, When
+from django.shortcuts import render
 
 from tenants.permissions import Caller
 
@@ -14,12 +19,17 @@ from .models import (
     PriorityTier,
     ProvisioningRecord,
     QuotaGrant,
+    Reservation,
     SchedulerState,
     SimulatedNodeState,
     Workload,
     WorkloadEvent,
 )
 from .tasks import cluster_provision, project_provision
+
+
+class RejectionForm(forms.Form):
+    reason = forms.CharField(max_length=500, widget=forms.Textarea(attrs={"rows": 3}))
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -233,3 +243,65 @@ class SimulatedNodeStateAdmin(admin.ModelAdmin):
         backend = get_backend()
         for state in queryset:
             backend.node_recover(name=state.name)
+
+
+@admin.register(Reservation)
+class ReservationAdmin(ReadOnlyAdmin):
+    """Requested reservations first: they wait for an operator."""
+
+    list_display = [
+        "organization",
+        "gpus",
+        "gpu_class",
+        "pool",
+        "starts_at",
+        "ends_at",
+        "state",
+        "requested_by",
+    ]
+    list_filter = ["state", "pool", "gpu_class"]
+    search_fields = ["organization__slug", "organization__name"]
+    actions = ["approve", "reject"]
+
+    def get_queryset(self, request):
+        requested_first = Case(
+            When(state=Reservation.State.REQUESTED, then=Value(0)), default=Value(1)
+        )
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("organization", "gpu_class", "pool", "requested_by")
+            .order_by(requested_first, "starts_at")
+        )
+
+    @admin.action(description="Approve the requested")
+    def approve(self, request, queryset):
+        caller = Caller(user=request.user)
+        requested = queryset.filter(state=Reservation.State.REQUESTED)
+        for reservation in requested:
+            services.reservation_approve(caller=caller, reservation=reservation)
+        self.message_user(request, f"Approved {len(requested)}.", messages.SUCCESS)
+
+    @admin.action(description="Reject the requested, with a reason")
+    def reject(self, request, queryset):
+        requested = queryset.filter(state=Reservation.State.REQUESTED)
+        form = RejectionForm(request.POST if "reason" in request.POST else None)
+        if form.is_valid():
+            caller = Caller(user=request.user)
+            for reservation in requested:
+                services.reservation_reject(
+                    caller=caller, reservation=reservation, reason=form.cleaned_data["reason"]
+                )
+            self.message_user(request, f"Rejected {len(requested)}.", messages.SUCCESS)
+            return None
+        return render(
+            request,
+            "admin/scheduling/reservation/reject.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "Reject reservations",
+                "reservations": requested,
+                "form": form,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            },
+        )

@@ -16,3 +16,4 @@ class SchedulingConfig(AppConfig):
         subscribe(Event.WORKLOADS_SUBMITTED, tasks.scheduling_cycle_request)
         subscribe(Event.WORKLOADS_ADMITTED, tasks.workloads_launch_request)
         subscribe(Event.WORKLOAD_RELEASED, tasks.workload_objects_delete.delay)
+        subscribe(Event.RESERVATION_CHANGED, tasks.reservation_email_send.delay)

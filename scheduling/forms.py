@@ -1,5 +1,5 @@
 import shlex
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 from django import forms
 
@@ -13,7 +13,7 @@ from .models import (
     image_reference_validator,
     mig_profile_validator,
 )
-from .services import WorkloadRequest, request_bounds
+from .services import ReservationRequest, WorkloadRequest, request_bounds
 
 
 class WorkloadSubmitForm(forms.Form):
@@ -106,4 +106,49 @@ class WorkloadSubmitForm(forms.Form):
             max_runtime=timedelta(minutes=minutes) if minutes else None,
             env=data["env"],
             requeue_on_eviction=data["requeue_on_eviction"],
+        )
+
+
+class ReservationForm(forms.Form):
+    """A reservation as the console asks for it: a start in UTC and a length in hours."""
+
+    gpu_class = forms.ChoiceField(choices=(), label="GPU class")
+    pool = forms.ChoiceField(
+        choices=(), required=False, help_text="Any pool of the class if empty."
+    )
+    gpus = forms.IntegerField(min_value=1, max_value=100_000, initial=8, label="GPUs")
+    starts_at = forms.DateTimeField(
+        label="Starts (UTC)",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"],
+    )
+    hours = forms.IntegerField(min_value=1, max_value=24 * 14, initial=4)
+    weeks = forms.IntegerField(min_value=1, max_value=52, initial=1, help_text="Repeat weekly.")
+    project = forms.ChoiceField(
+        choices=(), required=False, help_text="The whole organization if empty."
+    )
+
+    def __init__(self, *args, pools, projects, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["gpu_class"].choices = [
+            (name, name) for name in sorted({pool.gpu_class.name for pool in pools})
+        ]
+        self.fields["pool"].choices = [("", "any")] + [
+            (pool.name, f"{pool.name} ({pool.gpu_class.name})") for pool in pools
+        ]
+        self.fields["project"].choices = [("", "whole organization")] + [
+            (project.slug, project.name) for project in projects
+        ]
+
+    def as_request(self) -> ReservationRequest:
+        data = self.cleaned_data
+        starts_at = data["starts_at"].replace(tzinfo=UTC)
+        return ReservationRequest(
+            gpu_class=data["gpu_class"],
+            gpus=data["gpus"],
+            starts_at=starts_at,
+            ends_at=starts_at + timedelta(hours=data["hours"]),
+            pool=data["pool"] or None,
+            project=data["project"] or None,
+            weeks=data["weeks"],
         )

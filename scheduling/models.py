@@ -269,6 +269,73 @@ class QuotaGrant(models.Model):
             raise ValidationError({"mig_profile": "Only a MIG quota names a profile."})
 
 
+class Reservation(models.Model):
+    """Whole GPUs of one class in one pool held for an organization (or one of its projects)
+    over a window of time. Requested, approved and active reservations hold their GPUs: the
+    sum over any instant never exceeds the pool's capacity."""
+
+    class State(models.TextChoices):
+        REQUESTED = "requested", "Requested"
+        APPROVED = "approved", "Approved"
+        ACTIVE = "active", "Active"
+        COMPLETED = "completed", "Completed"
+        REJECTED = "rejected", "Rejected"
+        CANCELLED = "cancelled", "Cancelled"
+        EXPIRED = "expired", "Expired"
+
+    HOLDING_STATES = (State.REQUESTED, State.APPROVED, State.ACTIVE)
+    # What the engine sees: approved windows (upcoming or open) and active ones.
+    SCHEDULED_STATES = (State.APPROVED, State.ACTIVE)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="reservations"
+    )
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="reservations"
+    )
+    gpu_class = models.ForeignKey(GpuClass, on_delete=models.PROTECT, related_name="+")
+    pool = models.ForeignKey(NodePool, on_delete=models.PROTECT, related_name="reservations")
+    gpus = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    # The occurrences of one weekly request share a series.
+    series = models.UUIDField(null=True, blank=True, db_index=True)
+    # How long before the window others' preemptible work is drained (None: the default).
+    lead_time = models.DurationField(null=True, blank=True)
+    state = models.CharField(max_length=12, choices=State.choices, default=State.REQUESTED)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_at = models.DateTimeField(default=timezone.now)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_reason = models.CharField(max_length=500, blank=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["starts_at", "pool__name"]
+        indexes = [
+            models.Index(fields=["pool", "state", "starts_at"], name="reservation_pool_window")
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(ends_at__gt=models.F("starts_at")), name="reservation_ends_after_start"
+            ),
+            models.CheckConstraint(condition=Q(gpus__gte=1), name="reservation_gpus_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.organization.slug}: {self.gpus} {self.gpu_class} in {self.pool}"
+
+    @property
+    def is_holding(self) -> bool:
+        """Requested, approved or active: its GPUs are held, and it may still be cancelled."""
+        return self.state in self.HOLDING_STATES
+
+
 class Workload(models.Model):
     class Kind(models.TextChoices):
         TRAINING = "training", "Training"

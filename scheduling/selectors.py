@@ -2,15 +2,27 @@
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 
-from django.db.models import Prefetch, QuerySet
+from django.core.exceptions import ValidationError
+from django.db.models import Prefetch, QuerySet, Sum
 
 from portal.errors import NotFound
 from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize, role_allows
 
 from .engine.model import quota_resource
-from .models import GpuClass, Placement, PriorityTier, QuotaGrant, Workload, WorkloadEvent
+from .models import (
+    GpuClass,
+    Node,
+    NodePool,
+    Placement,
+    PriorityTier,
+    QuotaGrant,
+    Reservation,
+    Workload,
+    WorkloadEvent,
+)
 
 
 def workload_list(*, caller: Caller, project: Project) -> QuerySet[Workload]:
@@ -105,3 +117,96 @@ def gpu_class_list() -> QuerySet[GpuClass]:
 
 def tier_list() -> QuerySet[PriorityTier]:
     return PriorityTier.objects.order_by("-value")
+
+
+def pool_capacity(pool: NodePool) -> int:
+    """Whole GPUs of the pool's schedulable (not cordoned) nodes."""
+    total = Node.objects.filter(pool=pool, cordoned=False).aggregate(gpus=Sum("gpu_count"))
+    return total["gpus"] or 0
+
+
+def reservation_list(*, caller: Caller, organization: Organization) -> QuerySet[Reservation]:
+    authorize(caller=caller, organization=organization, action=Action.RESERVATION_VIEW)
+    return Reservation.objects.filter(organization=organization).select_related(
+        "organization", "project", "gpu_class", "pool", "requested_by"
+    )
+
+
+def reservation_get(*, caller: Caller, organization: Organization, pk) -> Reservation:
+    """One of the organization's reservations; any other id (malformed, unknown, another
+    tenant's) is a 404."""
+    try:
+        reservation = reservation_list(caller=caller, organization=organization).filter(pk=pk)
+        found = reservation.first()
+    except ValidationError:
+        found = None
+    if found is None:
+        raise NotFound("No such reservation.")
+    return found
+
+
+@dataclass(frozen=True)
+class ReservedBlock:
+    """A reservation on a pool's timeline: the caller's own in detail, others' anonymous."""
+
+    starts_at: datetime
+    ends_at: datetime
+    gpus: int
+    own: bool
+    reservation: Reservation | None
+
+
+@dataclass(frozen=True)
+class FreeDay:
+    day: date
+    free_gpus: int
+
+
+@dataclass(frozen=True)
+class PoolTimeline:
+    pool: NodePool
+    capacity: int
+    blocks: list[ReservedBlock]
+    # The least free GPUs over each day of the span: what a new reservation could still get.
+    free_by_day: list[FreeDay]
+
+
+def reservation_timeline(
+    *, caller: Caller, organization: Organization, starts_at: datetime, days: int
+) -> list[PoolTimeline]:
+    """Per GPU pool, the reservations holding GPUs over the next ``days`` days and the free
+    capacity of each day, so that a free slot is visible before asking for it."""
+    authorize(caller=caller, organization=organization, action=Action.RESERVATION_VIEW)
+    ends_at = starts_at + timedelta(days=days)
+    timelines = []
+    for pool in NodePool.objects.select_related("gpu_class").order_by("name"):
+        capacity = pool_capacity(pool)
+        holding = Reservation.objects.filter(
+            pool=pool,
+            state__in=Reservation.HOLDING_STATES,
+            starts_at__lt=ends_at,
+            ends_at__gt=starts_at,
+        ).select_related("gpu_class", "project")
+        blocks = [
+            ReservedBlock(
+                starts_at=r.starts_at,
+                ends_at=r.ends_at,
+                gpus=r.gpus,
+                own=r.organization_id == organization.pk,
+                reservation=r if r.organization_id == organization.pk else None,
+            )
+            for r in holding
+        ]
+        free_by_day = []
+        for day in range(days):
+            day_start = starts_at + timedelta(days=day)
+            day_end = day_start + timedelta(days=1)
+            edges = sorted(
+                {day_start} | {b.starts_at for b in blocks if day_start < b.starts_at < day_end}
+            )
+            peak = max(
+                sum(b.gpus for b in blocks if b.starts_at <= edge < b.ends_at) for edge in edges
+            )
+            free_by_day.append(FreeDay(day_start.date(), capacity - peak))
+        timelines.append(PoolTimeline(pool, capacity, blocks, free_by_day))
+    return timelines

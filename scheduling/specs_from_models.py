@@ -17,7 +17,16 @@ from tenants.models import Project
 from . import engine
 from .cluster.manifests import POOL_LABEL
 from .cluster.specs import NodeSpec, PoolSpec, ProjectSpec, TaintSpec, TierSpec, WorkloadSpec
-from .models import GpuClass, Node, NodePool, Placement, PriorityTier, QuotaGrant, Workload
+from .models import (
+    GpuClass,
+    Node,
+    NodePool,
+    Placement,
+    PriorityTier,
+    QuotaGrant,
+    Reservation,
+    Workload,
+)
 
 MILLI_PER_GPU = engine.model.MILLI_PER_GPU
 
@@ -344,6 +353,22 @@ def engine_quotas(grants: Iterable[QuotaGrant]) -> tuple[engine.Quota, ...]:
             shared=grant.resource == QuotaGrant.Resource.SHARED,
         )
         for grant in grants
+    )
+
+
+def engine_reservations(reservations: Iterable[Reservation]) -> tuple[engine.Reservation, ...]:
+    return tuple(
+        engine.Reservation(
+            id=str(reservation.pk),
+            tenant=reservation.organization.slug,
+            gpu_class=reservation.gpu_class.name,
+            gpus=reservation.gpus,
+            pool=reservation.pool.name,
+            starts_at=reservation.starts_at,
+            ends_at=reservation.ends_at,
+            lead_time=reservation.lead_time,
+        )
+        for reservation in reservations
     )
 
 

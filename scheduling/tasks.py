@@ -100,3 +100,13 @@ def cluster_reconcile() -> dict:
     queued = queue_depth(workloads_launch.name) > 0
     result = services.cluster_reconcile(backend=get_backend(), launches_queued=queued)
     return {kind: len(ids) for kind, ids in vars(result).items()}
+
+
+@shared_task
+def reservations_advance() -> dict:
+    return services.reservations_advance()
+
+
+@shared_task(autoretry_for=(OSError,), retry_backoff=True, retry_jitter=True, max_retries=8)
+def reservation_email_send(reservation_id: str) -> bool:
+    return services.reservation_email_send(reservation_id=reservation_id)

@@ -1,4 +1,5 @@
-"""The web console's workload pages: submit, follow, cancel."""
+"""The web console's workload pages (submit, follow, cancel) and reservation page (ask, see
+the pools' timelines, cancel)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -9,9 +10,9 @@ from portal.console import REFUSED, attempt
 from tenants import selectors as tenant_selectors
 from tenants.permissions import Action, caller_of, role_allows
 
-from . import selectors, services
-from .forms import WorkloadSubmitForm
-from .models import ProvisioningRecord
+from . import clock, selectors, services
+from .forms import ReservationForm, WorkloadSubmitForm
+from .models import NodePool, ProvisioningRecord, Reservation
 
 
 def _project(caller, org_slug: str, project_slug: str):
@@ -87,3 +88,62 @@ def workload_cancel(request, org_slug: str, project_slug: str, name: str):
     if cancelled is not REFUSED:
         messages.success(request, f"Workload {workload.name} cancelled; its GPUs are released.")
     return redirect("workloads:detail", org_slug, project_slug, name)
+
+
+@login_required
+def reservations(request, org_slug: str):
+    caller = caller_of(request)
+    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    can_reserve = role_allows(organization.my_role, Action.RESERVATION_MANAGE)
+    form = ReservationForm(
+        request.POST or None,
+        pools=NodePool.objects.select_related("gpu_class").order_by("name"),
+        projects=tenant_selectors.project_list(caller=caller, organization=organization),
+    )
+    if request.method == "POST" and can_reserve and form.is_valid():
+        held = attempt(
+            request,
+            form,
+            lambda: services.reservations_request(
+                caller=caller, organization=organization, request=form.as_request()
+            ),
+        )
+        if held is not REFUSED:
+            messages.success(
+                request, f"Reserved in {held[0].pool.name}; it awaits an operator's approval."
+            )
+            return redirect("workloads:reservations", org_slug)
+    return render(
+        request,
+        "scheduling/reservations.html",
+        {
+            "organization": organization,
+            "reservations": selectors.reservation_list(caller=caller, organization=organization)
+            .exclude(state__in=[Reservation.State.COMPLETED, Reservation.State.EXPIRED])
+            .order_by("starts_at")[:200],
+            "timeline": selectors.reservation_timeline(
+                caller=caller,
+                organization=organization,
+                starts_at=clock.now().replace(hour=0, minute=0, second=0, microsecond=0),
+                days=14,
+            ),
+            "form": form,
+            "can_reserve": can_reserve,
+        },
+    )
+
+
+@login_required
+@require_POST
+def reservation_cancel(request, org_slug: str, reservation_id: str):
+    caller = caller_of(request)
+    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    reservation = selectors.reservation_get(
+        caller=caller, organization=organization, pk=reservation_id
+    )
+    cancelled = attempt(
+        request, None, lambda: services.reservation_cancel(caller=caller, reservation=reservation)
+    )
+    if cancelled is not REFUSED:
+        messages.success(request, "Reservation cancelled; its GPUs are free again.")
+    return redirect("workloads:reservations", org_slug)

@@ -39,6 +39,9 @@ class Action(StrEnum):
     WORKLOAD_SUBMIT = "workload.submit"
     # Cancelling the workloads of other members.
     WORKLOAD_CANCEL_ANY = "workload.cancel_any"
+    RESERVATION_VIEW = "reservation.view"
+    # Asking for reserved capacity, and cancelling a reservation.
+    RESERVATION_MANAGE = "reservation.manage"
 
 
 _EVERYONE = frozenset(Role)
@@ -67,6 +70,8 @@ PERMISSIONS: dict[Action, frozenset[Role]] = {
     Action.WORKLOAD_VIEW: _EVERYONE,
     Action.WORKLOAD_SUBMIT: _WRITERS,
     Action.WORKLOAD_CANCEL_ANY: _MANAGERS,
+    Action.RESERVATION_VIEW: _EVERYONE,
+    Action.RESERVATION_MANAGE: _MANAGERS,
 }
 
 # Actions that change nothing: allowed to read-only tokens and in suspended organizations.
@@ -78,6 +83,7 @@ READ_ACTIONS = frozenset(
         Action.PROJECT_VIEW,
         Action.AUDIT_VIEW,
         Action.WORKLOAD_VIEW,
+        Action.RESERVATION_VIEW,
     }
 )
 

@@ -16,8 +16,13 @@ from portal.errors import DomainError
 NON_FIELD = api_settings.NON_FIELD_ERRORS_KEY
 
 
-def error_body(*, code: str, message: str, fields: dict | None = None) -> dict:
-    return {"error": {"code": code, "message": message, "fields": fields or {}}}
+def error_body(
+    *, code: str, message: str, fields: dict | None = None, details: dict | None = None
+) -> dict:
+    body = {"code": code, "message": message, "fields": fields or {}}
+    if details:
+        body["details"] = details
+    return {"error": body}
 
 
 def _as_field_messages(detail) -> dict:
@@ -75,7 +80,9 @@ def error_response_handler(exc, context):
         return _validation_response(fields)
     if isinstance(exc, DomainError):
         set_rollback()
-        return Response(error_body(code=exc.code, message=exc.message), status=exc.status)
+        return Response(
+            error_body(code=exc.code, message=exc.message, details=exc.details), status=exc.status
+        )
     if isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied(str(exc) or None)
     if isinstance(exc, Http404):

@@ -242,10 +242,12 @@ TASK_QUEUES = {
     "scheduling.tasks.idle_and_runtime_check": "sync",
     "scheduling.tasks.inventory_sync": "sync",
     "scheduling.tasks.cluster_reconcile": "sync",
+    "scheduling.tasks.reservations_advance": "sync",
     "scheduling.tasks.project_provision": "provisioning",
     "scheduling.tasks.project_deprovision": "provisioning",
     "scheduling.tasks.cluster_provision": "provisioning",
     "tenants.tasks.invitation_email_send": "mail",
+    "scheduling.tasks.reservation_email_send": "mail",
 }
 
 
@@ -276,6 +278,8 @@ PORTAL_RECLAIM_AFTER_SECONDS = int(os.environ.get("PORTAL_RECLAIM_AFTER_SECONDS"
 # How long before a reservation's window its capacity is drained of others' preemptible work,
 # unless the reservation sets its own lead time (seconds).
 PORTAL_RESERVATION_LEAD_SECONDS = int(os.environ.get("PORTAL_RESERVATION_LEAD_SECONDS", "900"))
+# The longest window one reservation may ask for (hours).
+PORTAL_RESERVATION_MAX_HOURS = int(os.environ.get("PORTAL_RESERVATION_MAX_HOURS", "336"))
 # An evicted workload goes back to the queue at most this many times, after a backoff that
 # starts at PORTAL_EVICTION_BACKOFF_SECONDS and doubles with each eviction.
 PORTAL_EVICTIONS_MAX = int(os.environ.get("PORTAL_EVICTIONS_MAX", "3"))
@@ -313,4 +317,6 @@ CELERY_BEAT_SCHEDULE = {
     "cluster-reconcile": every(
         max(1, PORTAL_RECONCILE_SECONDS // 2), "scheduling.tasks.cluster_reconcile"
     ),
+    # Opens, completes and expires reservations on time.
+    "reservations-advance": every(30, "scheduling.tasks.reservations_advance"),
 }

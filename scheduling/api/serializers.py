@@ -12,13 +12,14 @@ from scheduling.models import (
     GpuClass,
     PriorityTier,
     QuotaGrant,
+    Reservation,
     Workload,
     WorkloadEvent,
     gpu_class_name_validator,
     image_reference_validator,
     mig_profile_validator,
 )
-from scheduling.services import BATCH_MAX, WorkloadRequest, request_bounds
+from scheduling.services import BATCH_MAX, ReservationRequest, WorkloadRequest, request_bounds
 from tenants.models import SLUG_PATTERN
 
 
@@ -219,3 +220,94 @@ class WorkloadEventOutput(serializers.ModelSerializer):
     class Meta:
         model = WorkloadEvent
         fields = ["at", "kind", "message", "data"]
+
+
+class ReservationOutput(serializers.ModelSerializer):
+    project = serializers.CharField(
+        source="project.slug", default=None, read_only=True, allow_null=True
+    )
+    gpu_class = serializers.CharField(source="gpu_class.name", read_only=True)
+    pool = serializers.CharField(source="pool.name", read_only=True)
+    requested_by = serializers.EmailField(
+        source="requested_by.email", default=None, read_only=True, allow_null=True
+    )
+    lead_time_minutes = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Reservation
+        fields = [
+            "id",
+            "project",
+            "gpu_class",
+            "pool",
+            "gpus",
+            "starts_at",
+            "ends_at",
+            "series",
+            "lead_time_minutes",
+            "state",
+            "requested_by",
+            "requested_at",
+            "decided_at",
+            "decision_reason",
+            "cancelled_at",
+        ]
+
+    def get_lead_time_minutes(self, reservation: Reservation) -> int | None:
+        lead = reservation.lead_time
+        return None if lead is None else int(lead.total_seconds() // 60)
+
+
+class ReservationInput(InputSerializer):
+    gpu_class = serializers.CharField(max_length=40, validators=[gpu_class_name_validator])
+    gpus = serializers.IntegerField(min_value=1, max_value=100_000)
+    starts_at = serializers.DateTimeField()
+    ends_at = serializers.DateTimeField()
+    pool = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
+    project = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
+    weeks = serializers.IntegerField(min_value=1, max_value=52, default=1)
+    lead_time_minutes = serializers.IntegerField(
+        min_value=0, max_value=7 * 24 * 60, required=False, allow_null=True
+    )
+
+    def as_request(self) -> ReservationRequest:
+        data = self.validated_data
+        lead = data.get("lead_time_minutes")
+        return ReservationRequest(
+            gpu_class=data["gpu_class"],
+            gpus=data["gpus"],
+            starts_at=data["starts_at"],
+            ends_at=data["ends_at"],
+            pool=data.get("pool"),
+            project=data.get("project"),
+            weeks=data["weeks"],
+            lead_time=None if lead is None else timedelta(minutes=lead),
+        )
+
+
+class ReservedBlockOutput(serializers.Serializer):
+    starts_at = serializers.DateTimeField()
+    ends_at = serializers.DateTimeField()
+    gpus = serializers.IntegerField()
+    own = serializers.BooleanField()
+    id = serializers.UUIDField(source="reservation.pk", default=None, allow_null=True)
+    project = serializers.CharField(
+        source="reservation.project.slug", default=None, allow_null=True
+    )
+
+
+class FreeDayOutput(serializers.Serializer):
+    day = serializers.DateField()
+    free_gpus = serializers.IntegerField()
+
+
+class PoolTimelineOutput(serializers.Serializer):
+    pool = serializers.CharField(source="pool.name")
+    gpu_class = serializers.CharField(source="pool.gpu_class.name")
+    capacity = serializers.IntegerField()
+    blocks = ReservedBlockOutput(many=True)
+    free_by_day = FreeDayOutput(many=True)
+
+
+class TimelineQuery(serializers.Serializer):
+    days = serializers.IntegerField(min_value=1, max_value=90, default=14)

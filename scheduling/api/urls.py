@@ -4,11 +4,28 @@ from . import views
 
 project = "organizations/<slug:org_slug>/projects/<slug:project_slug>"
 workloads = f"{project}/workloads"
+reservations = "organizations/<slug:org_slug>/reservations"
 
 urlpatterns = [
     path("gpu-classes/", views.GpuClassListApi.as_view(), name="gpu-classes"),
     path("priority-tiers/", views.PriorityTierListApi.as_view(), name="priority-tiers"),
     path("organizations/<slug:org_slug>/quotas/", views.QuotaListApi.as_view(), name="quotas"),
+    path(f"{reservations}/", views.ReservationCollectionApi.as_view(), name="reservations"),
+    path(
+        f"{reservations}/<str:reservation_id>/",
+        views.ReservationDetailApi.as_view(),
+        name="reservation",
+    ),
+    path(
+        f"{reservations}/<str:reservation_id>/cancel/",
+        views.ReservationCancelApi.as_view(),
+        name="reservation-cancel",
+    ),
+    path(
+        "organizations/<slug:org_slug>/reservation-timeline/",
+        views.ReservationTimelineApi.as_view(),
+        name="reservation-timeline",
+    ),
     path(f"{workloads}/", views.WorkloadCollectionApi.as_view(), name="workloads"),
     path(f"{project}/workload-batches/", views.WorkloadBatchApi.as_view(), name="workload-batches"),
     path(f"{workloads}/<slug:name>/", views.WorkloadDetailApi.as_view(), name="workload"),

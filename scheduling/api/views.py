@@ -1,20 +1,25 @@
-"""REST endpoints of scheduling: the GPU catalog, quotas, and workloads of a project."""
+"""REST endpoints of scheduling: the GPU catalog, quotas, reservations, and workloads of a
+project."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
 from portal.api.views import ApiView, CollectionApiView, list_response
-from scheduling import selectors, services
-from scheduling.models import QuotaGrant, Workload
+from scheduling import clock, selectors, services
+from scheduling.models import QuotaGrant, Reservation, Workload
 from tenants import selectors as tenant_selectors
 from tenants.permissions import caller_of
 
 from .filters import WorkloadFilter
 from .serializers import (
     GpuClassOutput,
+    PoolTimelineOutput,
     PriorityTierOutput,
     QuotaOutput,
+    ReservationInput,
+    ReservationOutput,
+    TimelineQuery,
     WorkloadBatchInput,
     WorkloadEventOutput,
     WorkloadOutput,
@@ -137,3 +142,85 @@ class WorkloadEventListApi(ApiView):
         return Response(
             WorkloadEventOutput(selectors.workload_events(workload=workload), many=True).data
         )
+
+
+def _organization(request, org_slug: str):
+    return tenant_selectors.organization_get(caller=caller_of(request), slug=org_slug)
+
+
+class ReservationCollectionApi(CollectionApiView):
+    queryset = Reservation.objects.none()
+    ordering_fields = ["starts_at", "requested_at", "state"]
+
+    @extend_schema(operation_id="reservations_list", responses=ReservationOutput(many=True))
+    def get(self, request, org_slug: str):
+        organization = _organization(request, org_slug)
+        return list_response(
+            view=self,
+            queryset=selectors.reservation_list(
+                caller=caller_of(request), organization=organization
+            ),
+            serializer_class=ReservationOutput,
+        )
+
+    @extend_schema(
+        operation_id="reservations_request",
+        request=ReservationInput,
+        responses={201: ReservationOutput(many=True)},
+        description="Hold GPUs of a pool over a window (weekly for `weeks` weeks), all or none."
+        " A window that does not fit answers 409 `reservation_short` with `details`: the short"
+        " periods and the nearest feasible starts before and after.",
+    )
+    def post(self, request, org_slug: str):
+        organization = _organization(request, org_slug)
+        serializer = ReservationInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        reservations = services.reservations_request(
+            caller=caller_of(request), organization=organization, request=serializer.as_request()
+        )
+        return Response(
+            ReservationOutput(reservations, many=True).data, status=status.HTTP_201_CREATED
+        )
+
+
+class ReservationDetailApi(ApiView):
+    @extend_schema(operation_id="reservations_get", responses=ReservationOutput)
+    def get(self, request, org_slug: str, reservation_id: str):
+        organization = _organization(request, org_slug)
+        reservation = selectors.reservation_get(
+            caller=caller_of(request), organization=organization, pk=reservation_id
+        )
+        return Response(ReservationOutput(reservation).data)
+
+
+class ReservationCancelApi(ApiView):
+    @extend_schema(operation_id="reservations_cancel", request=None, responses=ReservationOutput)
+    def post(self, request, org_slug: str, reservation_id: str):
+        caller = caller_of(request)
+        organization = _organization(request, org_slug)
+        reservation = selectors.reservation_get(
+            caller=caller, organization=organization, pk=reservation_id
+        )
+        reservation = services.reservation_cancel(caller=caller, reservation=reservation)
+        return Response(ReservationOutput(reservation).data)
+
+
+class ReservationTimelineApi(ApiView):
+    @extend_schema(
+        operation_id="reservation_timeline",
+        parameters=[TimelineQuery],
+        responses=PoolTimelineOutput(many=True),
+        description="Per GPU pool: its capacity, the reservations holding GPUs (the caller's"
+        " own with their id, others' anonymous) and the free GPUs of each day from now.",
+    )
+    def get(self, request, org_slug: str):
+        organization = _organization(request, org_slug)
+        query = TimelineQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        timeline = selectors.reservation_timeline(
+            caller=caller_of(request),
+            organization=organization,
+            starts_at=clock.now().replace(minute=0, second=0, microsecond=0),
+            days=query.validated_data["days"],
+        )
+        return Response(PoolTimelineOutput(timeline, many=True).data)

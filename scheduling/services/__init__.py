@@ -40,6 +40,15 @@ from .provisioning import (
 )
 from .quotas import quota_grant_delete, quota_grant_save
 from .reconciler import Reconciled, cluster_reconcile
+from .reservations import (
+    ReservationRequest,
+    reservation_approve,
+    reservation_cancel,
+    reservation_email_send,
+    reservation_reject,
+    reservations_advance,
+    reservations_request,
+)
 from .submission import (
     BATCH_MAX,
     WorkloadRequest,
@@ -52,6 +61,7 @@ __all__ = [
     "BATCH_MAX",
     "CycleResult",
     "Reconciled",
+    "ReservationRequest",
     "WorkloadRequest",
     "cluster_description_apply",
     "cluster_manifests",
@@ -67,6 +77,12 @@ __all__ = [
     "quota_grant_delete",
     "quota_grant_save",
     "request_bounds",
+    "reservation_approve",
+    "reservation_cancel",
+    "reservation_email_send",
+    "reservation_reject",
+    "reservations_advance",
+    "reservations_request",
     "scheduling_cycle_request",
     "scheduling_cycle_run",
     "workload_cancel",

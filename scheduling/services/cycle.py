@@ -25,6 +25,7 @@ from ..models import (
     Placement,
     PriorityTier,
     QuotaGrant,
+    Reservation,
     SchedulerState,
     Workload,
     WorkloadEvent,
@@ -35,6 +36,7 @@ from ..specs_from_models import (
     engine_nodes,
     engine_quotas,
     engine_request,
+    engine_reservations,
     engine_running,
     gpu_tolerations,
     schedulable_shapes,
@@ -186,6 +188,11 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
                 for slug, weight in Organization.objects.values_list("slug", "fair_share_weight")
             },
             node_shapes=schedulable_shapes(ready_nodes),
+            reservations=engine_reservations(
+                Reservation.objects.filter(
+                    state__in=Reservation.SCHEDULED_STATES, ends_at__gt=now
+                ).select_related("organization", "gpu_class", "pool")
+            ),
         )
         decisions = engine.schedule(
             snapshot=snapshot,

@@ -30,12 +30,13 @@ MAX_EXAMPLES = 10
 # Bodies valid by the schema that these operations refuse with a field error (400), by rules
 # no schema can state: a slug or name taken, an open invitation for that address already, an
 # invitation link that names none, an expiry in the past, a tier or GPU class the catalog does
-# not have, more than the quota or the largest node, a name twice in a batch. Every other
-# status stays checked.
+# not have, more than the quota or the largest node, a name twice in a batch, a reservation
+# window in the past or ending before it starts. Every other status stays checked.
 RULES_BEYOND_THE_SCHEMA = [
     "invitations_accept",
     "invitations_create",
     "projects_create",
+    "reservations_request",
     "tokens_issue",
     "workloads_submit",
     "workloads_submit_batch",

@@ -21,6 +21,7 @@ def operator_client(client):
         "node",
         "prioritytier",
         "quotagrant",
+        "reservation",
         "workload",
         "provisioningrecord",
         "schedulerstate",
@@ -107,3 +108,55 @@ def test_a_quota_whose_limit_is_below_its_guarantee_is_refused(operator_client, 
     assert response.status_code == 200
     grant.refresh_from_db()
     assert grant.limit == 16
+
+
+@pytest.fixture
+def requested(cluster, alice, acme):
+    from datetime import timedelta
+
+    from scheduling import clock, services
+    from tenants.permissions import Caller
+
+    [reservation] = services.reservations_request(
+        caller=Caller(user=alice),
+        organization=acme,
+        request=services.ReservationRequest(
+            gpu_class="H100-80GB",
+            gpus=8,
+            starts_at=clock.now() + timedelta(days=1),
+            ends_at=clock.now() + timedelta(days=1, hours=2),
+            pool="dgx-h100",
+        ),
+    )
+    return reservation
+
+
+def test_an_operator_approves_a_reservation_from_admin(operator_client, requested):
+    operator_client.post(
+        "/admin/scheduling/reservation/",
+        {"action": "approve", "_selected_action": [str(requested.pk)]},
+    )
+    requested.refresh_from_db()
+    assert requested.state == "approved"
+
+
+def test_rejecting_in_admin_asks_for_a_reason_first(operator_client, requested):
+    response = operator_client.post(
+        "/admin/scheduling/reservation/",
+        {"action": "reject", "_selected_action": [str(requested.pk)]},
+    )
+    requested.refresh_from_db()
+    assert (response.status_code, "reason" in response.content.decode(), requested.state) == (
+        200,
+        True,
+        "requested",
+    )
+
+
+def test_an_operator_rejects_a_reservation_with_its_reason(operator_client, requested):
+    operator_client.post(
+        "/admin/scheduling/reservation/",
+        {"action": "reject", "_selected_action": [str(requested.pk)], "reason": "Maintenance."},
+    )
+    requested.refresh_from_db()
+    assert (requested.state, requested.decision_reason) == ("rejected", "Maintenance.")

@@ -1,6 +1,9 @@
+from datetime import timedelta
+
 import pytest
 
-from scheduling.models import Workload
+from scheduling import clock
+from scheduling.models import Reservation, Workload
 
 pytestmark = pytest.mark.django_db
 
@@ -124,3 +127,53 @@ def test_a_member_opts_out_of_requeue_from_the_console(signed_in, mia):
     form = {key: value for key, value in FORM.items() if key != "requeue_on_eviction"}
     signed_in(mia).post(PAGE, form)
     assert Workload.objects.get(name="train-1").requeue_on_eviction is False
+
+
+RESERVATIONS = "/orgs/acme/reservations/"
+
+
+def test_an_owner_reserves_from_the_console(signed_in, alice, cluster):
+    start = (clock.now() + timedelta(days=2)).strftime("%Y-%m-%dT%H:00")
+    response = signed_in(alice).post(
+        RESERVATIONS,
+        {
+            "gpu_class": "H100-80GB",
+            "pool": "",
+            "gpus": 8,
+            "starts_at": start,
+            "hours": 4,
+            "weeks": 1,
+            "project": "",
+        },
+    )
+    assert (response.status_code, Reservation.objects.get().gpus) == (302, 8)
+
+
+def test_the_reservation_page_shows_a_refusal_on_the_form(signed_in, alice, cluster):
+    start = (clock.now() + timedelta(days=2)).strftime("%Y-%m-%dT%H:00")
+    page = (
+        signed_in(alice)
+        .post(
+            RESERVATIONS,
+            {
+                "gpu_class": "H100-80GB",
+                "pool": "",
+                "gpus": 65,
+                "starts_at": start,
+                "hours": 4,
+                "weeks": 1,
+                "project": "",
+            },
+        )
+        .content.decode()
+    )
+    assert "65 GPUs, but the largest pool of H100-80GB has 64." in page
+
+
+def test_a_viewer_sees_the_timeline_but_no_reservation_form(signed_in, vic, cluster):
+    page = signed_in(vic).get(RESERVATIONS).content.decode()
+    assert ("dgx-h100" in page, "Reserve GPUs" in page) == (True, False)
+
+
+def test_another_tenant_gets_a_404_for_the_reservation_page(signed_in, bruno, cluster):
+    assert signed_in(bruno).get(RESERVATIONS).status_code == 404

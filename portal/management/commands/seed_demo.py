@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from scheduling import clock
 from scheduling import services as scheduling
 from scheduling.cluster import get_backend
 from scheduling.models import GpuClass, QuotaGrant, Workload
@@ -34,7 +35,7 @@ class Command(BaseCommand):
 
     @transaction.atomic
     def handle(self, *args, **options):
-        _user(OPERATOR_EMAIL, is_staff=True, is_superuser=True)
+        operator = _user(OPERATOR_EMAIL, is_staff=True, is_superuser=True)
         owner = _user(OWNER_EMAIL, first_name="Alice", last_name="Owner")
         member = _user(MEMBER_EMAIL, first_name="Bob", last_name="Member")
         owner_caller = Caller(user=owner)
@@ -56,6 +57,7 @@ class Command(BaseCommand):
         self._cluster()
         self._quotas(acme)
         self._workloads(acme, member)
+        self._reservations(acme, owner_caller, Caller(user=operator))
 
         self.stdout.write(self.style.SUCCESS("Demo data ready. Sign in at /accounts/login/ with:"))
         for email, what in (
@@ -84,6 +86,31 @@ class Command(BaseCommand):
                     mig_profile=mig_profile,
                     defaults={"guarantee": guarantee, "limit": limit, "cohort": "shared"},
                 )
+
+    def _reservations(self, acme, owner_caller, operator_caller):
+        """Next Monday 09:00 to 17:00 UTC, 16 H100s for ai-prod, approved; and an L4 request
+        the Tuesday after, awaiting an operator."""
+        if acme.reservations.exists():
+            return
+        today = clock.now().replace(hour=9, minute=0, second=0, microsecond=0)
+        monday = today + timedelta(days=7 - today.weekday())
+        for gpu_class, gpus, day, project in (
+            ("H100-80GB", 16, monday, "ai-prod"),
+            ("L4", 4, monday + timedelta(days=1), None),
+        ):
+            [held] = scheduling.reservations_request(
+                caller=owner_caller,
+                organization=acme,
+                request=scheduling.ReservationRequest(
+                    gpu_class=gpu_class,
+                    gpus=gpus,
+                    starts_at=day,
+                    ends_at=day + timedelta(hours=8),
+                    project=project,
+                ),
+            )
+            if project:
+                scheduling.reservation_approve(caller=operator_caller, reservation=held)
 
     def _workloads(self, acme, member):
         project = Project.objects.get(organization=acme, slug="ai-dev", deleted_at__isnull=True)

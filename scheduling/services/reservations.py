@@ -1,0 +1,389 @@
+"""Reservations: whole GPUs of a pool held for an organization over a window of time.
+
+No overbooking, ever: a request locks the pools it may use (a row lock per pool on PostgreSQL),
+then checks every instant of its windows against what requested, approved and active
+reservations already hold there. A refusal says where the window is short and by how much,
+and proposes the nearest windows of the same length that fit, before and after.
+"""
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from itertools import pairwise
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
+from django.db import transaction
+from django.db.models import Q
+from django.template.loader import render_to_string
+
+from portal.errors import Conflict
+from portal.events import Event, publish
+from tenants.models import Organization, Project
+from tenants.permissions import Action, Caller, authorize, require_operator
+from tenants.services import audit_record
+
+from .. import clock
+from ..models import GpuClass, NodePool, Reservation
+from ..selectors import pool_capacity
+
+WEEK = timedelta(weeks=1)
+WEEKS_MAX = 52
+# How far from the asked window the nearest feasible windows are looked for.
+SEARCH_SPAN = timedelta(weeks=8)
+
+
+@dataclass(frozen=True)
+class ReservationRequest:
+    """What a tenant asks for; ``weeks`` > 1 repeats the window weekly (all or none)."""
+
+    gpu_class: str
+    gpus: int
+    starts_at: datetime
+    ends_at: datetime
+    pool: str | None = None
+    project: str | None = None
+    weeks: int = 1
+    lead_time: timedelta | None = None
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """Part of a window where the pool lacks ``gpus`` GPUs for a request."""
+
+    starts_at: datetime
+    ends_at: datetime
+    gpus: int
+
+    def as_dict(self) -> dict:
+        return {
+            "starts_at": self.starts_at.isoformat(),
+            "ends_at": self.ends_at.isoformat(),
+            "gpus_short": self.gpus,
+        }
+
+
+def pool_load(
+    pool: NodePool, starts_at: datetime, ends_at: datetime
+) -> list[tuple[datetime, datetime, int]]:
+    """GPUs the pool's holding reservations take over [starts_at, ends_at), as consecutive
+    pieces of constant load."""
+    overlapping = Reservation.objects.filter(
+        pool=pool,
+        state__in=Reservation.HOLDING_STATES,
+        starts_at__lt=ends_at,
+        ends_at__gt=starts_at,
+    ).values_list("starts_at", "ends_at", "gpus")
+    changes: dict[datetime, int] = {}
+    for start, end, gpus in overlapping:
+        changes[max(start, starts_at)] = changes.get(max(start, starts_at), 0) + gpus
+        if end < ends_at:
+            changes[end] = changes.get(end, 0) - gpus
+    bounds = sorted({starts_at, ends_at, *changes})
+    pieces, load = [], 0
+    for start, end in pairwise(bounds):
+        load += changes.get(start, 0)
+        pieces.append((start, end, load))
+    return pieces
+
+
+def shortfalls(
+    pool: NodePool, starts_at: datetime, ends_at: datetime, gpus: int, *, capacity: int
+) -> list[Shortfall]:
+    """Where [starts_at, ends_at) lacks ``gpus`` free GPUs of the pool, merged by amount."""
+    short: list[Shortfall] = []
+    for start, end, load in pool_load(pool, starts_at, ends_at):
+        missing = load + gpus - capacity
+        if missing <= 0:
+            continue
+        if short and short[-1].ends_at == start and short[-1].gpus == missing:
+            short[-1] = Shortfall(short[-1].starts_at, end, missing)
+        else:
+            short.append(Shortfall(start, end, missing))
+    return short
+
+
+def nearest_windows(
+    pool: NodePool, starts_at: datetime, ends_at: datetime, gpus: int, *, capacity: int, now
+) -> tuple[datetime | None, datetime | None]:
+    """The latest start before ``starts_at`` (not in the past) and the earliest after it at
+    which a window of the same length fits in the pool; None where none does within
+    ``SEARCH_SPAN``. A window fits first right after a reservation ends or right before one
+    starts, so only those starts are tried."""
+    length = ends_at - starts_at
+    nearby = Reservation.objects.filter(
+        pool=pool,
+        state__in=Reservation.HOLDING_STATES,
+        starts_at__lt=ends_at + SEARCH_SPAN,
+        ends_at__gt=starts_at - SEARCH_SPAN,
+    ).values_list("starts_at", "ends_at")
+    candidates = {edge for start, end in nearby for edge in (end, start - length)}
+
+    def fits(start: datetime) -> bool:
+        return not shortfalls(pool, start, start + length, gpus, capacity=capacity)
+
+    later = sorted(c for c in candidates if c > starts_at)
+    earlier = sorted((c for c in candidates if now <= c < starts_at), reverse=True)
+    return next(filter(fits, earlier), None), next(filter(fits, later), None)
+
+
+def _request_errors(request: ReservationRequest, *, now: datetime) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    if request.starts_at.tzinfo is None or request.ends_at.tzinfo is None:
+        errors["starts_at"] = ["Give times with a time zone (UTC)."]
+        return errors
+    if request.starts_at < now:
+        errors["starts_at"] = ["The window starts in the past."]
+    if request.ends_at <= request.starts_at:
+        errors["ends_at"] = ["The window ends after it starts."]
+    longest = timedelta(hours=settings.PORTAL_RESERVATION_MAX_HOURS)
+    if request.ends_at - request.starts_at > longest:
+        errors["ends_at"] = [f"A window lasts at most {settings.PORTAL_RESERVATION_MAX_HOURS} h."]
+    if request.gpus < 1:
+        errors["gpus"] = ["Reserve at least one GPU."]
+    if not 1 <= request.weeks <= WEEKS_MAX:
+        errors["weeks"] = [f"Between 1 and {WEEKS_MAX} weekly windows."]
+    if request.lead_time is not None and request.lead_time < timedelta(0):
+        errors["lead_time"] = ["A lead time cannot be negative."]
+    return errors
+
+
+def _targets(
+    organization: Organization, request: ReservationRequest
+) -> tuple[GpuClass, Project | None, list[NodePool]]:
+    """The class, project and candidate pools a request names, or field errors."""
+    gpu_class = GpuClass.objects.filter(name=request.gpu_class).first()
+    if gpu_class is None:
+        raise ValidationError({"gpu_class": [f"No GPU class {request.gpu_class!r}."]})
+    project = None
+    if request.project:
+        project = Project.objects.filter(
+            organization=organization, slug=request.project, deleted_at__isnull=True
+        ).first()
+        if project is None:
+            raise ValidationError(
+                {"project": [f"{organization.slug} has no project {request.project!r}."]}
+            )
+    pools = NodePool.objects.filter(gpu_class=gpu_class).order_by("name")
+    if request.pool:
+        pools = pools.filter(name=request.pool)
+        if not pools.exists():
+            raise ValidationError({"pool": [f"No pool {request.pool!r} of {gpu_class.name}."]})
+    return gpu_class, project, list(pools)
+
+
+def reservations_request(
+    *, caller: Caller, organization: Organization, request: ReservationRequest, now=None
+) -> list[Reservation]:
+    """Hold GPUs for the organization over the request's windows (all or none), in the named
+    pool or the first of the class where every window fits; they await an operator's approval.
+    A field error for a malformed request; a Conflict with the shortfalls and the nearest
+    feasible windows when the GPUs are not free."""
+    authorize(caller=caller, organization=organization, action=Action.RESERVATION_MANAGE)
+    now = now or clock.now()
+    errors = _request_errors(request, now=now)
+    if errors:
+        raise ValidationError(errors)
+    gpu_class, project, pools = _targets(organization, request)
+    windows = [
+        (request.starts_at + WEEK * i, request.ends_at + WEEK * i) for i in range(request.weeks)
+    ]
+    with transaction.atomic():
+        # The pools' rows are the locks: two requests for one pool check one after the other.
+        locked = list(
+            NodePool.objects.select_for_update().filter(pk__in=[p.pk for p in pools]).order_by("pk")
+        )
+        locked.sort(key=lambda p: p.name)
+        capacities = {pool.pk: pool_capacity(pool) for pool in locked}
+        largest = max(capacities.values(), default=0)
+        if largest < request.gpus:
+            where = f"pool {request.pool}" if request.pool else f"the largest pool of {gpu_class}"
+            raise ValidationError({"gpus": [f"{request.gpus} GPUs, but {where} has {largest}."]})
+        refusals = []
+        for pool in locked:
+            capacity = capacities[pool.pk]
+            short = [
+                s
+                for start, end in windows
+                for s in shortfalls(pool, start, end, request.gpus, capacity=capacity)
+            ]
+            if not short:
+                return _hold(caller, organization, project, gpu_class, pool, request, windows)
+            refusals.append((pool, capacity, short))
+    pool, capacity, short = refusals[0]
+    before, after = nearest_windows(
+        pool, request.starts_at, request.ends_at, request.gpus, capacity=capacity, now=now
+    )
+    first = short[0]
+    raise Conflict(
+        f"{pool.name} lacks {first.gpus} of the {request.gpus} GPUs from"
+        f" {first.starts_at.isoformat()} to {first.ends_at.isoformat()}"
+        + (f" (and {len(short) - 1} more short periods)" if len(short) > 1 else "")
+        + ".",
+        code="reservation_short",
+        details={
+            "pool": pool.name,
+            "shortfalls": [s.as_dict() for s in short],
+            "nearest_before": before.isoformat() if before else None,
+            "nearest_after": after.isoformat() if after else None,
+        },
+    )
+
+
+def _hold(caller, organization, project, gpu_class, pool, request, windows) -> list[Reservation]:
+    series = uuid.uuid4() if len(windows) > 1 else None
+    reservations = Reservation.objects.bulk_create(
+        Reservation(
+            organization=organization,
+            project=project,
+            gpu_class=gpu_class,
+            pool=pool,
+            gpus=request.gpus,
+            starts_at=start,
+            ends_at=end,
+            series=series,
+            lead_time=request.lead_time,
+            requested_by=caller.user,
+        )
+        for start, end in windows
+    )
+    for reservation in reservations:
+        audit_record(
+            caller=caller,
+            organization=organization,
+            action="reservation.request",
+            target=reservation,
+            payload=_payload(reservation),
+        )
+        publish(Event.RESERVATION_CHANGED, reservation_id=str(reservation.pk))
+    return reservations
+
+
+def _payload(reservation: Reservation) -> dict:
+    return {
+        "gpu_class": reservation.gpu_class.name,
+        "pool": reservation.pool.name,
+        "gpus": reservation.gpus,
+        "starts_at": reservation.starts_at.isoformat(),
+        "ends_at": reservation.ends_at.isoformat(),
+        "state": reservation.state,
+    }
+
+
+def _decide(caller: Caller, reservation: Reservation, state: str, reason: str = "") -> Reservation:
+    """An operator approves or rejects a requested reservation."""
+    require_operator(caller)
+    with transaction.atomic():
+        locked = (
+            Reservation.objects.select_for_update()
+            .select_related("organization", "gpu_class", "pool")
+            .get(pk=reservation.pk)
+        )
+        if locked.state != Reservation.State.REQUESTED:
+            raise Conflict(
+                f"The reservation is {locked.state}, not requested.", code="not_requested"
+            )
+        locked.state = state
+        locked.decided_by = caller.user
+        locked.decided_at = clock.now()
+        locked.decision_reason = reason
+        locked.save(update_fields=["state", "decided_by", "decided_at", "decision_reason"])
+        audit_record(
+            caller=caller,
+            organization=locked.organization,
+            action=f"reservation.{'approve' if state == Reservation.State.APPROVED else 'reject'}",
+            target=locked,
+            payload=_payload(locked) | ({"reason": reason} if reason else {}),
+        )
+        publish(Event.RESERVATION_CHANGED, reservation_id=str(locked.pk))
+    return locked
+
+
+def reservation_approve(*, caller: Caller, reservation: Reservation) -> Reservation:
+    return _decide(caller, reservation, Reservation.State.APPROVED)
+
+
+def reservation_reject(*, caller: Caller, reservation: Reservation, reason: str) -> Reservation:
+    if not reason.strip():
+        raise ValidationError({"reason": ["Say why the reservation is rejected."]})
+    return _decide(caller, reservation, Reservation.State.REJECTED, reason.strip())
+
+
+def reservation_cancel(*, caller: Caller, reservation: Reservation) -> Reservation:
+    """An owner or admin of its organization cancels a reservation that still holds GPUs; its
+    capacity is free at once. ``cancelled_at`` against ``starts_at`` is what billing charges by
+    the catalog item's terms."""
+    authorize(
+        caller=caller, organization=reservation.organization, action=Action.RESERVATION_MANAGE
+    )
+    with transaction.atomic():
+        locked = (
+            Reservation.objects.select_for_update()
+            .select_related("organization", "gpu_class", "pool")
+            .get(pk=reservation.pk)
+        )
+        if locked.state not in Reservation.HOLDING_STATES:
+            raise Conflict(f"The reservation is already {locked.state}.", code="not_holding")
+        locked.state = Reservation.State.CANCELLED
+        locked.cancelled_at = clock.now()
+        locked.save(update_fields=["state", "cancelled_at"])
+        audit_record(
+            caller=caller,
+            organization=locked.organization,
+            action="reservation.cancel",
+            target=locked,
+            payload=_payload(locked),
+        )
+        publish(Event.RESERVATION_CHANGED, reservation_id=str(locked.pk))
+    return locked
+
+
+def reservations_advance(*, now=None) -> dict[str, int]:
+    """Move reservations on with time (the beat task): approved ones open, open ones complete,
+    requested ones whose window began unapproved expire. Counts per new state."""
+    now = now or clock.now()
+    moves = {
+        Reservation.State.COMPLETED: Q(state=Reservation.State.ACTIVE, ends_at__lte=now)
+        | Q(state=Reservation.State.APPROVED, ends_at__lte=now),
+        Reservation.State.ACTIVE: Q(state=Reservation.State.APPROVED, starts_at__lte=now),
+        Reservation.State.EXPIRED: Q(state=Reservation.State.REQUESTED, starts_at__lte=now),
+    }
+    moved = {}
+    with transaction.atomic():
+        for state, condition in moves.items():
+            ids = list(Reservation.objects.filter(condition).values_list("pk", flat=True))
+            Reservation.objects.filter(pk__in=ids).update(state=state)
+            for reservation_id in ids:
+                publish(Event.RESERVATION_CHANGED, reservation_id=str(reservation_id))
+            moved[state.value] = len(ids)
+    return moved
+
+
+def reservation_email_send(*, reservation_id: str) -> bool:
+    """Tell the requester (and, for a new request, the operators) where a reservation stands."""
+    reservation = (
+        Reservation.objects.select_related("organization", "gpu_class", "pool", "requested_by")
+        .filter(pk=reservation_id)
+        .first()
+    )
+    if reservation is None:
+        return False
+    recipients = [reservation.requested_by.email] if reservation.requested_by else []
+    if reservation.state == Reservation.State.REQUESTED:
+        recipients += list(
+            get_user_model()
+            .objects.filter(is_staff=True, is_active=True)
+            .values_list("email", flat=True)
+        )
+    if not recipients:
+        return False
+    state = reservation.get_state_display().lower()
+    send_mail(
+        subject=f"Reservation of {reservation.gpus} {reservation.gpu_class.name} GPUs: {state}",
+        message=render_to_string("scheduling/email/reservation.txt", {"reservation": reservation}),
+        from_email=None,
+        recipient_list=sorted(set(recipients)),
+    )
+    return True

@@ -1,0 +1,150 @@
+from datetime import timedelta
+
+import pytest
+
+from scheduling import clock, services
+from scheduling.models import Reservation
+from tenants.permissions import Caller
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/organizations/acme/reservations/"
+
+
+def window(start_hours: float = 24, length_hours: float = 4) -> dict:
+    start = clock.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=start_hours)
+    return {
+        "starts_at": start.isoformat(),
+        "ends_at": (start + timedelta(hours=length_hours)).isoformat(),
+    }
+
+
+def body(**fields) -> dict:
+    return {"gpu_class": "H100-80GB", "gpus": 8, "pool": "dgx-h100", **window(), **fields}
+
+
+@pytest.mark.parametrize(
+    ("caller", "status"),
+    [
+        ("owner", 201),
+        ("admin", 201),
+        ("member", 403),
+        ("viewer", 403),
+        ("foreign", 404),
+        ("outsider", 404),
+        ("anonymous", 401),
+    ],
+)
+def test_owners_and_admins_reserve_and_everyone_else_gets_what_their_role_allows(
+    cluster, actors, api_as, caller, status
+):
+    response = api_as(actors.get(caller)).post(URL, body(), format="json")
+    assert response.status_code == status
+
+
+@pytest.mark.parametrize(
+    ("caller", "status"),
+    [("owner", 200), ("member", 200), ("viewer", 200), ("foreign", 404), ("outsider", 404)],
+)
+def test_every_member_sees_the_organizations_reservations(cluster, actors, api_as, caller, status):
+    response = api_as(actors[caller]).get(URL)
+    assert response.status_code == status
+
+
+@pytest.fixture
+def held(cluster, alice, acme):
+    [reservation] = services.reservations_request(
+        caller=Caller(user=alice),
+        organization=acme,
+        request=services.ReservationRequest(
+            gpu_class="H100-80GB",
+            gpus=60,
+            starts_at=clock.now() + timedelta(days=1),
+            ends_at=clock.now() + timedelta(days=1, hours=4),
+            pool="dgx-h100",
+        ),
+    )
+    return reservation
+
+
+def test_another_tenants_reservation_is_a_404(held, bruno, api_as):
+    assert (
+        api_as(bruno).get(f"/api/v1/organizations/globex/reservations/{held.pk}/").status_code
+        == 404
+    )
+
+
+def test_a_malformed_reservation_id_is_a_404(held, alice, api_as):
+    assert api_as(alice).get(f"{URL}not-a-uuid/").status_code == 404
+
+
+def test_a_window_that_does_not_fit_answers_409_with_the_shortfall_and_alternatives(
+    held, alice, api_as
+):
+    response = api_as(alice).post(URL, body(**window(start_hours=25)), format="json")
+    error = response.json()["error"]
+    assert (response.status_code, error["code"], sorted(error["details"])) == (
+        409,
+        "reservation_short",
+        ["nearest_after", "nearest_before", "pool", "shortfalls"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"window": (-3, 4)}, "starts_at"),
+        ({"window": (24, -1)}, "ends_at"),
+        ({"gpus": 0}, "gpus"),
+        ({"gpus": "8"}, "gpus"),
+        ({"gpus": 1000}, "gpus"),
+        ({"gpu_class": "Z9"}, "gpu_class"),
+        ({"pool": "nope"}, "pool"),
+        ({"project": "web"}, "project"),
+        ({"weeks": 0}, "weeks"),
+        ({"starts_at": "tomorrow"}, "starts_at"),
+        ({"color": "red"}, "color"),
+    ],
+)
+def test_bad_input_is_a_400_naming_the_field_and_holds_nothing(
+    cluster, alice, api_as, fields, field
+):
+    if "window" in fields:
+        fields = window(*fields.pop("window"))
+    response = api_as(alice).post(URL, body(**fields), format="json")
+    assert (response.status_code, field in response.json()["error"]["fields"]) == (400, True)
+    assert Reservation.objects.count() == 0
+
+
+def test_an_admin_cancels_and_the_gpus_are_free_again(held, adam, api_as):
+    response = api_as(adam).post(f"{URL}{held.pk}/cancel/")
+    assert (response.status_code, response.json()["state"]) == (200, "cancelled")
+
+
+def test_a_member_may_not_cancel(held, mia, api_as):
+    assert api_as(mia).post(f"{URL}{held.pk}/cancel/").status_code == 403
+
+
+def test_the_timeline_shows_own_reservations_in_detail(held, alice, api_as):
+    pools = api_as(alice).get("/api/v1/organizations/acme/reservation-timeline/?days=3").json()
+    dgx = next(p for p in pools if p["pool"] == "dgx-h100")
+    assert [(b["gpus"], b["own"], b["id"]) for b in dgx["blocks"]] == [(60, True, str(held.pk))]
+
+
+def test_the_timeline_shows_others_reservations_as_anonymous_blocks(held, bruno, api_as):
+    pools = api_as(bruno).get("/api/v1/organizations/globex/reservation-timeline/?days=3").json()
+    dgx = next(p for p in pools if p["pool"] == "dgx-h100")
+    assert [(b["gpus"], b["own"], b["id"], b["project"]) for b in dgx["blocks"]] == [
+        (60, False, None, None)
+    ]
+
+
+def test_the_timeline_gives_the_free_gpus_of_each_day(held, alice, api_as):
+    pools = api_as(alice).get("/api/v1/organizations/acme/reservation-timeline/?days=3").json()
+    dgx = next(p for p in pools if p["pool"] == "dgx-h100")
+    assert [d["free_gpus"] for d in dgx["free_by_day"]] == [64, 4, 64]
+
+
+def test_a_timeline_of_too_many_days_is_a_400(cluster, alice, api_as):
+    response = api_as(alice).get("/api/v1/organizations/acme/reservation-timeline/?days=91")
+    assert (response.status_code, list(response.json()["error"]["fields"])) == (400, ["days"])

@@ -1,0 +1,227 @@
+from datetime import timedelta
+
+import pytest
+from django.core import mail
+from django.core.exceptions import ValidationError
+
+from portal.errors import Conflict, Forbidden
+from scheduling import clock, services, tasks
+from scheduling.models import Reservation, Workload
+from scheduling.services import ReservationRequest
+from tenants.models import AuditEvent
+from tenants.permissions import Caller
+
+from ..factories import ProjectFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+H100_POOL = "dgx-h100"  # 8 nodes of 8 GPUs in the demo cluster
+
+
+def hours(n: float) -> timedelta:
+    return timedelta(hours=n)
+
+
+def ask(user, organization, *, gpus=16, start=24, length=4, **fields):
+    """``gpus`` H100s of pool dgx-h100 from ``start`` hours from now, for ``length`` hours."""
+    now = clock.now().replace(minute=0, second=0, microsecond=0)
+    return services.reservations_request(
+        caller=Caller(user=user),
+        organization=organization,
+        request=ReservationRequest(
+            gpu_class=fields.pop("gpu_class", "H100-80GB"),
+            gpus=gpus,
+            starts_at=now + hours(start),
+            ends_at=now + hours(start + length),
+            pool=fields.pop("pool", H100_POOL),
+            **fields,
+        ),
+    )
+
+
+@pytest.fixture
+def operator(db):
+    return UserFactory(email="ops@example.com", is_staff=True)
+
+
+def test_a_request_holds_the_gpus_awaiting_approval(cluster, alice, acme):
+    [reservation] = ask(alice, acme)
+    assert (reservation.state, reservation.gpus, reservation.pool.name) == (
+        Reservation.State.REQUESTED,
+        16,
+        H100_POOL,
+    )
+
+
+def test_a_request_is_audited(cluster, alice, acme):
+    [reservation] = ask(alice, acme)
+    assert AuditEvent.objects.filter(action="reservation.request", target_id=str(reservation.pk))
+
+
+def test_a_request_that_does_not_fit_names_the_short_period_and_amount(cluster, alice, acme):
+    ask(alice, acme, gpus=60, start=24, length=4)
+    with pytest.raises(Conflict) as refused:
+        ask(alice, acme, gpus=8, start=26, length=4)
+    short = refused.value.details["shortfalls"]
+    assert [(s["gpus_short"], s["ends_at"] > s["starts_at"]) for s in short] == [(4, True)]
+
+
+def test_a_refusal_proposes_the_nearest_windows_that_fit_before_and_after(cluster, alice, acme):
+    held = ask(alice, acme, gpus=60, start=24, length=4)[0]
+    with pytest.raises(Conflict) as refused:
+        ask(alice, acme, gpus=8, start=26, length=4)
+    details = refused.value.details
+    assert (details["nearest_before"], details["nearest_after"]) == (
+        (held.starts_at - hours(4)).isoformat(),
+        held.ends_at.isoformat(),
+    )
+
+
+def test_back_to_back_windows_both_fit(cluster, alice, acme):
+    ask(alice, acme, gpus=64, start=24, length=4)
+    assert ask(alice, acme, gpus=64, start=28, length=4)
+
+
+def test_a_rejected_or_cancelled_reservation_frees_its_gpus(cluster, alice, acme, operator):
+    [held] = ask(alice, acme, gpus=64)
+    services.reservation_cancel(caller=Caller(user=alice), reservation=held)
+    assert ask(alice, acme, gpus=64)
+
+
+def test_a_weekly_request_holds_every_week_in_one_series(cluster, alice, acme):
+    reservations = ask(alice, acme, weeks=3)
+    assert (
+        len({r.series for r in reservations}),
+        [r.starts_at.weekday() for r in reservations],
+    ) == (
+        1,
+        [reservations[0].starts_at.weekday()] * 3,
+    )
+
+
+def test_a_weekly_request_is_all_or_none(cluster, alice, acme):
+    ask(alice, acme, gpus=64, start=24 + 7 * 24 * 2)  # the third week is taken
+    with pytest.raises(Conflict):
+        ask(alice, acme, gpus=8, weeks=3)
+    assert Reservation.objects.count() == 1
+
+
+def test_without_a_pool_the_first_pool_of_the_class_that_fits_is_taken(cluster, alice, acme):
+    [reservation] = ask(alice, acme, gpus=4, pool=None, gpu_class="L4")
+    assert reservation.pool.name == "l4-inference"
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"start": -2}, "starts_at"),
+        ({"length": -1}, "ends_at"),
+        ({"length": 24 * 15}, "ends_at"),
+        ({"gpus": 0}, "gpus"),
+        ({"gpus": 65}, "gpus"),
+        ({"gpu_class": "Z9"}, "gpu_class"),
+        ({"pool": "l4-inference"}, "pool"),
+        ({"weeks": 53}, "weeks"),
+        ({"lead_time": timedelta(minutes=-1)}, "lead_time"),
+    ],
+)
+def test_a_malformed_request_is_refused_on_its_field_and_nothing_is_held(
+    cluster, alice, acme, fields, field
+):
+    with pytest.raises(ValidationError) as refused:
+        ask(alice, acme, **fields)
+    assert (field in refused.value.message_dict, Reservation.objects.count()) == (True, 0)
+
+
+def test_another_tenants_project_is_refused_on_the_project_field(cluster, alice, acme, globex):
+    ProjectFactory(organization=globex, slug="web")
+    with pytest.raises(ValidationError) as refused:
+        ask(alice, acme, project="web")
+    assert list(refused.value.message_dict) == ["project"]
+
+
+def test_a_member_may_not_reserve(cluster, mia, acme):
+    with pytest.raises(Forbidden):
+        ask(mia, acme)
+
+
+def test_an_approval_is_mailed_to_the_requester(cluster, alice, acme, operator):
+    [held] = ask(alice, acme)
+    services.reservation_approve(caller=Caller(user=operator), reservation=held)
+    services.reservation_email_send(reservation_id=str(held.pk))
+    assert ([m.to for m in mail.outbox], "approved" in mail.outbox[0].subject) == (
+        [[alice.email]],
+        True,
+    )
+
+
+def test_a_new_request_is_mailed_to_the_operators_too(cluster, alice, acme, operator):
+    [held] = ask(alice, acme)
+    services.reservation_email_send(reservation_id=str(held.pk))
+    assert sorted(mail.outbox[0].to) == sorted([alice.email, operator.email])
+
+
+def test_each_step_of_a_reservation_queues_its_mail(
+    cluster, alice, acme, operator, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks() as callbacks:
+        [held] = ask(alice, acme)
+        services.reservation_approve(caller=Caller(user=operator), reservation=held)
+    expected = (tasks.reservation_email_send.delay, {"reservation_id": str(held.pk)})
+    assert [(c.func, c.keywords) for c in callbacks] == [expected, expected]
+
+
+def test_only_an_operator_approves(cluster, alice, acme):
+    [held] = ask(alice, acme)
+    with pytest.raises(Forbidden):
+        services.reservation_approve(caller=Caller(user=alice), reservation=held)
+
+
+def test_a_rejection_needs_a_reason(cluster, alice, acme, operator):
+    [held] = ask(alice, acme)
+    with pytest.raises(ValidationError):
+        services.reservation_reject(caller=Caller(user=operator), reservation=held, reason=" ")
+
+
+def test_approving_twice_is_a_conflict(cluster, alice, acme, operator):
+    [held] = ask(alice, acme)
+    services.reservation_approve(caller=Caller(user=operator), reservation=held)
+    with pytest.raises(Conflict):
+        services.reservation_approve(caller=Caller(user=operator), reservation=held)
+
+
+def test_time_opens_then_completes_an_approved_reservation(cluster, alice, acme, operator):
+    [held] = ask(alice, acme, start=1, length=2)
+    services.reservation_approve(caller=Caller(user=operator), reservation=held)
+    states = []
+    for advance in (hours(1), hours(3)):
+        services.reservations_advance(now=clock.now() + advance)
+        held.refresh_from_db()
+        states.append(held.state)
+    assert states == [Reservation.State.ACTIVE, Reservation.State.COMPLETED]
+
+
+def test_a_request_never_approved_expires_when_its_window_begins(cluster, alice, acme):
+    [held] = ask(alice, acme, start=1)
+    services.reservations_advance(now=clock.now() + hours(1))
+    held.refresh_from_db()
+    assert held.state == Reservation.State.EXPIRED
+
+
+def test_the_cycle_keeps_others_non_preemptible_work_off_an_approved_window(
+    cluster, alice, acme, globex, bruno, operator, submit, cycle
+):
+    """acme holds all 64 H100s from in 1 hour; globex's production service (no maximum run
+    time, not preemptible) waits instead of taking them."""
+    from .conftest import h100_guarantee
+
+    [held] = ask(alice, acme, gpus=64, start=1)
+    services.reservation_approve(caller=Caller(user=operator), reservation=held)
+    h100_guarantee(globex, 8)
+    project = ProjectFactory(organization=globex, slug="web")
+    serve = submit(
+        name="serve", user=bruno, project=project, kind="inference", tier="inference-prod", gpus=8
+    )
+    cycle()
+    serve.refresh_from_db()
+    assert (serve.state, serve.pending_code) == (Workload.State.PENDING, "reservation")
