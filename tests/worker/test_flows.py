@@ -8,6 +8,7 @@ broker queue would take each other's tasks."""
 import os
 import signal
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -188,12 +189,46 @@ def test_an_invitation_made_in_the_api_is_mailed_by_a_real_worker(
     assert invitation.state() == "pending"
 
 
+def test_a_reservation_asked_for_in_the_api_is_mailed_by_a_real_worker(
+    simulated, alice, acme, api_as, celery_worker
+):
+    start = clock.now().replace(minute=0, second=0, microsecond=0) + timedelta(days=1)
+    response = api_as(alice).post(
+        "/api/v1/organizations/acme/reservations/",
+        {
+            "gpu_class": "H100-80GB",
+            "gpus": 8,
+            "starts_at": start.isoformat(),
+            "ends_at": (start + timedelta(hours=2)).isoformat(),
+        },
+        format="json",
+    )
+    assert response.status_code == 201
+    mailed = wait_for(
+        lambda: (
+            celery_worker.exists() and "".join(path.read_text() for path in celery_worker.iterdir())
+        )
+    )
+    assert (
+        f"To: {alice.email}" in mailed,
+        "Reservation of 8 H100-80GB GPUs: requested" in mailed,
+    ) == (
+        True,
+        True,
+    )
+
+
 def test_beat_keeps_its_schedule_in_the_database_and_needs_no_file(
     simulated, tmp_path, celery_worker_with_beat
 ):
     wait_for(lambda: SchedulerState.objects.filter(last_cycle_at__isnull=False).exists())
     names = set(PeriodicTask.objects.values_list("name", flat=True))
-    assert {"scheduling-cycle", "workloads-sync", "cluster-reconcile"} <= names
+    assert {
+        "scheduling-cycle",
+        "workloads-sync",
+        "cluster-reconcile",
+        "reservations-advance",
+    } <= names
     # The worker ran in an empty folder, as in a fresh clone: beat wrote nothing there.
     assert [path.name for path in tmp_path.iterdir() if path.name != "mail"] == []
 
