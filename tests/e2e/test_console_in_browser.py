@@ -67,3 +67,29 @@ def test_a_member_submits_a_gpu_workload_and_sees_it_queued(mia, acme, ai_dev, s
     submitted = Workload.objects.get(name="resnet-eval")
     # The requeue box is checked unless the member unticks it.
     assert (submitted.replicas, submitted.requeue_on_eviction) == (2, True)
+
+
+def test_an_owner_reserves_gpus_on_a_phone_without_sideways_scrolling(alice, acme, sign_in):
+    from datetime import timedelta
+    from pathlib import Path
+
+    from django.conf import settings
+
+    from scheduling import clock, services
+    from scheduling.cluster.simulated import SimulatedBackend
+    from scheduling.models import Reservation
+
+    description = Path(settings.PORTAL_SIMULATED_CLUSTER)
+    services.cluster_description_apply(path=description)
+    services.inventory_sync(backend=SimulatedBackend(description_path=description))
+    page = sign_in("alice@acme.example")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/orgs/acme/reservations/")
+    start = (clock.now() + timedelta(days=2)).strftime("%Y-%m-%dT%H:00")
+    page.select_option("select[name=gpu_class]", "L4")
+    page.fill("input[name=gpus]", "4")
+    page.fill("input[name=starts_at]", start)
+    page.click("button:has-text('Reserve')")
+    page.wait_for_selector("text=it awaits an operator's approval")
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert (Reservation.objects.get().gpus, overflow <= 0) == (4, True)
