@@ -37,6 +37,8 @@ class Event(StrEnum):
     WORKLOAD_RELEASED = "workload_released"
     # scheduling: a reservation was requested or changed state; payload reservation_id.
     RESERVATION_CHANGED = "reservation_changed"
+    # scheduling: a quota request was made or changed state; payload quota_request_id.
+    QUOTA_REQUEST_CHANGED = "quota_request_changed"
 
 
 class ExtensionPoint(StrEnum):

@@ -19,6 +19,7 @@ from .models import (
     PriorityTier,
     ProvisioningRecord,
     QuotaGrant,
+    QuotaRequest,
     Reservation,
     SchedulerState,
     SimulatedNodeState,
@@ -264,15 +265,9 @@ class ReservationAdmin(ReadOnlyAdmin):
     actions = ["approve", "reject"]
 
     def get_queryset(self, request):
-        requested_first = Case(
-            When(state=Reservation.State.REQUESTED, then=Value(0)), default=Value(1)
-        )
-        return (
-            super()
-            .get_queryset(request)
-            .select_related("organization", "gpu_class", "pool", "requested_by")
-            .order_by(requested_first, "starts_at")
-        )
+        return requested_first(
+            super().get_queryset(request), Reservation.State.REQUESTED, "starts_at"
+        ).select_related("organization", "gpu_class", "pool", "requested_by")
 
     @admin.action(description="Approve the requested")
     def approve(self, request, queryset):
@@ -284,24 +279,103 @@ class ReservationAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Reject the requested, with a reason")
     def reject(self, request, queryset):
-        requested = queryset.filter(state=Reservation.State.REQUESTED)
-        form = RejectionForm(request.POST if "reason" in request.POST else None)
-        if form.is_valid():
-            caller = Caller(user=request.user)
-            for reservation in requested:
-                services.reservation_reject(
-                    caller=caller, reservation=reservation, reason=form.cleaned_data["reason"]
-                )
-            self.message_user(request, f"Rejected {len(requested)}.", messages.SUCCESS)
-            return None
-        return render(
+        return decide_with_form(
+            self,
             request,
-            "admin/scheduling/reservation/reject.html",
-            {
-                **self.admin_site.each_context(request),
-                "title": "Reject reservations",
-                "reservations": requested,
-                "form": form,
-                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-            },
+            queryset.filter(state=Reservation.State.REQUESTED),
+            action="reject",
+            form_class=RejectionForm,
+            decide=lambda caller, reservation, data: services.reservation_reject(
+                caller=caller, reservation=reservation, reason=data["reason"]
+            ),
         )
+
+
+class ApprovalForm(forms.Form):
+    amount = forms.IntegerField(min_value=1, required=False, help_text="Empty: what was asked for.")
+    until = forms.DateTimeField(required=False, help_text="UTC. Empty: what was asked for.")
+
+
+@admin.register(QuotaRequest)
+class QuotaRequestAdmin(ReadOnlyAdmin):
+    """Requested quota increases first: they wait for an operator."""
+
+    list_display = [
+        "organization",
+        "project",
+        "gpu_class",
+        "resource",
+        "mig_profile",
+        "amount",
+        "until",
+        "state",
+        "requested_by",
+        "requested_at",
+    ]
+    list_filter = ["state", "gpu_class", "resource"]
+    search_fields = ["organization__slug", "organization__name", "reason"]
+    actions = ["approve", "deny"]
+
+    def get_queryset(self, request):
+        return requested_first(
+            super().get_queryset(request), QuotaRequest.State.REQUESTED, "-requested_at"
+        ).select_related("organization", "project", "gpu_class", "requested_by")
+
+    @admin.action(description="Approve the requested (the amount and end asked, or others)")
+    def approve(self, request, queryset):
+        return decide_with_form(
+            self,
+            request,
+            queryset.filter(state=QuotaRequest.State.REQUESTED),
+            action="approve",
+            form_class=ApprovalForm,
+            decide=lambda caller, quota_request, data: services.quota_request_approve(
+                caller=caller,
+                quota_request=quota_request,
+                amount=data["amount"],
+                until=data["until"],
+            ),
+        )
+
+    @admin.action(description="Deny the requested, with a reason")
+    def deny(self, request, queryset):
+        return decide_with_form(
+            self,
+            request,
+            queryset.filter(state=QuotaRequest.State.REQUESTED),
+            action="deny",
+            form_class=RejectionForm,
+            decide=lambda caller, quota_request, data: services.quota_request_deny(
+                caller=caller, quota_request=quota_request, reason=data["reason"]
+            ),
+        )
+
+
+def requested_first(queryset, requested: str, *order):
+    """Requests waiting for an operator before the rest."""
+    waiting_first = Case(When(state=requested, then=Value(0)), default=Value(1))
+    return queryset.order_by(waiting_first, *order)
+
+
+def decide_with_form(model_admin, request, requested, *, action, form_class, decide):
+    """An admin action that first asks for the decision's details on a page of its own (a
+    reason, an amount), then applies ``decide(caller, object, cleaned_data)`` to each one."""
+    form = form_class(request.POST if "apply" in request.POST else None)
+    if form.is_valid():
+        caller = Caller(user=request.user)
+        for item in requested:
+            decide(caller, item, form.cleaned_data)
+        model_admin.message_user(request, f"Done for {len(requested)}.", messages.SUCCESS)
+        return None
+    return render(
+        request,
+        "admin/scheduling/decision.html",
+        {
+            **model_admin.admin_site.each_context(request),
+            "title": f"{action.capitalize()}: {len(requested)} waiting",
+            "items": requested,
+            "action": action,
+            "form": form,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        },
+    )

@@ -17,3 +17,4 @@ class SchedulingConfig(AppConfig):
         subscribe(Event.WORKLOADS_ADMITTED, tasks.workloads_launch_request)
         subscribe(Event.WORKLOAD_RELEASED, tasks.workload_objects_delete.delay)
         subscribe(Event.RESERVATION_CHANGED, tasks.reservation_email_send.delay)
+        subscribe(Event.QUOTA_REQUEST_CHANGED, tasks.quota_request_email_send.delay)

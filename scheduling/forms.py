@@ -9,11 +9,12 @@ from .models import (
     IMAGE_MAX,
     GpuClass,
     PriorityTier,
+    QuotaGrant,
     Workload,
     image_reference_validator,
     mig_profile_validator,
 )
-from .services import ReservationRequest, WorkloadRequest, request_bounds
+from .services import QuotaAsk, ReservationRequest, WorkloadRequest, request_bounds
 
 
 class WorkloadSubmitForm(forms.Form):
@@ -151,4 +152,45 @@ class ReservationForm(forms.Form):
             pool=data["pool"] or None,
             project=data["project"] or None,
             weeks=data["weeks"],
+        )
+
+
+class QuotaRequestForm(forms.Form):
+    gpu_class = forms.ChoiceField(choices=(), label="GPU class")
+    resource = forms.ChoiceField(choices=QuotaGrant.Resource.choices)
+    mig_profile = forms.CharField(
+        max_length=20, required=False, validators=[mig_profile_validator], label="MIG profile"
+    )
+    amount = forms.IntegerField(
+        min_value=1, max_value=1_000_000, help_text="More GPUs, milli-GPU or MIG instances."
+    )
+    reason = forms.CharField(max_length=1000, widget=forms.Textarea(attrs={"rows": 2}))
+    until = forms.DateTimeField(
+        required=False,
+        label="Until (UTC)",
+        help_text="Empty: for good.",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"],
+    )
+    project = forms.ChoiceField(
+        choices=(), required=False, help_text="The whole organization if empty."
+    )
+
+    def __init__(self, *args, classes, projects, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["gpu_class"].choices = [(c.name, c.name) for c in classes]
+        self.fields["project"].choices = [("", "whole organization")] + [
+            (project.slug, project.name) for project in projects
+        ]
+
+    def as_ask(self) -> QuotaAsk:
+        data = self.cleaned_data
+        return QuotaAsk(
+            gpu_class=data["gpu_class"],
+            resource=data["resource"],
+            mig_profile=data["mig_profile"],
+            amount=data["amount"],
+            reason=data["reason"],
+            until=data["until"],
+            project=data["project"] or None,
         )

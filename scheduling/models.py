@@ -269,6 +269,65 @@ class QuotaGrant(models.Model):
             raise ValidationError({"mig_profile": "Only a MIG quota names a profile."})
 
 
+class QuotaRequest(models.Model):
+    """An owner's or admin's ask for more of a quota resource: ``amount`` more guaranteed
+    (and allowed) GPUs, milli-GPU or MIG instances, until ``until`` or for good. An operator
+    approves it (possibly less, or to another date), denies it with a reason, or lets it
+    expire; an approved temporary increase reverts at its end."""
+
+    class State(models.TextChoices):
+        REQUESTED = "requested", "Requested"
+        APPROVED = "approved", "Approved"
+        DENIED = "denied", "Denied"
+        EXPIRED = "expired", "Expired"
+        REVERTED = "reverted", "Ended (reverted)"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="quota_requests"
+    )
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="quota_requests"
+    )
+    gpu_class = models.ForeignKey(GpuClass, on_delete=models.PROTECT, related_name="+")
+    resource = models.CharField(
+        max_length=8, choices=QuotaGrant.Resource.choices, default=QuotaGrant.Resource.GPUS
+    )
+    mig_profile = models.CharField(max_length=20, blank=True, validators=[mig_profile_validator])
+    amount = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    reason = models.CharField(max_length=1000)
+    until = models.DateTimeField(null=True, blank=True, help_text="Empty: for good.")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.REQUESTED)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_at = models.DateTimeField(default=timezone.now)
+    # What the operator granted: the amount and end date may differ from the ask.
+    granted_amount = models.PositiveIntegerField(null=True, blank=True)
+    granted_until = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_reason = models.CharField(max_length=500, blank=True)
+    grant = models.ForeignKey(
+        QuotaGrant, null=True, blank=True, on_delete=models.SET_NULL, related_name="requests"
+    )
+
+    class Meta:
+        ordering = ["-requested_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(amount__gte=1), name="quota_request_amount_positive")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.organization.slug}: +{self.amount} {self.gpu_class} {self.resource}"
+
+    @property
+    def unit(self) -> str:
+        return QuotaGrant(resource=self.resource).unit
+
+
 class Reservation(models.Model):
     """Whole GPUs of one class in one pool held for an organization (or one of its projects)
     over a window of time. Requested, approved and active reservations hold their GPUs: the

@@ -4,6 +4,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db.models import Prefetch, QuerySet, Sum
 
@@ -19,6 +20,7 @@ from .models import (
     Placement,
     PriorityTier,
     QuotaGrant,
+    QuotaRequest,
     Reservation,
     Workload,
     WorkloadEvent,
@@ -119,6 +121,16 @@ def tier_list() -> QuerySet[PriorityTier]:
     return PriorityTier.objects.order_by("-value")
 
 
+def operator_emails() -> list[str]:
+    """Whom a request waiting for an operator is mailed to: active staff."""
+    return list(
+        get_user_model()
+        .objects.filter(is_staff=True, is_active=True)
+        .exclude(email="")
+        .values_list("email", flat=True)
+    )
+
+
 def pool_capacity(pool: NodePool) -> int:
     """Whole GPUs of the pool's schedulable (not cordoned) nodes."""
     total = Node.objects.filter(pool=pool, cordoned=False).aggregate(gpus=Sum("gpu_count"))
@@ -135,13 +147,28 @@ def reservation_list(*, caller: Caller, organization: Organization) -> QuerySet[
 def reservation_get(*, caller: Caller, organization: Organization, pk) -> Reservation:
     """One of the organization's reservations; any other id (malformed, unknown, another
     tenant's) is a 404."""
+    return _one(reservation_list(caller=caller, organization=organization), pk, "reservation")
+
+
+def quota_request_list(*, caller: Caller, organization: Organization) -> QuerySet[QuotaRequest]:
+    authorize(caller=caller, organization=organization, action=Action.ORGANIZATION_VIEW)
+    return QuotaRequest.objects.filter(organization=organization).select_related(
+        "organization", "project", "gpu_class", "requested_by"
+    )
+
+
+def quota_request_get(*, caller: Caller, organization: Organization, pk) -> QuotaRequest:
+    return _one(quota_request_list(caller=caller, organization=organization), pk, "quota request")
+
+
+def _one(queryset: QuerySet, pk, name: str):
+    """The object of ``queryset`` with id ``pk``; a malformed or unknown id is a 404."""
     try:
-        reservation = reservation_list(caller=caller, organization=organization).filter(pk=pk)
-        found = reservation.first()
+        found = queryset.filter(pk=pk).first()
     except ValidationError:
         found = None
     if found is None:
-        raise NotFound("No such reservation.")
+        raise NotFound(f"No such {name}.")
     return found
 
 

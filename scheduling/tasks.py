@@ -107,6 +107,24 @@ def reservations_advance() -> dict:
     return services.reservations_advance()
 
 
-@shared_task(autoretry_for=(OSError,), retry_backoff=True, retry_jitter=True, max_retries=8)
+MAIL_RETRY = {
+    "autoretry_for": (OSError,),
+    "retry_backoff": True,
+    "retry_jitter": True,
+    "max_retries": 8,
+}
+
+
+@shared_task(**MAIL_RETRY)
 def reservation_email_send(reservation_id: str) -> bool:
     return services.reservation_email_send(reservation_id=reservation_id)
+
+
+@shared_task
+def quota_requests_advance() -> dict:
+    return services.quota_requests_advance()
+
+
+@shared_task(**MAIL_RETRY)
+def quota_request_email_send(quota_request_id: str) -> bool:
+    return services.quota_request_email_send(quota_request_id=quota_request_id)

@@ -8,6 +8,7 @@ urlpatterns = [
     path(f"{workloads}/", views.workloads, name="list"),
     path(f"{workloads}/<slug:name>/", views.workload_detail, name="detail"),
     path(f"{workloads}/<slug:name>/cancel/", views.workload_cancel, name="cancel"),
+    path("orgs/<slug:org_slug>/quotas/", views.quotas, name="quotas"),
     path("orgs/<slug:org_slug>/reservations/", views.reservations, name="reservations"),
     path(
         "orgs/<slug:org_slug>/reservations/<str:reservation_id>/cancel/",

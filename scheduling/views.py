@@ -1,5 +1,5 @@
-"""The web console's workload pages (submit, follow, cancel) and reservation page (ask, see
-the pools' timelines, cancel)."""
+"""The web console's workload pages (submit, follow, cancel), reservation page (ask, see the
+pools' timelines, cancel) and quota page (see, ask for more)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -11,7 +11,7 @@ from tenants import selectors as tenant_selectors
 from tenants.permissions import Action, caller_of, role_allows
 
 from . import clock, selectors, services
-from .forms import ReservationForm, WorkloadSubmitForm
+from .forms import QuotaRequestForm, ReservationForm, WorkloadSubmitForm
 from .models import NodePool, ProvisioningRecord, Reservation
 
 
@@ -147,3 +147,39 @@ def reservation_cancel(request, org_slug: str, reservation_id: str):
     if cancelled is not REFUSED:
         messages.success(request, "Reservation cancelled; its GPUs are free again.")
     return redirect("workloads:reservations", org_slug)
+
+
+@login_required
+def quotas(request, org_slug: str):
+    caller = caller_of(request)
+    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    can_ask = role_allows(organization.my_role, Action.QUOTA_REQUEST)
+    form = QuotaRequestForm(
+        request.POST or None,
+        classes=selectors.gpu_class_list(),
+        projects=tenant_selectors.project_list(caller=caller, organization=organization),
+    )
+    if request.method == "POST" and can_ask and form.is_valid():
+        made = attempt(
+            request,
+            form,
+            lambda: services.quota_request_create(
+                caller=caller, organization=organization, ask=form.as_ask()
+            ),
+        )
+        if made is not REFUSED:
+            messages.success(request, "Quota requested; operators are told by e-mail.")
+            return redirect("workloads:quotas", org_slug)
+    return render(
+        request,
+        "scheduling/quotas.html",
+        {
+            "organization": organization,
+            "quotas": selectors.quota_overview(caller=caller, organization=organization),
+            "requests": selectors.quota_request_list(caller=caller, organization=organization)[
+                :100
+            ],
+            "form": form,
+            "can_ask": can_ask,
+        },
+    )

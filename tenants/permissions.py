@@ -42,6 +42,7 @@ class Action(StrEnum):
     RESERVATION_VIEW = "reservation.view"
     # Asking for reserved capacity, and cancelling a reservation.
     RESERVATION_MANAGE = "reservation.manage"
+    QUOTA_REQUEST = "quota.request"
 
 
 _EVERYONE = frozenset(Role)
@@ -72,6 +73,7 @@ PERMISSIONS: dict[Action, frozenset[Role]] = {
     Action.WORKLOAD_CANCEL_ANY: _MANAGERS,
     Action.RESERVATION_VIEW: _EVERYONE,
     Action.RESERVATION_MANAGE: _MANAGERS,
+    Action.QUOTA_REQUEST: _MANAGERS,
 }
 
 # Actions that change nothing: allowed to read-only tokens and in suspended organizations.

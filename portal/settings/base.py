@@ -243,11 +243,13 @@ TASK_QUEUES = {
     "scheduling.tasks.inventory_sync": "sync",
     "scheduling.tasks.cluster_reconcile": "sync",
     "scheduling.tasks.reservations_advance": "sync",
+    "scheduling.tasks.quota_requests_advance": "sync",
     "scheduling.tasks.project_provision": "provisioning",
     "scheduling.tasks.project_deprovision": "provisioning",
     "scheduling.tasks.cluster_provision": "provisioning",
     "tenants.tasks.invitation_email_send": "mail",
     "scheduling.tasks.reservation_email_send": "mail",
+    "scheduling.tasks.quota_request_email_send": "mail",
 }
 
 
@@ -319,4 +321,6 @@ CELERY_BEAT_SCHEDULE = {
     ),
     # Opens, completes and expires reservations on time.
     "reservations-advance": every(30, "scheduling.tasks.reservations_advance"),
+    # Expires undecided quota requests and reverts temporary increases at their end.
+    "quota-requests-advance": every(60, "scheduling.tasks.quota_requests_advance"),
 }

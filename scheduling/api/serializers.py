@@ -12,6 +12,7 @@ from scheduling.models import (
     GpuClass,
     PriorityTier,
     QuotaGrant,
+    QuotaRequest,
     Reservation,
     Workload,
     WorkloadEvent,
@@ -19,7 +20,13 @@ from scheduling.models import (
     image_reference_validator,
     mig_profile_validator,
 )
-from scheduling.services import BATCH_MAX, ReservationRequest, WorkloadRequest, request_bounds
+from scheduling.services import (
+    BATCH_MAX,
+    QuotaAsk,
+    ReservationRequest,
+    WorkloadRequest,
+    request_bounds,
+)
 from tenants.models import SLUG_PATTERN
 
 
@@ -311,3 +318,52 @@ class PoolTimelineOutput(serializers.Serializer):
 
 class TimelineQuery(serializers.Serializer):
     days = serializers.IntegerField(min_value=1, max_value=90, default=14)
+
+
+class QuotaRequestOutput(serializers.ModelSerializer):
+    project = serializers.CharField(
+        source="project.slug", default=None, read_only=True, allow_null=True
+    )
+    gpu_class = serializers.CharField(source="gpu_class.name", read_only=True)
+    unit = serializers.CharField(read_only=True)
+    requested_by = serializers.EmailField(
+        source="requested_by.email", default=None, read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = QuotaRequest
+        fields = [
+            "id",
+            "project",
+            "gpu_class",
+            "resource",
+            "mig_profile",
+            "unit",
+            "amount",
+            "reason",
+            "until",
+            "state",
+            "requested_by",
+            "requested_at",
+            "granted_amount",
+            "granted_until",
+            "decided_at",
+            "decision_reason",
+        ]
+
+
+class QuotaRequestInput(InputSerializer):
+    gpu_class = serializers.CharField(max_length=40, validators=[gpu_class_name_validator])
+    resource = serializers.ChoiceField(
+        choices=QuotaGrant.Resource.choices, default=QuotaGrant.Resource.GPUS
+    )
+    mig_profile = serializers.CharField(
+        max_length=20, required=False, default="", validators=[mig_profile_validator]
+    )
+    amount = serializers.IntegerField(min_value=1, max_value=1_000_000)
+    reason = serializers.CharField(max_length=1000)
+    until = serializers.DateTimeField(required=False, allow_null=True)
+    project = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
+
+    def as_ask(self) -> QuotaAsk:
+        return QuotaAsk(**self.validated_data)

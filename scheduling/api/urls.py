@@ -10,6 +10,16 @@ urlpatterns = [
     path("gpu-classes/", views.GpuClassListApi.as_view(), name="gpu-classes"),
     path("priority-tiers/", views.PriorityTierListApi.as_view(), name="priority-tiers"),
     path("organizations/<slug:org_slug>/quotas/", views.QuotaListApi.as_view(), name="quotas"),
+    path(
+        "organizations/<slug:org_slug>/quota-requests/",
+        views.QuotaRequestCollectionApi.as_view(),
+        name="quota-requests",
+    ),
+    path(
+        "organizations/<slug:org_slug>/quota-requests/<str:request_id>/",
+        views.QuotaRequestDetailApi.as_view(),
+        name="quota-request",
+    ),
     path(f"{reservations}/", views.ReservationCollectionApi.as_view(), name="reservations"),
     path(
         f"{reservations}/<str:reservation_id>/",

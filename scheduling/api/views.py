@@ -7,7 +7,7 @@ from rest_framework.response import Response
 
 from portal.api.views import ApiView, CollectionApiView, list_response
 from scheduling import clock, selectors, services
-from scheduling.models import QuotaGrant, Reservation, Workload
+from scheduling.models import QuotaGrant, QuotaRequest, Reservation, Workload
 from tenants import selectors as tenant_selectors
 from tenants.permissions import caller_of
 
@@ -17,6 +17,8 @@ from .serializers import (
     PoolTimelineOutput,
     PriorityTierOutput,
     QuotaOutput,
+    QuotaRequestInput,
+    QuotaRequestOutput,
     ReservationInput,
     ReservationOutput,
     TimelineQuery,
@@ -224,3 +226,45 @@ class ReservationTimelineApi(ApiView):
             days=query.validated_data["days"],
         )
         return Response(PoolTimelineOutput(timeline, many=True).data)
+
+
+class QuotaRequestCollectionApi(CollectionApiView):
+    queryset = QuotaRequest.objects.none()
+    ordering_fields = ["requested_at", "state"]
+
+    @extend_schema(operation_id="quota_requests_list", responses=QuotaRequestOutput(many=True))
+    def get(self, request, org_slug: str):
+        organization = _organization(request, org_slug)
+        return list_response(
+            view=self,
+            queryset=selectors.quota_request_list(
+                caller=caller_of(request), organization=organization
+            ),
+            serializer_class=QuotaRequestOutput,
+        )
+
+    @extend_schema(
+        operation_id="quota_requests_create",
+        request=QuotaRequestInput,
+        responses={201: QuotaRequestOutput},
+        description="Ask operators for `amount` more of a quota resource (whole GPUs, GPU"
+        " shares in milli-GPU, or instances of a MIG profile), until `until` or for good.",
+    )
+    def post(self, request, org_slug: str):
+        organization = _organization(request, org_slug)
+        serializer = QuotaRequestInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        quota_request = services.quota_request_create(
+            caller=caller_of(request), organization=organization, ask=serializer.as_ask()
+        )
+        return Response(QuotaRequestOutput(quota_request).data, status=status.HTTP_201_CREATED)
+
+
+class QuotaRequestDetailApi(ApiView):
+    @extend_schema(operation_id="quota_requests_get", responses=QuotaRequestOutput)
+    def get(self, request, org_slug: str, request_id: str):
+        organization = _organization(request, org_slug)
+        quota_request = selectors.quota_request_get(
+            caller=caller_of(request), organization=organization, pk=request_id
+        )
+        return Response(QuotaRequestOutput(quota_request).data)

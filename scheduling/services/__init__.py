@@ -38,7 +38,16 @@ from .provisioning import (
     project_provision,
     provisioning_give_up,
 )
-from .quotas import quota_grant_delete, quota_grant_save
+from .quotas import (
+    QuotaAsk,
+    quota_grant_delete,
+    quota_grant_save,
+    quota_request_approve,
+    quota_request_create,
+    quota_request_deny,
+    quota_request_email_send,
+    quota_requests_advance,
+)
 from .reconciler import Reconciled, cluster_reconcile
 from .reservations import (
     ReservationRequest,
@@ -60,6 +69,7 @@ from .submission import (
 __all__ = [
     "BATCH_MAX",
     "CycleResult",
+    "QuotaAsk",
     "Reconciled",
     "ReservationRequest",
     "WorkloadRequest",
@@ -76,6 +86,11 @@ __all__ = [
     "provisioning_give_up",
     "quota_grant_delete",
     "quota_grant_save",
+    "quota_request_approve",
+    "quota_request_create",
+    "quota_request_deny",
+    "quota_request_email_send",
+    "quota_requests_advance",
     "request_bounds",
     "reservation_approve",
     "reservation_cancel",

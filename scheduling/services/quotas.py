@@ -1,18 +1,23 @@
-"""Quotas that operators grant to organizations; their namespaces follow through the worker."""
+"""Quotas that operators grant to organizations, and the requests for more that owners and
+admins make; their namespaces follow through the worker."""
 
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
 from django.db import transaction
+from django.template.loader import render_to_string
 
+from portal.errors import Conflict
 from portal.events import Event, publish
-from tenants.models import Project
-from tenants.permissions import (
-    Caller,
-    require_operator,
-)
+from tenants.models import Organization, Project
+from tenants.permissions import Action, Caller, authorize, require_operator
 from tenants.services import audit_record
 
-from ..models import (
-    QuotaGrant,
-)
+from .. import clock
+from ..models import GpuClass, QuotaGrant, QuotaRequest
+from ..selectors import operator_emails
 
 
 def quota_grant_save(*, caller: Caller, grant: QuotaGrant) -> QuotaGrant:
@@ -21,6 +26,7 @@ def quota_grant_save(*, caller: Caller, grant: QuotaGrant) -> QuotaGrant:
     require_operator(caller)
     grant.full_clean()
     with transaction.atomic():
+        _within_organization(grant)
         grant.save()
         audit_record(
             caller=caller,
@@ -57,3 +63,226 @@ def _namespaces_follow(organization_id) -> None:
         organization_id=organization_id, deleted_at__isnull=True
     ).values_list("pk", flat=True):
         publish(Event.PROJECT_CHANGED, project_id=str(project_id))
+
+
+def _within_organization(grant: QuotaGrant) -> None:
+    """Project grants of a resource never add up to more than the organization's grant of it."""
+    if not grant.project_id:
+        return
+    same = QuotaGrant.objects.filter(
+        organization_id=grant.organization_id,
+        gpu_class_id=grant.gpu_class_id,
+        resource=grant.resource,
+        mig_profile=grant.mig_profile,
+    )
+    organization = same.filter(project__isnull=True).first()
+    projects = same.filter(project__isnull=False).exclude(pk=grant.pk)
+    total = grant.limit + sum(projects.values_list("limit", flat=True))
+    ceiling = organization.limit if organization else 0
+    if total > ceiling:
+        raise ValidationError(
+            {
+                "limit": [
+                    f"The projects' grants of {grant.resource_label} would add up to {total}"
+                    f" {grant.unit}, over the organization's {ceiling}."
+                ]
+            }
+        )
+
+
+@dataclass(frozen=True)
+class QuotaAsk:
+    """More of a quota resource: ``amount`` more guaranteed and allowed, until ``until`` (None:
+    for good), for the organization or one of its projects."""
+
+    gpu_class: str
+    amount: int
+    reason: str
+    resource: str = QuotaGrant.Resource.GPUS
+    mig_profile: str = ""
+    project: str | None = None
+    until: datetime | None = None
+
+
+def quota_request_create(
+    *, caller: Caller, organization: Organization, ask: QuotaAsk, now=None
+) -> QuotaRequest:
+    """An owner or admin asks operators for more quota; validated, audited and mailed."""
+    authorize(caller=caller, organization=organization, action=Action.QUOTA_REQUEST)
+    now = now or clock.now()
+    errors: dict[str, list[str]] = {}
+    gpu_class = GpuClass.objects.filter(name=ask.gpu_class).first()
+    if gpu_class is None:
+        errors["gpu_class"] = [f"No GPU class {ask.gpu_class!r}."]
+    if ask.until is not None and ask.until <= now:
+        errors["until"] = ["The end is in the past."]
+    if not ask.reason.strip():
+        errors["reason"] = ["Say what the quota is for."]
+    project = None
+    if ask.project:
+        project = Project.objects.filter(
+            organization=organization, slug=ask.project, deleted_at__isnull=True
+        ).first()
+        if project is None:
+            errors["project"] = [f"{organization.slug} has no project {ask.project!r}."]
+    if errors:
+        raise ValidationError(errors)
+    quota_request = QuotaRequest(
+        organization=organization,
+        project=project,
+        gpu_class=gpu_class,
+        resource=ask.resource,
+        mig_profile=ask.mig_profile,
+        amount=ask.amount,
+        reason=ask.reason.strip(),
+        until=ask.until,
+        requested_by=caller.user,
+    )
+    # The grant it would change must be a valid one (a MIG profile of the class, say).
+    QuotaGrant(
+        organization=organization,
+        project=project,
+        gpu_class=gpu_class,
+        resource=ask.resource,
+        mig_profile=ask.mig_profile,
+        guarantee=0,
+        limit=0,
+    ).clean()
+    quota_request.full_clean()
+    with transaction.atomic():
+        quota_request.save()
+        _audited(caller, quota_request, "quota_request.create")
+    return quota_request
+
+
+def quota_request_approve(
+    *,
+    caller: Caller,
+    quota_request: QuotaRequest,
+    amount: int | None = None,
+    until: datetime | None = None,
+) -> QuotaRequest:
+    """An operator grants the request, or ``amount`` instead, until ``until`` instead: the
+    grant grows by it (created if need be), the namespaces follow, the next cycle counts it."""
+    require_operator(caller)
+    with transaction.atomic():
+        locked = _locked(quota_request)
+        granted = amount if amount is not None else locked.amount
+        if granted < 1:
+            raise ValidationError({"amount": ["Grant at least 1."]})
+        grant, _ = QuotaGrant.objects.select_for_update().get_or_create(
+            organization=locked.organization,
+            project=locked.project,
+            gpu_class=locked.gpu_class,
+            resource=locked.resource,
+            mig_profile=locked.mig_profile,
+            defaults={"guarantee": 0, "limit": 0},
+        )
+        grant.guarantee += granted
+        grant.limit += granted
+        quota_grant_save(caller=caller, grant=grant)
+        locked.state = QuotaRequest.State.APPROVED
+        locked.granted_amount = granted
+        locked.granted_until = until if until is not None else locked.until
+        locked.grant = grant
+        _decided(caller, locked, "quota_request.approve")
+    return locked
+
+
+def quota_request_deny(*, caller: Caller, quota_request: QuotaRequest, reason: str) -> QuotaRequest:
+    require_operator(caller)
+    if not reason.strip():
+        raise ValidationError({"reason": ["Say why the request is denied."]})
+    with transaction.atomic():
+        locked = _locked(quota_request)
+        locked.state = QuotaRequest.State.DENIED
+        locked.decision_reason = reason.strip()
+        _decided(caller, locked, "quota_request.deny")
+    return locked
+
+
+def quota_requests_advance(*, now=None) -> dict[str, int]:
+    """The beat task: requests left undecided past their end expire; temporary increases
+    whose end has come are taken back off their grant (never below zero)."""
+    now = now or clock.now()
+    with transaction.atomic():
+        expired = QuotaRequest.objects.filter(
+            state=QuotaRequest.State.REQUESTED, until__lte=now
+        ).update(state=QuotaRequest.State.EXPIRED)
+        ending = list(
+            QuotaRequest.objects.select_for_update()
+            .filter(state=QuotaRequest.State.APPROVED, granted_until__lte=now)
+            .select_related("organization", "grant")
+        )
+        for quota_request in ending:
+            grant = quota_request.grant
+            if grant is not None:
+                grant.guarantee = max(grant.guarantee - quota_request.granted_amount, 0)
+                grant.limit = max(grant.limit - quota_request.granted_amount, grant.guarantee)
+                grant.save(update_fields=["guarantee", "limit"])
+                _namespaces_follow(grant.organization_id)
+            quota_request.state = QuotaRequest.State.REVERTED
+            quota_request.save(update_fields=["state"])
+            _audited(None, quota_request, "quota_request.revert")
+    return {"expired": expired, "reverted": len(ending)}
+
+
+def quota_request_email_send(*, quota_request_id: str) -> bool:
+    """Tell the requester (and, for a new request, the operators) where a request stands."""
+    quota_request = (
+        QuotaRequest.objects.select_related("organization", "gpu_class", "requested_by")
+        .filter(pk=quota_request_id)
+        .first()
+    )
+    if quota_request is None:
+        return False
+    recipients = [quota_request.requested_by.email] if quota_request.requested_by else []
+    if quota_request.state == QuotaRequest.State.REQUESTED:
+        recipients += operator_emails()
+    if not recipients:
+        return False
+    send_mail(
+        subject=f"Quota request of {quota_request.organization.name}:"
+        f" {quota_request.get_state_display().lower()}",
+        message=render_to_string("scheduling/email/quota_request.txt", {"request": quota_request}),
+        from_email=None,
+        recipient_list=sorted(set(recipients)),
+    )
+    return True
+
+
+def _locked(quota_request: QuotaRequest) -> QuotaRequest:
+    locked = (
+        QuotaRequest.objects.select_for_update()
+        .select_related("organization", "project", "gpu_class")
+        .get(pk=quota_request.pk)
+    )
+    if locked.state != QuotaRequest.State.REQUESTED:
+        raise Conflict(f"The request is {locked.state}, not requested.", code="not_requested")
+    return locked
+
+
+def _decided(caller: Caller, quota_request: QuotaRequest, action: str) -> None:
+    quota_request.decided_by = caller.user
+    quota_request.decided_at = clock.now()
+    quota_request.save()
+    _audited(caller, quota_request, action)
+
+
+def _audited(caller: Caller | None, quota_request: QuotaRequest, action: str) -> None:
+    until = quota_request.granted_until or quota_request.until
+    audit_record(
+        caller=caller,
+        organization=quota_request.organization,
+        action=action,
+        target=quota_request,
+        payload={
+            "gpu_class": quota_request.gpu_class.name,
+            "resource": quota_request.resource,
+            "mig_profile": quota_request.mig_profile,
+            "amount": quota_request.granted_amount or quota_request.amount,
+            "until": until.isoformat() if until else None,
+            "state": quota_request.state,
+        },
+    )
+    publish(Event.QUOTA_REQUEST_CHANGED, quota_request_id=str(quota_request.pk))

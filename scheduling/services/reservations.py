@@ -12,7 +12,6 @@ from datetime import datetime, timedelta
 from itertools import pairwise
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.db import transaction
@@ -27,7 +26,7 @@ from tenants.services import audit_record
 
 from .. import clock
 from ..models import GpuClass, NodePool, Reservation
-from ..selectors import pool_capacity
+from ..selectors import operator_emails, pool_capacity
 
 WEEK = timedelta(weeks=1)
 WEEKS_MAX = 52
@@ -372,11 +371,7 @@ def reservation_email_send(*, reservation_id: str) -> bool:
         return False
     recipients = [reservation.requested_by.email] if reservation.requested_by else []
     if reservation.state == Reservation.State.REQUESTED:
-        recipients += list(
-            get_user_model()
-            .objects.filter(is_staff=True, is_active=True)
-            .values_list("email", flat=True)
-        )
+        recipients += operator_emails()
     if not recipients:
         return False
     state = reservation.get_state_display().lower()

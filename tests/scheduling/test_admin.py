@@ -21,6 +21,7 @@ def operator_client(client):
         "node",
         "prioritytier",
         "quotagrant",
+        "quotarequest",
         "reservation",
         "workload",
         "provisioningrecord",
@@ -156,7 +157,12 @@ def test_rejecting_in_admin_asks_for_a_reason_first(operator_client, requested):
 def test_an_operator_rejects_a_reservation_with_its_reason(operator_client, requested):
     operator_client.post(
         "/admin/scheduling/reservation/",
-        {"action": "reject", "_selected_action": [str(requested.pk)], "reason": "Maintenance."},
+        {
+            "action": "reject",
+            "_selected_action": [str(requested.pk)],
+            "reason": "Maintenance.",
+            "apply": "Reject",
+        },
     )
     requested.refresh_from_db()
     assert (requested.state, requested.decision_reason) == ("rejected", "Maintenance.")

@@ -3,7 +3,7 @@ from datetime import timedelta
 import pytest
 
 from scheduling import clock
-from scheduling.models import Reservation, Workload
+from scheduling.models import QuotaRequest, Reservation, Workload
 
 pytestmark = pytest.mark.django_db
 
@@ -177,3 +177,49 @@ def test_a_viewer_sees_the_timeline_but_no_reservation_form(signed_in, vic, clus
 
 def test_another_tenant_gets_a_404_for_the_reservation_page(signed_in, bruno, cluster):
     assert signed_in(bruno).get(RESERVATIONS).status_code == 404
+
+
+QUOTAS = "/orgs/acme/quotas/"
+
+
+def test_an_owner_asks_for_more_quota_from_the_console(signed_in, alice, quotas):
+    response = signed_in(alice).post(
+        QUOTAS,
+        {
+            "gpu_class": "A100-80GB",
+            "resource": "mig",
+            "mig_profile": "mig-1g.10gb",
+            "amount": 7,
+            "reason": "Notebooks for the course",
+            "until": "",
+            "project": "",
+        },
+    )
+    assert (response.status_code, QuotaRequest.objects.get().amount) == (302, 7)
+
+
+def test_the_quota_page_shows_a_refusal_on_the_field(signed_in, alice, quotas):
+    page = (
+        signed_in(alice)
+        .post(
+            QUOTAS,
+            {
+                "gpu_class": "L4",
+                "resource": "mig",
+                "mig_profile": "mig-1g.10gb",
+                "amount": 1,
+                "reason": "x",
+            },
+        )
+        .content.decode()
+    )
+    assert "One of the class&#x27;s MIG profiles" in page
+
+
+def test_a_viewer_sees_the_quotas_but_cannot_ask(signed_in, vic, quotas):
+    page = signed_in(vic).get(QUOTAS).content.decode()
+    assert ("A100-80GB mig-1g.10gb" in page, "Ask for more quota" in page) == (True, False)
+
+
+def test_another_tenant_gets_a_404_for_the_quota_page(signed_in, bruno, quotas):
+    assert signed_in(bruno).get(QUOTAS).status_code == 404

@@ -58,6 +58,14 @@ class Command(BaseCommand):
         self._quotas(acme)
         self._workloads(acme, member)
         self._reservations(acme, owner_caller, Caller(user=operator))
+        if not acme.quota_requests.exists():
+            scheduling.quota_request_create(
+                caller=owner_caller,
+                organization=acme,
+                ask=scheduling.QuotaAsk(
+                    gpu_class="H100-80GB", amount=16, reason="The Q1 pre-training run."
+                ),
+            )
 
         self.stdout.write(self.style.SUCCESS("Demo data ready. Sign in at /accounts/login/ with:"))
         for email, what in (
