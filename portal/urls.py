@@ -8,6 +8,7 @@ from portal.views import health
 api_v1 = [
     path("", include(("tenants.api.urls", "tenants"), namespace="tenants")),
     path("", include(("scheduling.api.urls", "scheduling"), namespace="scheduling")),
+    path("", include(("billing.api.urls", "billing"), namespace="billing")),
 ]
 
 urlpatterns = [
@@ -19,6 +20,7 @@ urlpatterns = [
     path("accounts/", include("allauth.urls")),
     path("healthz", health, name="health"),
     path("", include(("scheduling.urls", "workloads"), namespace="workloads")),
+    path("", include(("billing.urls", "billing"), namespace="billing")),
     path("", include(("tenants.urls", "console"), namespace="console")),
 ]
 

@@ -190,7 +190,11 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/api/v1",
-    "ENUM_NAME_OVERRIDES": {"RoleEnum": "tenants.models.Role"},
+    "ENUM_NAME_OVERRIDES": {
+        "RoleEnum": "tenants.models.Role",
+        "WorkloadKindEnum": "scheduling.models.Workload.Kind",
+        "CatalogKindEnum": "billing.models.CatalogItem.Kind",
+    },
     # A PATCH body's required fields stay required (members: `role`), as the views demand.
     "COMPONENT_SPLIT_PATCH": False,
     "POSTPROCESSING_HOOKS": [
@@ -280,6 +284,8 @@ PORTAL_RECLAIM_AFTER_SECONDS = int(os.environ.get("PORTAL_RECLAIM_AFTER_SECONDS"
 # How long before a reservation's window its capacity is drained of others' preemptible work,
 # unless the reservation sets its own lead time (seconds).
 PORTAL_RESERVATION_LEAD_SECONDS = int(os.environ.get("PORTAL_RESERVATION_LEAD_SECONDS", "900"))
+# The catalog's currency (ISO 4217): every price and invoice of the portal is in it.
+PORTAL_CURRENCY = os.environ.get("PORTAL_CURRENCY", "EUR")
 # The longest window one reservation may ask for (hours).
 PORTAL_RESERVATION_MAX_HOURS = int(os.environ.get("PORTAL_RESERVATION_MAX_HOURS", "336"))
 # An evicted workload goes back to the queue at most this many times, after a backoff that

@@ -4,6 +4,7 @@ running it again changes nothing and prints the same logins."""
 
 import os
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
@@ -11,10 +12,12 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from billing import services as billing
+from billing.models import CatalogItem
 from scheduling import clock
 from scheduling import services as scheduling
 from scheduling.cluster import get_backend
-from scheduling.models import GpuClass, QuotaGrant, Workload
+from scheduling.models import GpuClass, PriorityTier, QuotaGrant, Workload
 from tenants import services
 from tenants.models import Organization, Project, Role
 from tenants.permissions import Caller
@@ -58,6 +61,7 @@ class Command(BaseCommand):
         self._quotas(acme)
         self._workloads(acme, member)
         self._reservations(acme, owner_caller, Caller(user=operator))
+        self._catalog(Caller(user=operator))
         if not acme.quota_requests.exists():
             scheduling.quota_request_create(
                 caller=owner_caller,
@@ -120,6 +124,61 @@ class Command(BaseCommand):
             if project:
                 scheduling.reservation_approve(caller=operator_caller, reservation=held)
 
+    def _catalog(self, operator_caller):
+        """For each demo class: on-demand use (batch and dev at a preemptible discount), a
+        reservation price, and a quota package of 8 GPUs a month."""
+        if CatalogItem.objects.exists():
+            return
+        tiers = {tier.name: tier for tier in PriorityTier.objects.all()}
+        for gpu_class in GpuClass.objects.filter(name__in=DEMO_HOURLY_PRICES):
+            hourly = DEMO_HOURLY_PRICES[gpu_class.name]
+            slug = gpu_class.name.lower()
+            offers = [
+                (f"{slug}-on-demand", f"{gpu_class.name} on demand", "on_demand", None, hourly),
+                *(
+                    (
+                        f"{slug}-{tier}",
+                        f"{gpu_class.name} {tier} (preemptible)",
+                        "on_demand",
+                        tiers.get(tier),
+                        hourly * Decimal("0.6"),
+                    )
+                    for tier in ("batch", "dev")
+                ),
+                (
+                    f"{slug}-reserved",
+                    f"{gpu_class.name} reserved",
+                    "reservation",
+                    None,
+                    hourly * Decimal("0.85"),
+                ),
+                (
+                    f"{slug}-package-8",
+                    f"8 {gpu_class.name} GPUs, monthly",
+                    "quota_package",
+                    None,
+                    hourly * 8 * 730 * Decimal("0.7"),
+                ),
+            ]
+            for item_slug, name, kind, tier, price in offers:
+                item = billing.catalog_item_save(
+                    caller=operator_caller,
+                    item=CatalogItem(
+                        slug=item_slug,
+                        name=name,
+                        kind=kind,
+                        gpu_class=gpu_class,
+                        tier=tier,
+                        quantity=8 if kind == "quota_package" else 1,
+                        active_from=clock.now() - timedelta(days=1),
+                    ),
+                )
+                billing.price_version_add(
+                    caller=operator_caller,
+                    item=item,
+                    unit_price=price.quantize(Decimal("0.0001")),
+                )
+
     def _workloads(self, acme, member):
         project = Project.objects.get(organization=acme, slug="ai-dev", deleted_at__isnull=True)
         for request in DEMO_WORKLOADS:
@@ -130,6 +189,12 @@ class Command(BaseCommand):
 
 
 # (class, resource, MIG profile, guarantee, limit): GPUs, milli-GPU or MIG instances.
+# On-demand price of one GPU-hour per class, in PORTAL_CURRENCY.
+DEMO_HOURLY_PRICES = {
+    "H100-80GB": Decimal("2.90"),
+    "A100-80GB": Decimal("1.80"),
+    "L4": Decimal("0.60"),
+}
 DEMO_QUOTAS = [
     ("H100-80GB", "gpus", "", 32, 48),
     ("A100-80GB", "gpus", "", 8, 8),

@@ -1,0 +1,73 @@
+"""Operator screens for the catalog. Saving goes through the services; price versions are
+only ever added (none in the past), never edited or deleted."""
+
+from django import forms
+from django.contrib import admin
+
+from scheduling import clock
+from tenants.permissions import Caller
+
+from . import services
+from .models import CatalogItem, PriceVersion
+
+
+class PriceVersionInline(admin.TabularInline):
+    model = PriceVersion
+    fields = ["unit_price", "effective_from", "created_at", "created_by"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(CatalogItem)
+class CatalogItemAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "kind", "gpu_class", "tier", "public", "active_until"]
+    list_filter = ["kind", "gpu_class", "public"]
+    search_fields = ["name", "slug"]
+    filter_horizontal = ["organizations"]
+    inlines = [PriceVersionInline]
+
+    def save_model(self, request, obj, form, change) -> None:
+        services.catalog_item_save(caller=Caller(user=request.user), item=obj)
+
+
+class PriceVersionForm(forms.ModelForm):
+    class Meta:
+        model = PriceVersion
+        fields = ["item", "unit_price", "effective_from"]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("effective_from"):
+            problems = services.price_version_problems(
+                effective_from=data["effective_from"], now=clock.now()
+            )
+            for field, messages in problems.items():
+                self.add_error(field, messages)
+        return data
+
+
+@admin.register(PriceVersion)
+class PriceVersionAdmin(admin.ModelAdmin):
+    """New prices, each from a moment not in the past."""
+
+    form = PriceVersionForm
+    list_display = ["item", "unit_price", "effective_from", "created_by"]
+    list_filter = ["item"]
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return obj is None
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def save_model(self, request, obj, form, change) -> None:
+        services.price_version_add(
+            caller=Caller(user=request.user),
+            item=obj.item,
+            unit_price=obj.unit_price,
+            effective_from=obj.effective_from,
+        )

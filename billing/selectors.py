@@ -1,0 +1,44 @@
+"""Reads of billing, scoped to the caller's organizations."""
+
+from datetime import datetime
+
+from django.db.models import DecimalField, OuterRef, Q, QuerySet, Subquery
+
+from tenants.models import Organization
+from tenants.permissions import Action, Caller, authorize
+
+from .models import CatalogItem, PriceVersion
+
+# A unit price as the model stores it (SQLite answers more places: pages show 4).
+PRICE = DecimalField(max_digits=14, decimal_places=4)
+
+
+def price_in_force(*, item: CatalogItem, at: datetime) -> PriceVersion | None:
+    """The version of the item's price in force at ``at``: the latest that started by then."""
+    return item.prices.filter(effective_from__lte=at).order_by("-effective_from").first()
+
+
+def catalog_for(*, caller: Caller, organization: Organization, at: datetime) -> QuerySet:
+    """The items the organization may order at ``at`` (public ones and those offered to it,
+    active then), each with ``unit_price`` and ``price_from`` (the price in force) and
+    ``next_price`` and ``next_price_from`` (the next version, if one is dated)."""
+    authorize(caller=caller, organization=organization, action=Action.ORGANIZATION_VIEW)
+    in_force = PriceVersion.objects.filter(item=OuterRef("pk"), effective_from__lte=at).order_by(
+        "-effective_from"
+    )
+    upcoming = PriceVersion.objects.filter(item=OuterRef("pk"), effective_from__gt=at).order_by(
+        "effective_from"
+    )
+    return (
+        CatalogItem.objects.filter(Q(public=True) | Q(organizations=organization))
+        .filter(active_from__lte=at)
+        .filter(Q(active_until__isnull=True) | Q(active_until__gt=at))
+        .distinct()
+        .select_related("gpu_class", "tier")
+        .annotate(
+            unit_price=Subquery(in_force.values("unit_price")[:1], output_field=PRICE),
+            price_from=Subquery(in_force.values("effective_from")[:1]),
+            next_price=Subquery(upcoming.values("unit_price")[:1], output_field=PRICE),
+            next_price_from=Subquery(upcoming.values("effective_from")[:1]),
+        )
+    )

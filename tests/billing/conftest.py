@@ -1,0 +1,52 @@
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from billing import services
+from billing.models import CatalogItem
+from scheduling import clock
+from scheduling import services as scheduling
+from scheduling.models import GpuClass
+from tenants.permissions import Caller
+
+from ..factories import UserFactory
+
+
+@pytest.fixture
+def operator(db):
+    return UserFactory(email="ops@example.com", is_staff=True)
+
+
+@pytest.fixture
+def h100(db):
+    scheduling.cluster_description_apply(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+    return GpuClass.objects.get(name="H100-80GB")
+
+
+@pytest.fixture
+def offer(operator, h100):
+    """An item of the catalog, priced from now on; keyword arguments override its fields."""
+
+    def make(slug="h100-on-demand", price="2.9000", **fields) -> CatalogItem:
+        item = services.catalog_item_save(
+            caller=Caller(user=operator),
+            item=CatalogItem(
+                slug=slug,
+                name=fields.pop("name", slug),
+                kind=fields.pop("kind", "on_demand"),
+                gpu_class=h100,
+                active_from=fields.pop("active_from", clock.now() - timedelta(days=1)),
+                **fields,
+            ),
+        )
+        services.price_version_add(
+            caller=Caller(user=operator),
+            item=item,
+            unit_price=Decimal(price),
+        )
+        return item
+
+    return make
