@@ -2,13 +2,14 @@
 only ever added (none in the past), never edited or deleted."""
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 
 from scheduling import clock
+from scheduling.admin import RejectionForm, decide_with_form, requested_first
 from tenants.permissions import Caller
 
 from . import services
-from .models import CatalogItem, PriceVersion
+from .models import CatalogItem, Order, PriceVersion
 
 
 class PriceVersionInline(admin.TabularInline):
@@ -71,3 +72,56 @@ class PriceVersionAdmin(admin.ModelAdmin):
             unit_price=obj.unit_price,
             effective_from=obj.effective_from,
         )
+
+
+@admin.register(Order)
+class OrderAdmin(admin.ModelAdmin):
+    """Submitted orders first: they wait for an operator. Changes only through actions."""
+
+    list_display = ["organization", "item", "quantity", "starts_at", "ends_at", "total", "state"]
+    list_filter = ["state", "item__kind"]
+    search_fields = ["organization__slug", "item__slug"]
+    actions = ["approve", "reject", "retry"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def get_queryset(self, request):
+        return requested_first(
+            super().get_queryset(request), Order.State.SUBMITTED, "-created_at"
+        ).select_related("organization", "item")
+
+    @admin.action(description="Approve the submitted (fulfilled by the worker)")
+    def approve(self, request, queryset):
+        caller = Caller(user=request.user)
+        submitted = queryset.filter(state=Order.State.SUBMITTED)
+        for order in submitted:
+            services.order_approve(caller=caller, order=order)
+        self.message_user(request, f"Approved {len(submitted)}.", messages.SUCCESS)
+
+    @admin.action(description="Reject the submitted, with a reason")
+    def reject(self, request, queryset):
+        return decide_with_form(
+            self,
+            request,
+            queryset.filter(state=Order.State.SUBMITTED),
+            action="reject",
+            form_class=RejectionForm,
+            decide=lambda caller, order, data: services.order_reject(
+                caller=caller, order=order, reason=data["reason"]
+            ),
+        )
+
+    @admin.action(description="Retry the fulfilment of failed orders")
+    def retry(self, request, queryset):
+        caller = Caller(user=request.user)
+        failed = queryset.filter(state__in=[Order.State.FAILED, Order.State.FULFILLING])
+        for order in failed:
+            services.order_fulfil_retry(caller=caller, order=order)
+        self.message_user(request, f"Queued {len(failed)} again.", messages.SUCCESS)

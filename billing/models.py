@@ -110,3 +110,65 @@ class PriceVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.item.slug}: {self.unit_price} from {self.effective_from:%Y-%m-%d %H:%M}"
+
+
+class Order(models.Model):
+    """An organization's order of a catalog item: its quantity and period, and the price
+    version in force when it was submitted (what billing charges, not today's price)."""
+
+    class State(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        SUBMITTED = "submitted", "Submitted"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+        FULFILLING = "fulfilling", "Fulfilling"
+        FULFILLED = "fulfilled", "Fulfilled"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    # Before fulfilment begins, the organization may still cancel.
+    CANCELLABLE = (State.DRAFT, State.SUBMITTED, State.APPROVED)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey(
+        "tenants.Project", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    item = models.ForeignKey(CatalogItem, on_delete=models.PROTECT, related_name="orders")
+    # Reserved GPUs, or packages.
+    quantity = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    pool = models.CharField(max_length=40, blank=True)
+    state = models.CharField(max_length=12, choices=State.choices, default=State.DRAFT)
+    price_version = models.ForeignKey(
+        PriceVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    unit_price = models.DecimalField(max_digits=14, decimal_places=4, null=True, blank=True)
+    # unit price x quantity x units of the period, rounded half up to cents.
+    total = models.DecimalField(max_digits=16, decimal_places=2, null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_reason = models.CharField(max_length=500, blank=True)
+    fulfilled_at = models.DateTimeField(null=True, blank=True)
+    failure_reason = models.CharField(max_length=500, blank=True)
+    # What fulfilment made: written in the transaction that makes it, so made once.
+    fulfilled_objects = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(ends_at__gt=models.F("starts_at")), name="order_ends_after_start"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.organization.slug}: {self.quantity} of {self.item}"

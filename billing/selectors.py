@@ -4,10 +4,11 @@ from datetime import datetime
 
 from django.db.models import DecimalField, OuterRef, Q, QuerySet, Subquery
 
+from portal.db import one_or_not_found
 from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize
 
-from .models import CatalogItem, PriceVersion
+from .models import CatalogItem, Order, PriceVersion
 
 # A unit price as the model stores it (SQLite answers more places: pages show 4).
 PRICE = DecimalField(max_digits=14, decimal_places=4)
@@ -42,3 +43,15 @@ def catalog_for(*, caller: Caller, organization: Organization, at: datetime) -> 
             next_price_from=Subquery(upcoming.values("effective_from")[:1]),
         )
     )
+
+
+def order_list(*, caller: Caller, organization: Organization) -> QuerySet[Order]:
+    authorize(caller=caller, organization=organization, action=Action.ORGANIZATION_VIEW)
+    return Order.objects.filter(organization=organization).select_related(
+        "organization", "item", "project", "created_by"
+    )
+
+
+def order_get(*, caller: Caller, organization: Organization, pk) -> Order:
+    """One of the organization's orders; any other id is a 404."""
+    return one_or_not_found(order_list(caller=caller, organization=organization), pk, "order")

@@ -1,16 +1,23 @@
-"""Writes of billing: the catalog and its prices (operators only), each audited."""
+"""Writes of billing: the catalog and its prices (operators only), and orders from a tenant's
+submission to their fulfilment through scheduling's services; each audited."""
 
-from datetime import datetime
-from decimal import Decimal
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from portal.errors import Conflict, DomainError
+from portal.events import Event, publish
 from scheduling import clock
-from tenants.permissions import Caller, require_operator
+from scheduling import services as scheduling
+from tenants.models import Organization, Project
+from tenants.permissions import Action, Caller, authorize, require_operator
 from tenants.services import audit_record
 
-from .models import CatalogItem, PriceVersion
+from . import selectors
+from .models import CatalogItem, Order, PriceVersion
 
 
 def catalog_item_save(*, caller: Caller, item: CatalogItem) -> CatalogItem:
@@ -78,3 +85,261 @@ def price_version_add(
             {"effective_from": ["The item already has a price from that moment."]}
         ) from None
     return version
+
+
+SECONDS_PER_HOUR = 3600
+MONTH = timedelta(days=30)
+CENT = Decimal("0.01")
+
+
+@dataclass(frozen=True)
+class OrderRequest:
+    item: str
+    quantity: int
+    starts_at: datetime
+    ends_at: datetime
+    project: str | None = None
+    pool: str | None = None
+
+
+def _period_units(item: CatalogItem, starts_at: datetime, ends_at: datetime) -> Decimal:
+    """What the unit price multiplies: hours for GPU-hour items, months (30 days, started
+    months counted whole) for monthly ones."""
+    if item.kind in (CatalogItem.Kind.QUOTA_PACKAGE, CatalogItem.Kind.DEDICATED_POOL):
+        return Decimal(-(-(ends_at - starts_at) // MONTH))
+    return Decimal(int((ends_at - starts_at).total_seconds())) / SECONDS_PER_HOUR
+
+
+def order_create(
+    *, caller: Caller, organization: Organization, request: OrderRequest, submit: bool = True
+) -> Order:
+    """An owner or admin orders a catalog item (submitted at once unless ``submit`` is False:
+    a draft). Field errors name what is wrong; nothing is written then."""
+    authorize(caller=caller, organization=organization, action=Action.ORDER_MANAGE)
+    now = clock.now()
+    item = (
+        selectors.catalog_for(caller=caller, organization=organization, at=now)
+        .filter(slug=request.item)
+        .first()
+    )
+    errors: dict[str, list[str]] = {}
+    if item is None:
+        errors["item"] = [f"{request.item!r} is not offered to {organization.slug} now."]
+    if request.starts_at < now:
+        errors["starts_at"] = ["The period starts in the past."]
+    if request.ends_at <= request.starts_at:
+        errors["ends_at"] = ["The period ends after it starts."]
+    elif item is not None and request.ends_at - request.starts_at < timedelta(
+        hours=item.minimum_commitment_hours
+    ):
+        errors["ends_at"] = [f"At least {item.minimum_commitment_hours} h, by the item's terms."]
+    project = None
+    if request.project:
+        project = Project.objects.filter(
+            organization=organization, slug=request.project, deleted_at__isnull=True
+        ).first()
+        if project is None:
+            errors["project"] = [f"{organization.slug} has no project {request.project!r}."]
+    if errors:
+        raise ValidationError(errors)
+    order = Order(
+        organization=organization,
+        project=project,
+        item=item,
+        quantity=request.quantity,
+        starts_at=request.starts_at,
+        ends_at=request.ends_at,
+        pool=request.pool or "",
+        created_by=caller.user,
+    )
+    order.full_clean()
+    with transaction.atomic():
+        order.save()
+        _audited(caller, order, "order.create")
+        if submit:
+            _submit(caller, order, now=now)
+    return order
+
+
+def order_submit(*, caller: Caller, order: Order) -> Order:
+    authorize(caller=caller, organization=order.organization, action=Action.ORDER_MANAGE)
+    with transaction.atomic():
+        locked = _locked(order, Order.State.DRAFT)
+        _submit(caller, locked, now=clock.now())
+    return locked
+
+
+def _submit(caller: Caller, order: Order, *, now: datetime) -> None:
+    """Fix the price in force now; approve at once under the item's rule."""
+    version = selectors.price_in_force(item=order.item, at=now)
+    if version is None:
+        raise ValidationError({"item": ["The item has no price yet."]})
+    order.price_version = version
+    order.unit_price = version.unit_price
+    units = _period_units(order.item, order.starts_at, order.ends_at)
+    order.total = (version.unit_price * order.quantity * units).quantize(CENT, ROUND_HALF_UP)
+    order.submitted_at = now
+    order.state = Order.State.SUBMITTED
+    ceiling = order.item.auto_approve_up_to
+    if ceiling is not None and order.total <= ceiling:
+        order.state = Order.State.APPROVED
+        order.decided_at = now
+        order.decision_reason = f"Approved by the item's rule (total up to {ceiling})."
+    order.save()
+    _audited(caller, order, "order.submit")
+    if order.state == Order.State.APPROVED:
+        publish(Event.ORDER_APPROVED, order_id=str(order.pk))
+
+
+def order_approve(*, caller: Caller, order: Order) -> Order:
+    require_operator(caller)
+    with transaction.atomic():
+        locked = _locked(order, Order.State.SUBMITTED)
+        locked.state = Order.State.APPROVED
+        locked.decided_by = caller.user
+        locked.decided_at = clock.now()
+        locked.save()
+        _audited(caller, locked, "order.approve")
+        publish(Event.ORDER_APPROVED, order_id=str(locked.pk))
+    return locked
+
+
+def order_reject(*, caller: Caller, order: Order, reason: str) -> Order:
+    require_operator(caller)
+    if not reason.strip():
+        raise ValidationError({"reason": ["Say why the order is rejected."]})
+    with transaction.atomic():
+        locked = _locked(order, Order.State.SUBMITTED)
+        locked.state = Order.State.REJECTED
+        locked.decided_by = caller.user
+        locked.decided_at = clock.now()
+        locked.decision_reason = reason.strip()
+        locked.save()
+        _audited(caller, locked, "order.reject")
+    return locked
+
+
+def order_cancel(*, caller: Caller, order: Order) -> Order:
+    """An owner or admin cancels an order before its fulfilment begins."""
+    authorize(caller=caller, organization=order.organization, action=Action.ORDER_MANAGE)
+    with transaction.atomic():
+        locked = _locked(order, *Order.CANCELLABLE)
+        locked.state = Order.State.CANCELLED
+        locked.save()
+        _audited(caller, locked, "order.cancel")
+    return locked
+
+
+def order_fulfil(*, order_id: str) -> Order | None:
+    """Make what an approved order bought, once: the order is locked, and what it makes is
+    written in the same transaction as the order's new state, so a run killed half way leaves
+    nothing and the retry makes it; a run after success changes nothing. A refusal (the GPUs
+    are not free any more, say) fails the order with the reason; an operator may retry it."""
+    with transaction.atomic():
+        order = Order.objects.select_for_update().filter(pk=order_id).first()
+        if order is None or order.state not in (
+            Order.State.APPROVED,
+            Order.State.FULFILLING,
+            Order.State.FAILED,
+        ):
+            return order
+        order.state = Order.State.FULFILLING
+        order.failure_reason = ""
+        order.save(update_fields=["state", "failure_reason"])
+        caller = Caller(user=order.created_by)
+        try:
+            with transaction.atomic():
+                made = _make(caller, order)
+        except (ValidationError, DomainError) as refused:
+            order.state = Order.State.FAILED
+            order.failure_reason = _reason(refused)[:500]
+            order.save(update_fields=["state", "failure_reason"])
+            _audited(None, order, "order.fail")
+            return order
+        order.state = Order.State.FULFILLED
+        order.fulfilled_at = clock.now()
+        order.fulfilled_objects = made
+        order.save(update_fields=["state", "fulfilled_at", "fulfilled_objects"])
+        _audited(None, order, "order.fulfil")
+    return order
+
+
+def order_fulfil_retry(*, caller: Caller, order: Order) -> Order:
+    """An operator queues a failed (or stuck) fulfilment again."""
+    require_operator(caller)
+    with transaction.atomic():
+        locked = _locked(order, Order.State.FAILED, Order.State.FULFILLING)
+        _audited(caller, locked, "order.retry")
+        publish(Event.ORDER_APPROVED, order_id=str(locked.pk))
+    return locked
+
+
+def _make(caller: Caller, order: Order) -> list[dict]:
+    """What the order's item creates, through scheduling's services."""
+    item = order.item
+    if item.kind == CatalogItem.Kind.RESERVATION:
+        held = scheduling.reservations_request(
+            caller=caller,
+            organization=order.organization,
+            request=scheduling.ReservationRequest(
+                gpu_class=item.gpu_class.name,
+                gpus=order.quantity,
+                starts_at=order.starts_at,
+                ends_at=order.ends_at,
+                pool=order.pool or None,
+                project=order.project.slug if order.project else None,
+            ),
+            preapproved=True,
+        )
+        return [{"reservation": str(r.pk)} for r in held]
+    if item.kind == CatalogItem.Kind.QUOTA_PACKAGE:
+        granted = scheduling.quota_grant_for_period(
+            caller=caller,
+            organization=order.organization,
+            ask=scheduling.QuotaAsk(
+                gpu_class=item.gpu_class.name,
+                amount=item.quantity * order.quantity,
+                reason=f"Order {order.pk}: {item.name}",
+                resource="mig" if item.mig_profile else "gpus",
+                mig_profile=item.mig_profile,
+                project=order.project.slug if order.project else None,
+                until=order.ends_at,
+            ),
+        )
+        return [{"quota_request": str(granted.pk)}]
+    raise Conflict(
+        f"{item.get_kind_display()} is set up by an operator, not automatically.",
+        code="manual_fulfilment",
+    )
+
+
+def _reason(refused: Exception) -> str:
+    if isinstance(refused, ValidationError):
+        return " ".join(refused.messages)
+    return refused.message
+
+
+def _locked(order: Order, *states: str) -> Order:
+    locked = (
+        Order.objects.select_for_update()
+        .select_related("organization", "item", "project")
+        .get(pk=order.pk)
+    )
+    if locked.state not in states:
+        raise Conflict(f"The order is {locked.state}.", code="order_state")
+    return locked
+
+
+def _audited(caller: Caller | None, order: Order, action: str) -> None:
+    audit_record(
+        caller=caller,
+        organization=order.organization,
+        action=action,
+        target=order,
+        payload={
+            "item": order.item.slug,
+            "quantity": order.quantity,
+            "total": str(order.total) if order.total is not None else None,
+            "state": order.state,
+        },
+    )

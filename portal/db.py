@@ -2,7 +2,10 @@
 
 from collections.abc import Sequence
 
+from django.core.exceptions import ValidationError
 from django.db import connection, models
+
+from .errors import NotFound
 
 
 def rows_update(rows: Sequence[models.Model], fields: Sequence[str]) -> None:
@@ -43,3 +46,15 @@ def rows_update(rows: Sequence[models.Model], fields: Sequence[str]) -> None:
             f"FROM unnest({arrays}) AS v({', '.join(names)}, pk) WHERE t.{key} = v.pk",
             [*values, keys],
         )
+
+
+def one_or_not_found(queryset, pk, name: str):
+    """The object of ``queryset`` with id ``pk``; a malformed or unknown id (or one the caller
+    may not see, which the queryset leaves out) is a NotFound."""
+    try:
+        found = queryset.filter(pk=pk).first()
+    except ValidationError:
+        found = None
+    if found is None:
+        raise NotFound(f"No such {name}.")
+    return found

@@ -39,6 +39,8 @@ class Event(StrEnum):
     RESERVATION_CHANGED = "reservation_changed"
     # scheduling: a quota request was made or changed state; payload quota_request_id.
     QUOTA_REQUEST_CHANGED = "quota_request_changed"
+    # billing: an order was approved and awaits its fulfilment; payload order_id.
+    ORDER_APPROVED = "order_approved"
 
 
 class ExtensionPoint(StrEnum):

@@ -5,9 +5,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from django.contrib.auth import get_user_model
-from django.core.exceptions import ValidationError
 from django.db.models import Prefetch, QuerySet, Sum
 
+from portal.db import one_or_not_found
 from portal.errors import NotFound
 from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize, role_allows
@@ -147,7 +147,9 @@ def reservation_list(*, caller: Caller, organization: Organization) -> QuerySet[
 def reservation_get(*, caller: Caller, organization: Organization, pk) -> Reservation:
     """One of the organization's reservations; any other id (malformed, unknown, another
     tenant's) is a 404."""
-    return _one(reservation_list(caller=caller, organization=organization), pk, "reservation")
+    return one_or_not_found(
+        reservation_list(caller=caller, organization=organization), pk, "reservation"
+    )
 
 
 def quota_request_list(*, caller: Caller, organization: Organization) -> QuerySet[QuotaRequest]:
@@ -158,18 +160,9 @@ def quota_request_list(*, caller: Caller, organization: Organization) -> QuerySe
 
 
 def quota_request_get(*, caller: Caller, organization: Organization, pk) -> QuotaRequest:
-    return _one(quota_request_list(caller=caller, organization=organization), pk, "quota request")
-
-
-def _one(queryset: QuerySet, pk, name: str):
-    """The object of ``queryset`` with id ``pk``; a malformed or unknown id is a 404."""
-    try:
-        found = queryset.filter(pk=pk).first()
-    except ValidationError:
-        found = None
-    if found is None:
-        raise NotFound(f"No such {name}.")
-    return found
+    return one_or_not_found(
+        quota_request_list(caller=caller, organization=organization), pk, "quota request"
+    )
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ class Action(StrEnum):
     # Asking for reserved capacity, and cancelling a reservation.
     RESERVATION_MANAGE = "reservation.manage"
     QUOTA_REQUEST = "quota.request"
+    ORDER_MANAGE = "order.manage"
 
 
 _EVERYONE = frozenset(Role)
@@ -74,6 +75,7 @@ PERMISSIONS: dict[Action, frozenset[Role]] = {
     Action.RESERVATION_VIEW: _EVERYONE,
     Action.RESERVATION_MANAGE: _MANAGERS,
     Action.QUOTA_REQUEST: _MANAGERS,
+    Action.ORDER_MANAGE: _MANAGERS,
 }
 
 # Actions that change nothing: allowed to read-only tokens and in suspended organizations.

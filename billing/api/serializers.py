@@ -1,7 +1,10 @@
 from django.conf import settings
 from rest_framework import serializers
 
-from billing.models import CatalogItem
+from billing.models import CatalogItem, Order
+from billing.services import OrderRequest
+from portal.api.serializers import InputSerializer
+from tenants.models import SLUG_PATTERN
 
 
 class CatalogItemOutput(serializers.ModelSerializer):
@@ -45,3 +48,56 @@ class CatalogItemOutput(serializers.ModelSerializer):
 
     def get_currency(self, item: CatalogItem) -> str:
         return settings.PORTAL_CURRENCY
+
+
+class OrderOutput(serializers.ModelSerializer):
+    item = serializers.CharField(source="item.slug", read_only=True)
+    project = serializers.CharField(
+        source="project.slug", default=None, read_only=True, allow_null=True
+    )
+    currency = serializers.SerializerMethodField()
+    created_by = serializers.EmailField(
+        source="created_by.email", default=None, read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = Order
+        fields = [
+            "id",
+            "item",
+            "project",
+            "quantity",
+            "starts_at",
+            "ends_at",
+            "pool",
+            "state",
+            "currency",
+            "unit_price",
+            "total",
+            "created_by",
+            "created_at",
+            "submitted_at",
+            "decided_at",
+            "decision_reason",
+            "fulfilled_at",
+            "failure_reason",
+            "fulfilled_objects",
+        ]
+
+    def get_currency(self, order: Order) -> str:
+        return settings.PORTAL_CURRENCY
+
+
+class OrderInput(InputSerializer):
+    item = serializers.RegexField(SLUG_PATTERN, max_length=60)
+    quantity = serializers.IntegerField(min_value=1, max_value=100_000)
+    starts_at = serializers.DateTimeField()
+    ends_at = serializers.DateTimeField()
+    project = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
+    pool = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
+    draft = serializers.BooleanField(default=False, help_text="Keep it as a draft to submit later.")
+
+    def as_request(self) -> OrderRequest:
+        data = dict(self.validated_data)
+        data.pop("draft")
+        return OrderRequest(**data)

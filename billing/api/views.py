@@ -1,15 +1,17 @@
-"""REST endpoints of billing: the catalog with the prices that apply to the caller."""
+"""REST endpoints of billing: the catalog with the prices that apply to the caller, and orders."""
 
 from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.response import Response
 
-from billing import selectors
-from billing.models import CatalogItem
-from portal.api.views import CollectionApiView, list_response
+from billing import selectors, services
+from billing.models import CatalogItem, Order
+from portal.api.views import ApiView, CollectionApiView, list_response
 from scheduling import clock
 from tenants import selectors as tenant_selectors
 from tenants.permissions import caller_of
 
-from .serializers import CatalogItemOutput
+from .serializers import CatalogItemOutput, OrderInput, OrderOutput
 
 
 class CatalogListApi(CollectionApiView):
@@ -32,3 +34,71 @@ class CatalogListApi(CollectionApiView):
             ),
             serializer_class=CatalogItemOutput,
         )
+
+
+def _organization(request, org_slug: str):
+    return tenant_selectors.organization_get(caller=caller_of(request), slug=org_slug)
+
+
+class OrderCollectionApi(CollectionApiView):
+    queryset = Order.objects.none()
+    ordering_fields = ["created_at", "state"]
+
+    @extend_schema(operation_id="orders_list", responses=OrderOutput(many=True))
+    def get(self, request, org_slug: str):
+        organization = _organization(request, org_slug)
+        return list_response(
+            view=self,
+            queryset=selectors.order_list(caller=caller_of(request), organization=organization),
+            serializer_class=OrderOutput,
+        )
+
+    @extend_schema(
+        operation_id="orders_create",
+        request=OrderInput,
+        responses={201: OrderOutput},
+        description="Order a catalog item: submitted at once (the price in force is fixed),"
+        " unless `draft`. Approved by an operator, or at once under the item's rule; then"
+        " fulfilled by the worker.",
+    )
+    def post(self, request, org_slug: str):
+        organization = _organization(request, org_slug)
+        serializer = OrderInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        order = services.order_create(
+            caller=caller_of(request),
+            organization=organization,
+            request=serializer.as_request(),
+            submit=not serializer.validated_data["draft"],
+        )
+        return Response(OrderOutput(order).data, status=status.HTTP_201_CREATED)
+
+
+class OrderDetailApi(ApiView):
+    @extend_schema(operation_id="orders_get", responses=OrderOutput)
+    def get(self, request, org_slug: str, order_id: str):
+        organization = _organization(request, org_slug)
+        order = selectors.order_get(
+            caller=caller_of(request), organization=organization, pk=order_id
+        )
+        return Response(OrderOutput(order).data)
+
+
+class OrderSubmitApi(ApiView):
+    @extend_schema(operation_id="orders_submit", request=None, responses=OrderOutput)
+    def post(self, request, org_slug: str, order_id: str):
+        caller = caller_of(request)
+        order = selectors.order_get(
+            caller=caller, organization=_organization(request, org_slug), pk=order_id
+        )
+        return Response(OrderOutput(services.order_submit(caller=caller, order=order)).data)
+
+
+class OrderCancelApi(ApiView):
+    @extend_schema(operation_id="orders_cancel", request=None, responses=OrderOutput)
+    def post(self, request, org_slug: str, order_id: str):
+        caller = caller_of(request)
+        order = selectors.order_get(
+            caller=caller, organization=_organization(request, org_slug), pk=order_id
+        )
+        return Response(OrderOutput(services.order_cancel(caller=caller, order=order)).data)

@@ -254,6 +254,7 @@ TASK_QUEUES = {
     "tenants.tasks.invitation_email_send": "mail",
     "scheduling.tasks.reservation_email_send": "mail",
     "scheduling.tasks.quota_request_email_send": "mail",
+    "billing.tasks.order_fulfil": "provisioning",
 }
 
 

@@ -41,6 +41,7 @@ from .provisioning import (
 from .quotas import (
     QuotaAsk,
     quota_grant_delete,
+    quota_grant_for_period,
     quota_grant_save,
     quota_request_approve,
     quota_request_create,
@@ -85,6 +86,7 @@ __all__ = [
     "project_provision",
     "provisioning_give_up",
     "quota_grant_delete",
+    "quota_grant_for_period",
     "quota_grant_save",
     "quota_request_approve",
     "quota_request_create",

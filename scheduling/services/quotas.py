@@ -24,6 +24,10 @@ def quota_grant_save(*, caller: Caller, grant: QuotaGrant) -> QuotaGrant:
     """An operator sets a quota: validated, audited, and the organization's namespaces get
     their ResourceQuota updated by the worker."""
     require_operator(caller)
+    return _grant_save(caller, grant)
+
+
+def _grant_save(caller: Caller, grant: QuotaGrant) -> QuotaGrant:
     grant.full_clean()
     with transaction.atomic():
         _within_organization(grant)
@@ -109,6 +113,17 @@ def quota_request_create(
 ) -> QuotaRequest:
     """An owner or admin asks operators for more quota; validated, audited and mailed."""
     authorize(caller=caller, organization=organization, action=Action.QUOTA_REQUEST)
+    quota_request = _validated_request(caller, organization, ask, now=now)
+    with transaction.atomic():
+        quota_request.save()
+        _audited(caller, quota_request, "quota_request.create")
+    return quota_request
+
+
+def _validated_request(
+    caller: Caller, organization: Organization, ask: QuotaAsk, *, now=None
+) -> QuotaRequest:
+    """An unsaved request for ``ask``, or the field errors that make it impossible."""
     now = now or clock.now()
     errors: dict[str, list[str]] = {}
     gpu_class = GpuClass.objects.filter(name=ask.gpu_class).first()
@@ -149,9 +164,6 @@ def quota_request_create(
         limit=0,
     ).clean()
     quota_request.full_clean()
-    with transaction.atomic():
-        quota_request.save()
-        _audited(caller, quota_request, "quota_request.create")
     return quota_request
 
 
@@ -170,23 +182,45 @@ def quota_request_approve(
         granted = amount if amount is not None else locked.amount
         if granted < 1:
             raise ValidationError({"amount": ["Grant at least 1."]})
-        grant, _ = QuotaGrant.objects.select_for_update().get_or_create(
-            organization=locked.organization,
-            project=locked.project,
-            gpu_class=locked.gpu_class,
-            resource=locked.resource,
-            mig_profile=locked.mig_profile,
-            defaults={"guarantee": 0, "limit": 0},
-        )
-        grant.guarantee += granted
-        grant.limit += granted
-        quota_grant_save(caller=caller, grant=grant)
-        locked.state = QuotaRequest.State.APPROVED
-        locked.granted_amount = granted
-        locked.granted_until = until if until is not None else locked.until
-        locked.grant = grant
+        _grant(caller, locked, granted, until if until is not None else locked.until)
         _decided(caller, locked, "quota_request.approve")
     return locked
+
+
+def quota_grant_for_period(
+    *, caller: Caller, organization: Organization, ask: QuotaAsk
+) -> QuotaRequest:
+    """Grow a grant by ``ask.amount`` until ``ask.until`` without an operator's decision: for
+    an order that was approved (billing's fulfilment of a quota package, never an endpoint). It
+    is kept as an approved request, so that it reverts at its end like any other."""
+    quota_request = _validated_request(caller, organization, ask)
+    with transaction.atomic():
+        quota_request.state = QuotaRequest.State.APPROVED
+        quota_request.save()
+        _grant(caller, quota_request, ask.amount, ask.until)
+        quota_request.decided_at = clock.now()
+        quota_request.save()
+        _audited(caller, quota_request, "quota_request.approve")
+    return quota_request
+
+
+def _grant(caller: Caller, quota_request: QuotaRequest, granted: int, until) -> None:
+    """Grow (or create) the grant the request is about by ``granted``; the namespaces follow."""
+    grant, _ = QuotaGrant.objects.select_for_update().get_or_create(
+        organization=quota_request.organization,
+        project=quota_request.project,
+        gpu_class=quota_request.gpu_class,
+        resource=quota_request.resource,
+        mig_profile=quota_request.mig_profile,
+        defaults={"guarantee": 0, "limit": 0},
+    )
+    grant.guarantee += granted
+    grant.limit += granted
+    _grant_save(caller, grant)
+    quota_request.state = QuotaRequest.State.APPROVED
+    quota_request.granted_amount = granted
+    quota_request.granted_until = until
+    quota_request.grant = grant
 
 
 def quota_request_deny(*, caller: Caller, quota_request: QuotaRequest, reason: str) -> QuotaRequest:

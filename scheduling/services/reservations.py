@@ -174,12 +174,18 @@ def _targets(
 
 
 def reservations_request(
-    *, caller: Caller, organization: Organization, request: ReservationRequest, now=None
+    *,
+    caller: Caller,
+    organization: Organization,
+    request: ReservationRequest,
+    now=None,
+    preapproved: bool = False,
 ) -> list[Reservation]:
     """Hold GPUs for the organization over the request's windows (all or none), in the named
-    pool or the first of the class where every window fits; they await an operator's approval.
-    A field error for a malformed request; a Conflict with the shortfalls and the nearest
-    feasible windows when the GPUs are not free."""
+    pool or the first of the class where every window fits; they await an operator's approval
+    unless ``preapproved`` (an order an operator or the catalog's rule approved: billing's
+    fulfilment, never an endpoint). A field error for a malformed request; a Conflict with the
+    shortfalls and the nearest feasible windows when the GPUs are not free."""
     authorize(caller=caller, organization=organization, action=Action.RESERVATION_MANAGE)
     now = now or clock.now()
     errors = _request_errors(request, now=now)
@@ -209,7 +215,10 @@ def reservations_request(
                 for s in shortfalls(pool, start, end, request.gpus, capacity=capacity)
             ]
             if not short:
-                return _hold(caller, organization, project, gpu_class, pool, request, windows)
+                state = Reservation.State.APPROVED if preapproved else Reservation.State.REQUESTED
+                return _hold(
+                    caller, organization, project, gpu_class, pool, request, windows, state
+                )
             refusals.append((pool, capacity, short))
     pool, capacity, short = refusals[0]
     before, after = nearest_windows(
@@ -231,7 +240,9 @@ def reservations_request(
     )
 
 
-def _hold(caller, organization, project, gpu_class, pool, request, windows) -> list[Reservation]:
+def _hold(
+    caller, organization, project, gpu_class, pool, request, windows, state
+) -> list[Reservation]:
     series = uuid.uuid4() if len(windows) > 1 else None
     reservations = Reservation.objects.bulk_create(
         Reservation(
@@ -245,6 +256,7 @@ def _hold(caller, organization, project, gpu_class, pool, request, windows) -> l
             series=series,
             lead_time=request.lead_time,
             requested_by=caller.user,
+            state=state,
         )
         for start, end in windows
     )

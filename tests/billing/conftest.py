@@ -9,6 +9,7 @@ from billing import services
 from billing.models import CatalogItem
 from scheduling import clock
 from scheduling import services as scheduling
+from scheduling.cluster.simulated import SimulatedBackend
 from scheduling.models import GpuClass
 from tenants.permissions import Caller
 
@@ -24,6 +25,13 @@ def operator(db):
 def h100(db):
     scheduling.cluster_description_apply(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
     return GpuClass.objects.get(name="H100-80GB")
+
+
+@pytest.fixture
+def cluster(h100):
+    """The demo's simulated nodes, whose GPUs reservations hold."""
+    description = Path(settings.PORTAL_SIMULATED_CLUSTER)
+    scheduling.inventory_sync(backend=SimulatedBackend(description_path=description))
 
 
 @pytest.fixture

@@ -31,11 +31,12 @@ MAX_EXAMPLES = 10
 # no schema can state: a slug or name taken, an open invitation for that address already, an
 # invitation link that names none, an expiry in the past, a tier or GPU class the catalog does
 # not have, more than the quota or the largest node, a name twice in a batch, a reservation
-# window in the past or ending before it starts, a quota request's end in the past. Every
-# other status stays checked.
+# window in the past or ending before it starts, a quota request's end in the past, an order
+# of an item not offered or for a period in the past. Every other status stays checked.
 RULES_BEYOND_THE_SCHEMA = [
     "invitations_accept",
     "invitations_create",
+    "orders_create",
     "projects_create",
     "quota_requests_create",
     "reservations_request",

@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from billing import services as billing
-from billing.models import CatalogItem
+from billing.models import CatalogItem, Order
 from scheduling import clock
 from scheduling import services as scheduling
 from scheduling.cluster import get_backend
@@ -62,6 +62,7 @@ class Command(BaseCommand):
         self._workloads(acme, member)
         self._reservations(acme, owner_caller, Caller(user=operator))
         self._catalog(Caller(user=operator))
+        self._order(acme, owner_caller, Caller(user=operator))
         if not acme.quota_requests.exists():
             scheduling.quota_request_create(
                 caller=owner_caller,
@@ -178,6 +179,25 @@ class Command(BaseCommand):
                     item=item,
                     unit_price=price.quantize(Decimal("0.0001")),
                 )
+
+    def _order(self, acme, owner_caller, operator_caller):
+        """4 reserved A100s next Wednesday 09:00 to 13:00 UTC, ordered, approved, fulfilled."""
+        if Order.objects.filter(organization=acme).exists():
+            return
+        today = clock.now().replace(hour=9, minute=0, second=0, microsecond=0)
+        wednesday = today + timedelta(days=7 - today.weekday() + 2)
+        order = billing.order_create(
+            caller=owner_caller,
+            organization=acme,
+            request=billing.OrderRequest(
+                item="a100-80gb-reserved",
+                quantity=4,
+                starts_at=wednesday,
+                ends_at=wednesday + timedelta(hours=4),
+            ),
+        )
+        billing.order_approve(caller=operator_caller, order=order)
+        billing.order_fulfil(order_id=str(order.pk))
 
     def _workloads(self, acme, member):
         project = Project.objects.get(organization=acme, slug="ai-dev", deleted_at__isnull=True)

@@ -1,0 +1,293 @@
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from billing import services, tasks
+from billing.models import Order
+from billing.services import OrderRequest
+from portal.errors import Conflict
+from scheduling import clock
+from scheduling import services as scheduling
+from scheduling.models import QuotaGrant, Reservation
+from tenants.permissions import Caller
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/organizations/acme/orders/"
+
+
+def tomorrow(hour_offset: float = 0):
+    return clock.now().replace(minute=0, second=0, microsecond=0) + timedelta(
+        days=1, hours=hour_offset
+    )
+
+
+def order(
+    user, organization, item="h100-reserved", *, quantity=8, hours=4, submit=True, **fields
+) -> Order:
+    return services.order_create(
+        caller=Caller(user=user),
+        organization=organization,
+        request=OrderRequest(
+            item=item,
+            quantity=quantity,
+            starts_at=fields.pop("starts_at", tomorrow()),
+            ends_at=fields.pop("ends_at", tomorrow(hours)),
+            **fields,
+        ),
+        submit=submit,
+    )
+
+
+@pytest.fixture
+def reserved(offer, cluster):
+    return offer(slug="h100-reserved", kind="reservation", price="2.4650")
+
+
+def test_submitting_fixes_the_price_in_force_and_the_total(reserved, alice, acme):
+    made = order(alice, acme)
+    assert (made.state, made.unit_price, made.total) == (
+        Order.State.SUBMITTED,
+        Decimal("2.4650"),
+        Decimal("78.88"),
+    )
+
+
+def test_a_later_price_change_does_not_change_a_submitted_order(reserved, alice, acme, operator):
+    made = order(alice, acme)
+    services.price_version_add(
+        caller=Caller(user=operator), item=reserved, unit_price=Decimal("9"), effective_from=None
+    )
+    made.refresh_from_db()
+    assert made.unit_price == Decimal("2.4650")
+
+
+def test_an_order_under_the_items_ceiling_is_approved_and_queued_for_fulfilment(
+    offer, cluster, alice, acme, django_capture_on_commit_callbacks
+):
+    offer(slug="h100-reserved", kind="reservation", auto_approve_up_to=Decimal("100"))
+    with django_capture_on_commit_callbacks() as callbacks:
+        made = order(alice, acme)
+    queued = [(c.func, c.keywords) for c in callbacks if c.func == tasks.order_fulfil.delay]
+    assert (made.state, queued) == (
+        Order.State.APPROVED,
+        [(tasks.order_fulfil.delay, {"order_id": str(made.pk)})],
+    )
+
+
+def approved(user, organization, operator, **fields) -> Order:
+    return services.order_approve(
+        caller=Caller(user=operator), order=order(user, organization, **fields)
+    )
+
+
+def test_fulfilling_a_reservation_order_holds_the_gpus_approved(reserved, alice, acme, operator):
+    made = approved(alice, acme, operator)
+    services.order_fulfil(order_id=str(made.pk))
+    made.refresh_from_db()
+    held = Reservation.objects.get()
+    assert (made.state, held.state, held.gpus, made.fulfilled_objects) == (
+        Order.State.FULFILLED,
+        Reservation.State.APPROVED,
+        8,
+        [{"reservation": str(held.pk)}],
+    )
+
+
+def test_fulfilling_twice_makes_one_reservation(reserved, alice, acme, operator):
+    made = approved(alice, acme, operator)
+    services.order_fulfil(order_id=str(made.pk))
+    services.order_fulfil(order_id=str(made.pk))
+    assert Reservation.objects.count() == 1
+
+
+def test_a_fulfilment_that_dies_before_its_commit_leaves_nothing_and_the_retry_makes_it_once(
+    reserved, alice, acme, operator
+):
+    made = approved(alice, acme, operator)
+    with pytest.raises(KeyboardInterrupt), transaction.atomic():
+        services.order_fulfil(order_id=str(made.pk))
+        raise KeyboardInterrupt  # the worker dies before the transaction commits
+    left = (Reservation.objects.count(), Order.objects.get(pk=made.pk).state)
+    services.order_fulfil(order_id=str(made.pk))
+    assert (left, Reservation.objects.count()) == ((0, Order.State.APPROVED), 1)
+
+
+def hold(user, organization, gpus):
+    """A reservation request for the same window as the orders, made directly."""
+    return scheduling.reservations_request(
+        caller=Caller(user=user),
+        organization=organization,
+        request=scheduling.ReservationRequest(
+            gpu_class="H100-80GB",
+            gpus=gpus,
+            starts_at=tomorrow(),
+            ends_at=tomorrow(4),
+            pool="dgx-h100",
+        ),
+    )
+
+
+def test_a_fulfilment_refused_by_scheduling_fails_with_the_reason(reserved, alice, acme, operator):
+    made = approved(alice, acme, operator, quantity=64)
+    hold(alice, acme, 8)  # meanwhile 8 of the pool's 64 GPUs were reserved
+    failed = services.order_fulfil(order_id=str(made.pk))
+    assert (failed.state, "lacks 8 of the 64 GPUs" in failed.failure_reason) == (
+        Order.State.FAILED,
+        True,
+    )
+
+
+def test_a_failed_fulfilment_retried_once_the_gpus_are_free_is_fulfilled(
+    reserved, alice, acme, operator
+):
+    made = approved(alice, acme, operator, quantity=64)
+    [blocking] = hold(alice, acme, 8)
+    services.order_fulfil(order_id=str(made.pk))
+    scheduling.reservation_cancel(caller=Caller(user=alice), reservation=blocking)
+    services.order_fulfil_retry(caller=Caller(user=operator), order=made)
+    assert services.order_fulfil(order_id=str(made.pk)).state == Order.State.FULFILLED
+
+
+def test_fulfilling_a_quota_package_grows_the_grant_until_the_period_ends(
+    offer, cluster, alice, acme, operator
+):
+    offer(slug="h100-package", kind="quota_package", quantity=8, price="10000")
+    made = approved(alice, acme, operator, item="h100-package", quantity=1, hours=24 * 30)
+    services.order_fulfil(order_id=str(made.pk))
+    grant = QuotaGrant.objects.get(organization=acme, gpu_class__name="H100-80GB")
+    assert (grant.limit, grant.requests.get().granted_until) == (8, made.ends_at)
+
+
+def test_a_dedicated_pool_fails_for_an_operator_to_set_up(offer, cluster, alice, acme, operator):
+    offer(slug="h100-pool", kind="dedicated_pool", price="50000")
+    made = approved(alice, acme, operator, item="h100-pool", quantity=1, hours=24 * 30)
+    assert services.order_fulfil(order_id=str(made.pk)).state == Order.State.FAILED
+
+
+def test_an_order_is_cancelled_before_its_fulfilment_but_not_after(reserved, alice, acme, operator):
+    cancelled = services.order_cancel(caller=Caller(user=alice), order=order(alice, acme))
+    made = approved(alice, acme, operator)
+    services.order_fulfil(order_id=str(made.pk))
+    with pytest.raises(Conflict):
+        services.order_cancel(caller=Caller(user=alice), order=made)
+    assert cancelled.state == Order.State.CANCELLED
+
+
+def test_a_draft_is_priced_only_when_submitted(reserved, alice, acme):
+    draft = order(alice, acme, submit=False)
+    submitted = services.order_submit(caller=Caller(user=alice), order=draft)
+    assert ((draft.state, draft.total), submitted.total) == (
+        (Order.State.DRAFT, None),
+        Decimal("78.88"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"item": "nothing"}, "item"),
+        ({"starts_at": "past"}, "starts_at"),
+        ({"hours": -1}, "ends_at"),
+        ({"quantity": 0}, "quantity"),
+        ({"project": "web"}, "project"),
+    ],
+)
+def test_a_malformed_order_is_refused_on_its_field_and_nothing_is_saved(
+    reserved, alice, acme, fields, field
+):
+    if fields.get("starts_at") == "past":
+        fields["starts_at"] = clock.now() - timedelta(hours=1)
+    with pytest.raises(ValidationError) as refused:
+        order(alice, acme, **fields)
+    assert (field in refused.value.message_dict, Order.objects.count()) == (True, 0)
+
+
+def test_an_item_offered_only_to_others_cannot_be_ordered(offer, cluster, globex, alice, acme):
+    private = offer(slug="globex-only", kind="reservation", public=False)
+    private.organizations.add(globex)
+    with pytest.raises(ValidationError) as refused:
+        order(alice, acme, item="globex-only")
+    assert list(refused.value.message_dict) == ["item"]
+
+
+def test_a_period_shorter_than_the_minimum_commitment_is_refused(offer, cluster, alice, acme):
+    offer(slug="h100-reserved", kind="reservation", minimum_commitment_hours=8)
+    with pytest.raises(ValidationError) as refused:
+        order(alice, acme, hours=4)
+    assert list(refused.value.message_dict) == ["ends_at"]
+
+
+@pytest.mark.parametrize(
+    ("caller", "status"),
+    [
+        ("owner", 201),
+        ("admin", 201),
+        ("member", 403),
+        ("viewer", 403),
+        ("foreign", 404),
+        ("outsider", 404),
+        ("anonymous", 401),
+    ],
+)
+def test_owners_and_admins_order_and_the_others_get_what_their_role_allows(
+    reserved, actors, api_as, caller, status
+):
+    body = {
+        "item": "h100-reserved",
+        "quantity": 8,
+        "starts_at": tomorrow().isoformat(),
+        "ends_at": tomorrow(4).isoformat(),
+    }
+    assert api_as(actors.get(caller)).post(URL, body, format="json").status_code == status
+
+
+def test_another_tenants_order_is_a_404(reserved, alice, acme, bruno, api_as):
+    made = order(alice, acme)
+    response = api_as(bruno).get(f"/api/v1/organizations/globex/orders/{made.pk}/")
+    assert response.status_code == 404
+
+
+def test_an_api_order_answers_its_total_as_a_decimal_string(reserved, alice, api_as):
+    body = {
+        "item": "h100-reserved",
+        "quantity": 8,
+        "starts_at": tomorrow().isoformat(),
+        "ends_at": tomorrow(4).isoformat(),
+    }
+    made = api_as(alice).post(URL, body, format="json").json()
+    assert (made["total"], made["currency"], made["state"]) == ("78.88", "EUR", "submitted")
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"quantity": "8"}, "quantity"),
+        ({"starts_at": "soon"}, "starts_at"),
+        ({"item": "Not A Slug"}, "item"),
+        ({"price": "0"}, "price"),
+    ],
+)
+def test_bad_order_input_is_a_400_naming_the_field(reserved, alice, api_as, fields, field):
+    body = {
+        "item": "h100-reserved",
+        "quantity": 8,
+        "starts_at": tomorrow().isoformat(),
+        "ends_at": tomorrow(4).isoformat(),
+        **fields,
+    }
+    response = api_as(alice).post(URL, body, format="json")
+    assert (response.status_code, list(response.json()["error"]["fields"])) == (400, [field])
+
+
+def test_an_operator_approves_an_order_in_admin(reserved, alice, acme, operator, client):
+    made = order(alice, acme)
+    operator.is_superuser = True
+    operator.save()
+    client.force_login(operator)
+    client.post("/admin/billing/order/", {"action": "approve", "_selected_action": [str(made.pk)]})
+    made.refresh_from_db()
+    assert made.state == Order.State.APPROVED
