@@ -12,7 +12,8 @@ from portal.errors import Conflict, DomainError
 from portal.events import Event, publish
 from scheduling import clock
 from scheduling import services as scheduling
-from tenants.models import Organization, Project
+from tenants import selectors as tenant_selectors
+from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize, require_operator
 from tenants.services import audit_record
 
@@ -133,13 +134,9 @@ def order_create(
         hours=item.minimum_commitment_hours
     ):
         errors["ends_at"] = [f"At least {item.minimum_commitment_hours} h, by the item's terms."]
-    project = None
-    if request.project:
-        project = Project.objects.filter(
-            organization=organization, slug=request.project, deleted_at__isnull=True
-        ).first()
-        if project is None:
-            errors["project"] = [f"{organization.slug} has no project {request.project!r}."]
+    project = tenant_selectors.project_named(
+        organization=organization, slug=request.project, errors=errors
+    )
     if errors:
         raise ValidationError(errors)
     order = Order(

@@ -100,6 +100,22 @@ def project_get(*, caller: Caller, organization: Organization, slug: str) -> Pro
     return project
 
 
+def project_named(
+    *, organization: Organization, slug: str | None, errors: dict[str, list[str]]
+) -> Project | None:
+    """The organization's live project that a request's ``project`` field names (None when
+    none is named); one it does not have adds a field error to ``errors``. The caller already
+    reached ``organization``."""
+    if not slug:
+        return None
+    project = Project.objects.filter(
+        organization=organization, slug=slug, deleted_at__isnull=True
+    ).first()
+    if project is None:
+        errors["project"] = [f"{organization.slug} has no project {slug!r}."]
+    return project
+
+
 def token_list(*, caller: Caller, organization: Organization) -> QuerySet[ApiToken]:
     """The caller's own tokens; owners and admins see every member's."""
     role = caller_role(caller=caller, organization=organization)

@@ -11,6 +11,7 @@ from django.template.loader import render_to_string
 
 from portal.errors import Conflict
 from portal.events import Event, publish
+from tenants import selectors as tenant_selectors
 from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize, require_operator
 from tenants.services import audit_record
@@ -133,13 +134,9 @@ def _validated_request(
         errors["until"] = ["The end is in the past."]
     if not ask.reason.strip():
         errors["reason"] = ["Say what the quota is for."]
-    project = None
-    if ask.project:
-        project = Project.objects.filter(
-            organization=organization, slug=ask.project, deleted_at__isnull=True
-        ).first()
-        if project is None:
-            errors["project"] = [f"{organization.slug} has no project {ask.project!r}."]
+    project = tenant_selectors.project_named(
+        organization=organization, slug=ask.project, errors=errors
+    )
     if errors:
         raise ValidationError(errors)
     quota_request = QuotaRequest(

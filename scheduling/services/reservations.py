@@ -20,6 +20,7 @@ from django.template.loader import render_to_string
 
 from portal.errors import Conflict
 from portal.events import Event, publish
+from tenants import selectors as tenant_selectors
 from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize, require_operator
 from tenants.services import audit_record
@@ -156,15 +157,12 @@ def _targets(
     gpu_class = GpuClass.objects.filter(name=request.gpu_class).first()
     if gpu_class is None:
         raise ValidationError({"gpu_class": [f"No GPU class {request.gpu_class!r}."]})
-    project = None
-    if request.project:
-        project = Project.objects.filter(
-            organization=organization, slug=request.project, deleted_at__isnull=True
-        ).first()
-        if project is None:
-            raise ValidationError(
-                {"project": [f"{organization.slug} has no project {request.project!r}."]}
-            )
+    errors: dict[str, list[str]] = {}
+    project = tenant_selectors.project_named(
+        organization=organization, slug=request.project, errors=errors
+    )
+    if errors:
+        raise ValidationError(errors)
     pools = NodePool.objects.filter(gpu_class=gpu_class).order_by("name")
     if request.pool:
         pools = pools.filter(name=request.pool)

@@ -14,6 +14,8 @@ from scheduling import services as scheduling
 from scheduling.models import QuotaGrant, Reservation
 from tenants.permissions import Caller
 
+from ..roles import MANAGING
+
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/organizations/acme/orders/"
@@ -221,18 +223,7 @@ def test_a_period_shorter_than_the_minimum_commitment_is_refused(offer, cluster,
     assert list(refused.value.message_dict) == ["ends_at"]
 
 
-@pytest.mark.parametrize(
-    ("caller", "status"),
-    [
-        ("owner", 201),
-        ("admin", 201),
-        ("member", 403),
-        ("viewer", 403),
-        ("foreign", 404),
-        ("outsider", 404),
-        ("anonymous", 401),
-    ],
-)
+@pytest.mark.parametrize(("caller", "status"), MANAGING)
 def test_owners_and_admins_order_and_the_others_get_what_their_role_allows(
     reserved, actors, api_as, caller, status
 ):

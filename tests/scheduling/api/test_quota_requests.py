@@ -2,24 +2,15 @@ import pytest
 
 from scheduling.models import QuotaRequest
 
+from ...roles import MANAGING
+
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/organizations/acme/quota-requests/"
 BODY = {"gpu_class": "H100-80GB", "amount": 8, "reason": "A fine-tuning sprint"}
 
 
-@pytest.mark.parametrize(
-    ("caller", "status"),
-    [
-        ("owner", 201),
-        ("admin", 201),
-        ("member", 403),
-        ("viewer", 403),
-        ("foreign", 404),
-        ("outsider", 404),
-        ("anonymous", 401),
-    ],
-)
+@pytest.mark.parametrize(("caller", "status"), MANAGING)
 def test_owners_and_admins_ask_for_quota_and_the_others_get_what_their_role_allows(
     cluster, actors, api_as, caller, status
 ):

@@ -6,6 +6,8 @@ from scheduling import clock, services
 from scheduling.models import Reservation
 from tenants.permissions import Caller
 
+from ...roles import MANAGING
+
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/organizations/acme/reservations/"
@@ -23,18 +25,7 @@ def body(**fields) -> dict:
     return {"gpu_class": "H100-80GB", "gpus": 8, "pool": "dgx-h100", **window(), **fields}
 
 
-@pytest.mark.parametrize(
-    ("caller", "status"),
-    [
-        ("owner", 201),
-        ("admin", 201),
-        ("member", 403),
-        ("viewer", 403),
-        ("foreign", 404),
-        ("outsider", 404),
-        ("anonymous", 401),
-    ],
-)
+@pytest.mark.parametrize(("caller", "status"), MANAGING)
 def test_owners_and_admins_reserve_and_everyone_else_gets_what_their_role_allows(
     cluster, actors, api_as, caller, status
 ):
