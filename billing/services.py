@@ -318,7 +318,7 @@ def _reason(refused: Exception) -> str:
 
 def _locked(order: Order, *states: str) -> Order:
     locked = (
-        Order.objects.select_for_update()
+        Order.objects.select_for_update(of=("self",))
         .select_related("organization", "item", "project")
         .get(pk=order.pk)
     )

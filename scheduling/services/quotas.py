@@ -241,7 +241,7 @@ def quota_requests_advance(*, now=None) -> dict[str, int]:
             state=QuotaRequest.State.REQUESTED, until__lte=now
         ).update(state=QuotaRequest.State.EXPIRED)
         ending = list(
-            QuotaRequest.objects.select_for_update()
+            QuotaRequest.objects.select_for_update(of=("self",))
             .filter(state=QuotaRequest.State.APPROVED, granted_until__lte=now)
             .select_related("organization", "grant")
         )
@@ -284,7 +284,7 @@ def quota_request_email_send(*, quota_request_id: str) -> bool:
 
 def _locked(quota_request: QuotaRequest) -> QuotaRequest:
     locked = (
-        QuotaRequest.objects.select_for_update()
+        QuotaRequest.objects.select_for_update(of=("self",))
         .select_related("organization", "project", "gpu_class")
         .get(pk=quota_request.pk)
     )

@@ -286,7 +286,7 @@ def _decide(caller: Caller, reservation: Reservation, state: str, reason: str = 
     require_operator(caller)
     with transaction.atomic():
         locked = (
-            Reservation.objects.select_for_update()
+            Reservation.objects.select_for_update(of=("self",))
             .select_related("organization", "gpu_class", "pool")
             .get(pk=reservation.pk)
         )
@@ -329,7 +329,7 @@ def reservation_cancel(*, caller: Caller, reservation: Reservation) -> Reservati
     )
     with transaction.atomic():
         locked = (
-            Reservation.objects.select_for_update()
+            Reservation.objects.select_for_update(of=("self",))
             .select_related("organization", "gpu_class", "pool")
             .get(pk=reservation.pk)
         )
