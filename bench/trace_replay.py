@@ -256,8 +256,15 @@ def main() -> None:
         default="simulator",
         help="simulator: the paper's simulator (default); readme: the trace README's sampling",
     )
+    parser.add_argument(
+        "--trials",
+        action="store_true",
+        help="also register the rejected policies of bench/placement_trials.py (trial_*)",
+    )
     parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
     args = parser.parse_args()
+    if args.trials:
+        import bench.placement_trials  # noqa: F401
 
     nodes, pods = read_nodes(args.nodes), read_pods(args.pods)
     seeds = parse_seeds(args.seeds)

@@ -17,7 +17,7 @@ MIX = ((TaskType(cpu_milli=1000, gpus=1, gpu_milli=500), 0.5), (TaskType(1000, 1
 
 def place(nodes, demand, policy="bestfit", **kwargs):
     cluster = ClusterState(nodes)
-    chosen = make_policy(name=policy, workload=MIX, **kwargs)
+    chosen = make_policy(name=policy, **{"workload": MIX, **kwargs})
     placement = place_replica(
         cluster=cluster, demand=demand, among=np.arange(len(cluster)), policy=chosen
     )
@@ -136,3 +136,41 @@ def test_in_a_cycle_fgd_keep_scarce_keeps_the_only_host_of_a_rare_request_free()
     rare = request("rare", gpus=8, cpu_milli=120_000, submitted_minutes_ago=1)
     decisions = cycle(nodes=nodes, pending=[*small, rare], placement="fgd_keep_scarce")
     assert "rare" in admitted(decisions)
+
+
+SHARE_4_CORES = ((TaskType(cpu_milli=4000, gpus=1, gpu_milli=500), 1.0),)
+
+
+def test_fgd_cpu_reach_keeps_the_cpu_that_idle_gpus_need_for_shares():
+    nodes = [node("a", gpus=4, cpu=20_000), node("b", gpus=4, cpu=40_000)]
+    heavy = Demand(cpu_milli=16_000, gpus=1, gpu_milli=1000)
+    assert place(nodes, heavy, policy="fgd_used_first", workload=SHARE_4_CORES).node == "a"
+    assert place(nodes, heavy, policy="fgd_cpu_reach", workload=SHARE_4_CORES).node == "b"
+
+
+def test_fgd_cpu_reach_puts_a_share_on_a_used_gpu_it_fits():
+    nodes = [node("a", free=[1000, 1000]), node("b", free=[1000, 500])]
+    placed = place(nodes, SHARE, policy="fgd_cpu_reach")
+    assert (placed.node, placed.gpu_indices) == ("b", (1,))
+
+
+def test_fgd_cpu_reach_breaks_ties_towards_a_node_already_in_use():
+    nodes = [node("a", free=[1000] * 4), node("b", free=[0, 1000, 1000, 1000])]
+    assert place(nodes, WHOLE, policy="fgd_cpu_reach").node == "b"
+
+
+EIGHT_GPUS_120_CORES = ((TaskType(cpu_milli=120_000, gpus=8, gpu_milli=1000), 0.01),)
+
+
+def test_fgd_cpu_keep_hosts_spares_the_last_host_of_a_rare_type():
+    # "a" is the only one of 17 nodes with CPU for the rare type.
+    nodes = [node("a", cpu=128_000), *(node(f"n{i:02d}", cpu=96_000) for i in range(16))]
+    assert place(nodes, WHOLE, policy="fgd_cpu_reach").node == "a"
+    kept = place(nodes, WHOLE, policy="fgd_cpu_keep_hosts", rare_workload=EIGHT_GPUS_120_CORES)
+    assert kept.node != "a"
+
+
+def test_fgd_cpu_keep_hosts_still_uses_the_last_host_when_nothing_else_fits():
+    nodes = [node("a", cpu=128_000), *(node(f"n{i:02d}", free=[0] * 8) for i in range(16))]
+    kept = place(nodes, WHOLE, policy="fgd_cpu_keep_hosts", rare_workload=EIGHT_GPUS_120_CORES)
+    assert kept.node == "a"

@@ -116,6 +116,22 @@ def _fewer_gpus_first(cluster: ClusterState, candidates: np.ndarray) -> np.ndarr
     return 1.0 - cluster.gpu_count[candidates] / (cluster.gpu_free.shape[1] + 1)
 
 
+def use_order(
+    cluster: ClusterState, candidates: np.ndarray, demand: Demand
+) -> tuple[np.ndarray, np.ndarray]:
+    """``fgd_used_first``'s order among equal scores: (node in use, a fraction below one
+    ordering nodes of equal use) per candidate."""
+    idle = idle_gpu_milli(cluster, candidates)
+    in_use = idle < cluster.gpu_count[candidates] * MILLI_PER_GPU
+    if not demand.gpus:
+        within_use = 1.0 - idle / (cluster.gpu_free.shape[1] * MILLI_PER_GPU + 1)
+    elif demand.is_shared:
+        within_use = _fewer_gpus_first(cluster, candidates)
+    else:
+        within_use = np.zeros(len(candidates))
+    return in_use, within_use
+
+
 class SmallNodesFirstFragmentationPolicy(FragmentationGradientPolicy):
     """Ours: FGD's integer score, and among equal scores the node with the fewest GPUs.
 
@@ -156,16 +172,7 @@ class UsedNodesFirstFragmentationPolicy(FragmentationGradientPolicy):
     def _use_order(
         self, cluster: ClusterState, candidates: np.ndarray, demand: Demand
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(node in use, a fraction below one ordering nodes of equal use) per candidate."""
-        idle = idle_gpu_milli(cluster, candidates)
-        in_use = idle < cluster.gpu_count[candidates] * MILLI_PER_GPU
-        if not demand.gpus:
-            within_use = 1.0 - idle / (cluster.gpu_free.shape[1] * MILLI_PER_GPU + 1)
-        elif demand.is_shared:
-            within_use = _fewer_gpus_first(cluster, candidates)
-        else:
-            within_use = np.zeros(len(candidates))
-        return in_use, within_use
+        return use_order(cluster, candidates, demand)
 
 
 class ScarceNodesKeptFragmentationPolicy(UsedNodesFirstFragmentationPolicy):
@@ -212,9 +219,7 @@ class ScarceNodesKeptFragmentationPolicy(UsedNodesFirstFragmentationPolicy):
     def scores(
         self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
     ) -> np.ndarray:
-        fgd = FragmentationGradientPolicy.scores(
-            self, cluster=cluster, candidates=candidates, demand=demand
-        )
+        fgd = self.fgd_scores(cluster=cluster, candidates=candidates, demand=demand)
         in_use, within_use = self._use_order(cluster, candidates, demand)
         ranked = fgd + 0.5 * in_use
         result = ranked + 0.4 * within_use
@@ -231,6 +236,14 @@ class ScarceNodesKeptFragmentationPolicy(UsedNodesFirstFragmentationPolicy):
         order = (len(levels) - 1 - loss_rank.reshape(-1)) + within_use[top]
         result[top] = ranked[top] + 0.4 * order / len(levels)
         return result
+
+    def fgd_scores(
+        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
+    ) -> np.ndarray:
+        """The score the order among equals applies to (FGD's, here)."""
+        return FragmentationGradientPolicy.scores(
+            self, cluster=cluster, candidates=candidates, demand=demand
+        )
 
     def _rare_loss(
         self, cluster: ClusterState, candidates: np.ndarray, demand: Demand

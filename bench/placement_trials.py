@@ -1,0 +1,160 @@
+"""Placement policies tried for issue 9 and rejected, kept so their figures can be rerun.
+
+Importing this module registers them (names start with ``trial_``, but for ``fgd_cpu_aware``,
+named as in its first runs); ``bench/trace_replay.py --trials`` does, e.g.
+
+    nice .venv/bin/python bench/trace_replay.py --trials --policies trial_scarcity_1 --no-results
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from scheduling.engine.free_capacity import ClusterState, Demand
+from scheduling.engine.model import TaskType
+from scheduling.engine.policies.cpu_aware import (
+    CpuReachFragmentationPolicy,
+    CpuReachHostsKeptPolicy,
+    StateTables,
+    TableScores,
+)
+from scheduling.engine.policies.fgd import ScarceNodesKeptFragmentationPolicy
+
+
+class PlainTables(CpuReachFragmentationPolicy):
+    """The machinery of ``fgd_cpu_reach`` with the paper's fragmentation: ``fgd_used_first``."""
+
+    name = "trial_plain"
+    share_mode = "plain"
+
+
+class ReachShares(CpuReachFragmentationPolicy):
+    """``fgd_cpu_reach`` under the name its first runs (2026-11-30 22:55-23:25 UTC) used."""
+
+    name = "trial_reach_shares"
+
+
+class CpuCapacity(CpuReachFragmentationPolicy):
+    """Sharing types: all free milli of the node but what the shares that fit (by GPU and by
+    the node's free CPU) would take. Named as in its runs of 2026-11-30 22:55-23:25 UTC."""
+
+    name = "fgd_cpu_aware"
+    share_mode = "capacity"
+
+
+class ReachAll(CpuReachFragmentationPolicy):
+    """Every GPU type: GPUs past the number of tasks the free CPU allows are fragmented."""
+
+    name = "trial_reach_all"
+    share_mode = "reach"
+    whole_mode = "reach"
+
+
+class CapacityAndReach(CpuCapacity):
+    """``fgd_cpu_aware`` plus CPU reach for whole-GPU types."""
+
+    name = "trial_capacity_reach_whole"
+    whole_mode = "reach"
+
+
+class Scarcity(PlainTables):
+    """The mix reweighed every 100 placements: a GPU type's popularity times (its expected
+    tasks until the cluster is full / the tasks of it the cluster can still take) to a power,
+    renormalised over GPU types; CPU-only types keep their popularity."""
+
+    name = "trial_scarcity_1"
+    epoch = 100
+    power = 1.0
+
+    def reweigh(self, cluster: ClusterState, tables: StateTables) -> np.ndarray:
+        supply = tables.capacity[self._table_rows[cluster.state_id]].sum(axis=0)
+        requests = np.array([t.gpus * t.gpu_milli if t.gpus else 0 for t in self._mix])
+        popularity = self._popularity / self._popularity.sum()
+        remaining = cluster.idle_gpu_milli() / max(float(popularity @ requests), 1.0)
+        ratio = popularity * remaining / np.maximum(supply, 1.0)
+        gpu_types = tables.milli > 0
+        scaled = popularity * np.where(gpu_types, ratio**self.power, 1.0)
+        if scaled[gpu_types].sum() > 0:
+            scaled[gpu_types] *= popularity[gpu_types].sum() / scaled[gpu_types].sum()
+        return scaled / scaled.sum()
+
+
+class ScarcityHalf(Scarcity):
+    name = "trial_scarcity_05"
+    power = 0.5
+
+
+class ScarcityTwo(Scarcity):
+    name = "trial_scarcity_2"
+    power = 2.0
+
+
+class CpuAwareScarceKept(TableScores, ScarceNodesKeptFragmentationPolicy):
+    """``fgd_keep_scarce``'s order among equal scores on ``fgd_cpu_aware``'s score."""
+
+    name = "trial_cpu_aware_scarce"
+    share_mode = "capacity"
+
+    def __init__(
+        self,
+        *,
+        workload: Sequence[tuple[TaskType, float]],
+        rare_workload: Sequence[tuple[TaskType, float]],
+    ) -> None:
+        super().__init__(workload=workload, rare_workload=rare_workload)
+        self._init_tables(workload)
+
+    def fgd_scores(
+        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
+    ) -> np.ndarray:
+        return self.table_scores(cluster=cluster, candidates=candidates, demand=demand)
+
+
+class ReachSharesScarceKept(CpuAwareScarceKept):
+    """``trial_cpu_aware_scarce`` with ``fgd_cpu_reach``'s fragmentation."""
+
+    name = "trial_reach_shares_scarce"
+    share_mode = "reach"
+
+
+class CpuAwareScale700(CpuCapacity):
+    name = "trial_cpu_aware_scale700"
+    scale = 700.0
+
+
+class CpuAwareScale1400(CpuCapacity):
+    name = "trial_cpu_aware_scale1400"
+    scale = 1400.0
+
+
+class GpuPackingTables(StateTables):
+    """Adds mode "gpu_capacity": all free milli but what the shares that fit the GPUs would
+    take, whatever the node's free CPU."""
+
+    def fragmented(self, mode: str, **parts: np.ndarray) -> np.ndarray:
+        if mode == "gpu_capacity":
+            return parts["idle"] - parts["shares"] * self.milli
+        return super().fragmented(mode, **parts)
+
+
+class GpuCapacityShares(CpuCapacity):
+    """Sharing types: ``fgd_cpu_aware``'s capacity without the CPU bound."""
+
+    name = "trial_gpu_capacity_shares"
+    share_mode = "gpu_capacity"
+    tables = GpuPackingTables
+
+
+class ReachScarceHostsKept(CpuReachHostsKeptPolicy):
+    """``fgd_cpu_keep_hosts`` under the name its first runs (2026-11-30 23:21 UTC) used."""
+
+    name = "trial_reach_keep_hosts"
+
+
+class ReachScarceHostsKeptOne(CpuReachHostsKeptPolicy):
+    """``fgd_cpu_keep_hosts`` with a penalty of 1 point instead of 5."""
+
+    name = "trial_reach_keep_hosts_1"
+    penalty = 1.0
