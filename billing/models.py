@@ -172,3 +172,7 @@ class Order(models.Model):
 
     def __str__(self) -> str:
         return f"{self.organization.slug}: {self.quantity} of {self.item}"
+
+    @property
+    def is_cancellable(self) -> bool:
+        return self.state in self.CANCELLABLE

@@ -1,12 +1,14 @@
-"""Reads of billing, scoped to the caller's organizations."""
+"""Reads of billing, scoped to the caller's organizations; and what waits for operators."""
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import DecimalField, OuterRef, Q, QuerySet, Subquery
 
 from portal.db import one_or_not_found
+from scheduling.models import QuotaRequest, Reservation
 from tenants.models import Organization
-from tenants.permissions import Action, Caller, authorize
+from tenants.permissions import Action, Caller, authorize, require_operator
 
 from .models import CatalogItem, Order, PriceVersion
 
@@ -55,3 +57,41 @@ def order_list(*, caller: Caller, organization: Organization) -> QuerySet[Order]
 def order_get(*, caller: Caller, organization: Organization, pk) -> Order:
     """One of the organization's orders; any other id is a 404."""
     return one_or_not_found(order_list(caller=caller, organization=organization), pk, "order")
+
+
+@dataclass(frozen=True)
+class PendingApprovals:
+    reservations: list
+    quota_requests: list
+    orders: list
+
+    def __len__(self) -> int:
+        return len(self.reservations) + len(self.quota_requests) + len(self.orders)
+
+
+def approvals_pending(*, caller: Caller) -> PendingApprovals:
+    """What waits for an operator, in every organization, oldest first."""
+    require_operator(caller)
+    return PendingApprovals(
+        reservations=list(
+            Reservation.objects.filter(state=Reservation.State.REQUESTED)
+            .select_related("organization", "gpu_class", "pool", "requested_by")
+            .order_by("requested_at")
+        ),
+        quota_requests=list(
+            QuotaRequest.objects.filter(state=QuotaRequest.State.REQUESTED)
+            .select_related("organization", "project", "gpu_class", "requested_by")
+            .order_by("requested_at")
+        ),
+        orders=list(
+            Order.objects.filter(state=Order.State.SUBMITTED)
+            .select_related("organization", "item", "created_by")
+            .order_by("submitted_at")
+        ),
+    )
+
+
+def order_for_operator(*, caller: Caller, pk) -> Order:
+    """Any organization's order, for an operator's decision."""
+    require_operator(caller)
+    return one_or_not_found(Order.objects.select_related("organization", "item"), pk, "order")

@@ -3,5 +3,17 @@ from django.urls import path
 from . import views
 
 urlpatterns = [
+    path("staff/approvals/", views.approvals, name="approvals"),
+    path(
+        "staff/approvals/<slug:kind>/<str:pk>/<slug:decision>/",
+        views.approval_decide,
+        name="approval-decide",
+    ),
     path("orgs/<slug:org_slug>/catalog/", views.catalog, name="catalog"),
+    path("orgs/<slug:org_slug>/orders/", views.orders, name="orders"),
+    path(
+        "orgs/<slug:org_slug>/orders/<str:order_id>/cancel/",
+        views.order_cancel,
+        name="order-cancel",
+    ),
 ]

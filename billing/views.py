@@ -1,14 +1,21 @@
-"""The web console's billing pages: the catalog with the prices that apply."""
+"""The web console's billing pages: the catalog with the prices that apply, and orders."""
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
+from portal.console import REFUSED, attempt
+from portal.errors import NotFound
 from scheduling import clock
+from scheduling import selectors as scheduling_selectors
+from scheduling import services as scheduling
 from tenants import selectors as tenant_selectors
-from tenants.permissions import caller_of
+from tenants.permissions import Action, caller_of, role_allows
 
-from . import selectors
+from . import selectors, services
+from .forms import OrderForm
 
 
 @login_required
@@ -26,3 +33,106 @@ def catalog(request, org_slug: str):
             "currency": settings.PORTAL_CURRENCY,
         },
     )
+
+
+@login_required
+def orders(request, org_slug: str):
+    caller = caller_of(request)
+    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    can_order = role_allows(organization.my_role, Action.ORDER_MANAGE)
+    form = OrderForm(
+        request.POST or None,
+        items=selectors.catalog_for(caller=caller, organization=organization, at=clock.now()),
+        projects=tenant_selectors.project_list(caller=caller, organization=organization),
+    )
+    if request.method == "POST" and can_order and form.is_valid():
+        made = attempt(
+            request,
+            form,
+            lambda: services.order_create(
+                caller=caller, organization=organization, request=form.as_request()
+            ),
+        )
+        if made is not REFUSED:
+            state = made.get_state_display().lower()
+            messages.success(request, f"Ordered: {made.total} {settings.PORTAL_CURRENCY}, {state}.")
+            return redirect("billing:orders", org_slug)
+    return render(
+        request,
+        "billing/orders.html",
+        {
+            "organization": organization,
+            "orders": selectors.order_list(caller=caller, organization=organization)[:100],
+            "form": form,
+            "can_order": can_order,
+            "currency": settings.PORTAL_CURRENCY,
+        },
+    )
+
+
+@login_required
+@require_POST
+def order_cancel(request, org_slug: str, order_id: str):
+    caller = caller_of(request)
+    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    order = selectors.order_get(caller=caller, organization=organization, pk=order_id)
+    if (
+        attempt(request, None, lambda: services.order_cancel(caller=caller, order=order))
+        is not REFUSED
+    ):
+        messages.success(request, "Order cancelled.")
+    return redirect("billing:orders", org_slug)
+
+
+# What an operator decides on the approvals page: the service that approves and the one that
+# rejects (with a reason), by kind.
+DECISIONS = {
+    "reservation": (
+        lambda caller, pk: scheduling_selectors.reservation_for_operator(caller=caller, pk=pk),
+        lambda caller, it: scheduling.reservation_approve(caller=caller, reservation=it),
+        lambda caller, it, reason: scheduling.reservation_reject(
+            caller=caller, reservation=it, reason=reason
+        ),
+    ),
+    "quota-request": (
+        lambda caller, pk: scheduling_selectors.quota_request_for_operator(caller=caller, pk=pk),
+        lambda caller, it: scheduling.quota_request_approve(caller=caller, quota_request=it),
+        lambda caller, it, reason: scheduling.quota_request_deny(
+            caller=caller, quota_request=it, reason=reason
+        ),
+    ),
+    "order": (
+        lambda caller, pk: selectors.order_for_operator(caller=caller, pk=pk),
+        lambda caller, it: services.order_approve(caller=caller, order=it),
+        lambda caller, it, reason: services.order_reject(caller=caller, order=it, reason=reason),
+    ),
+}
+
+
+@login_required
+def approvals(request):
+    """Operators: every reservation, quota request and order waiting, with one-click
+    decisions."""
+    return render(
+        request,
+        "billing/approvals.html",
+        {"pending": selectors.approvals_pending(caller=caller_of(request))},
+    )
+
+
+@login_required
+@require_POST
+def approval_decide(request, kind: str, pk: str, decision: str):
+    if kind not in DECISIONS or decision not in ("approve", "reject"):
+        raise NotFound("No such decision.")
+    caller = caller_of(request)
+    load, approve, reject = DECISIONS[kind]
+    item = load(caller, pk)
+    if decision == "approve":
+        done = attempt(request, None, lambda: approve(caller, item))
+    else:
+        done = attempt(request, None, lambda: reject(caller, item, request.POST.get("reason", "")))
+    if done is not REFUSED:
+        decided = "approved" if decision == "approve" else "rejected"
+        messages.success(request, f"{kind.replace('-', ' ').capitalize()} {decided}: {item}.")
+    return redirect("billing:approvals")

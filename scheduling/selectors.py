@@ -10,7 +10,7 @@ from django.db.models import Prefetch, QuerySet, Sum
 from portal.db import one_or_not_found
 from portal.errors import NotFound
 from tenants.models import Organization, Project
-from tenants.permissions import Action, Caller, authorize, role_allows
+from tenants.permissions import Action, Caller, authorize, require_operator, role_allows
 
 from .engine.model import quota_resource
 from .models import (
@@ -150,6 +150,19 @@ def reservation_get(*, caller: Caller, organization: Organization, pk) -> Reserv
     return one_or_not_found(
         reservation_list(caller=caller, organization=organization), pk, "reservation"
     )
+
+
+def reservation_for_operator(*, caller: Caller, pk) -> Reservation:
+    """Any organization's reservation, for an operator's decision."""
+    require_operator(caller)
+    return one_or_not_found(Reservation.objects.select_related("organization"), pk, "reservation")
+
+
+def quota_request_for_operator(*, caller: Caller, pk) -> QuotaRequest:
+    """Any organization's quota request, for an operator's decision."""
+    require_operator(caller)
+    requests = QuotaRequest.objects.select_related("organization")
+    return one_or_not_found(requests, pk, "quota request")
 
 
 def quota_request_list(*, caller: Caller, organization: Organization) -> QuerySet[QuotaRequest]:

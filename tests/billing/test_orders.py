@@ -282,3 +282,63 @@ def test_an_operator_approves_an_order_in_admin(reserved, alice, acme, operator,
     client.post("/admin/billing/order/", {"action": "approve", "_selected_action": [str(made.pk)]})
     made.refresh_from_db()
     assert made.state == Order.State.APPROVED
+
+
+def test_an_owner_orders_from_the_console(reserved, alice, client):
+    client.force_login(alice)
+    start = tomorrow().strftime("%Y-%m-%dT%H:%M")
+    response = client.post(
+        "/orgs/acme/orders/",
+        {"item": "h100-reserved", "quantity": 8, "starts_at": start, "hours": 4, "project": ""},
+    )
+    assert (response.status_code, Order.objects.get().total) == (302, Decimal("78.88"))
+
+
+def test_a_viewer_sees_the_orders_but_cannot_order(reserved, alice, acme, vic, client):
+    order(alice, acme)
+    client.force_login(vic)
+    page = client.get("/orgs/acme/orders/").content.decode()
+    assert ("78.88" in page, "<h2>Order</h2>" in page) == (True, False)
+
+
+def test_the_approvals_page_lists_what_waits_in_every_organization(
+    reserved, alice, acme, operator, client
+):
+    order(alice, acme)
+    hold(alice, acme, 4)
+    client.force_login(operator)
+    page = client.get("/staff/approvals/").content.decode()
+    assert "Waiting for an operator (2)" in page
+
+
+def test_the_approvals_page_is_for_operators_only(reserved, alice, client):
+    client.force_login(alice)
+    assert client.get("/staff/approvals/").status_code == 403
+
+
+def test_an_operator_rejects_from_the_approvals_page_with_a_reason(
+    reserved, alice, acme, operator, client
+):
+    made = order(alice, acme)
+    client.force_login(operator)
+    client.post(f"/staff/approvals/order/{made.pk}/reject/", {"reason": "Budget freeze."})
+    made.refresh_from_db()
+    assert (made.state, made.decision_reason) == (Order.State.REJECTED, "Budget freeze.")
+
+
+def test_an_operator_approves_a_reservation_from_the_approvals_page(
+    reserved, alice, acme, operator, client
+):
+    [held] = hold(alice, acme, 4)
+    client.force_login(operator)
+    client.post(f"/staff/approvals/reservation/{held.pk}/approve/")
+    held.refresh_from_db()
+    assert held.state == Reservation.State.APPROVED
+
+
+def test_a_tenant_cannot_decide_through_the_approvals_page(reserved, alice, acme, client):
+    made = order(alice, acme)
+    client.force_login(alice)
+    response = client.post(f"/staff/approvals/order/{made.pk}/approve/")
+    made.refresh_from_db()
+    assert (response.status_code, made.state) == (403, Order.State.SUBMITTED)

@@ -93,3 +93,33 @@ def test_an_owner_reserves_gpus_on_a_phone_without_sideways_scrolling(alice, acm
     page.wait_for_selector("text=it awaits an operator's approval")
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert (Reservation.objects.get().gpus, overflow <= 0) == (4, True)
+
+
+@pytest.mark.parametrize(
+    ("email", "path"),
+    [
+        ("alice@acme.example", "/orgs/acme/quotas/"),
+        ("alice@acme.example", "/orgs/acme/reservations/"),
+        ("alice@acme.example", "/orgs/acme/catalog/"),
+        ("alice@acme.example", "/orgs/acme/orders/"),
+        ("ops@example.com", "/staff/approvals/"),
+    ],
+)
+def test_the_demos_commercial_pages_fit_a_phone(page, email, path):
+    """Seeded as `make demo` seeds them, each page filled, at 390 px: no sideways scroll."""
+    import io
+
+    from django.core.management import call_command
+
+    from portal.management.commands.seed_demo import DEMO_PASSWORD
+
+    call_command("seed_demo", stdout=io.StringIO())
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/accounts/login/")
+    page.fill("input[name=login]", email)
+    page.fill("input[name=password]", DEMO_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/")
+    response = page.goto(path)
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert (response.status, overflow <= 0) == (200, True)
