@@ -367,6 +367,7 @@ def engine_reservations(reservations: Iterable[Reservation]) -> tuple[engine.Res
             starts_at=reservation.starts_at,
             ends_at=reservation.ends_at,
             lead_time=reservation.lead_time,
+            project=reservation.project.slug if reservation.project_id else None,
         )
         for reservation in reservations
     )

@@ -221,6 +221,12 @@ class Reservation:
     # How long before the window its capacity is drained of others' preemptible work (None:
     # the policy's ``reservation_lead_time``).
     lead_time: timedelta | None = None
+    # Held for one project of the tenant (None: for all of them).
+    project: str | None = None
+
+    def holds_for(self, request: Request) -> bool:
+        """Whether ``request`` is work the reservation holds its capacity for."""
+        return self.tenant == request.tenant and self.project in (None, request.project)
 
     def is_active(self, *, now: datetime) -> bool:
         return self.starts_at <= now < self.ends_at

@@ -107,7 +107,7 @@ class Preemptor:
         )
         # Reclaiming a guarantee needs a request that stays within it.
         may_reclaim = bool(quota and verdict.allowed and not verdict.borrowed)
-        owned_pools = self._reservations.owned_pools(request.tenant, gpu_class)
+        owned_pools = self._reservations.owned_pools(request, gpu_class)
         if not may_reclaim and not owned_pools and not quota_bound:
             # Only lower tiers, or the same tier for a fair-share reclaim.
             workloads = workloads[: (bisect_right if fair else bisect_left)(tiers, request.tier)]

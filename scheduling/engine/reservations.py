@@ -1,5 +1,5 @@
-"""Reserved capacity: whole GPUs of a class in a pool held for one tenant, which other tenants'
-non-preemptible work may not take while the owner leaves them unused, nor before the window
+"""Reserved capacity: whole GPUs of a class in a pool held for one tenant (or one of its
+projects), which others' non-preemptible work may not take while the owner leaves them unused, nor before the window
 opens unless its maximum run time ends first. In the lead time before a window, the capacity
 is also drained of others' preemptible work and kept free of new preemptible work, so that it
 is idle when the window opens."""
@@ -42,8 +42,8 @@ class ReservationBook:
         self._settled = settled
         self._pools = np.array([n.pool for n in cluster.nodes])
         self._classes = np.array([n.gpu_class for n in cluster.nodes])
-        # GPU milli each tenant runs per (tenant, class, pool).
-        self._usage: Counter[tuple[str, str, str]] = Counter()
+        # GPU milli run per (tenant, project or None for the whole tenant, class, pool).
+        self._usage: Counter[tuple[str, str | None, str, str]] = Counter()
         for workload in running:
             self.started(workload)
 
@@ -53,12 +53,12 @@ class ReservationBook:
     def stopped(self, workload: RunningWorkload) -> None:
         self._count(workload, sign=-1)
 
-    def owned_pools(self, tenant: str, gpu_class: str | None = None) -> set[str]:
-        """Pools where ``tenant`` holds a reservation (of ``gpu_class``, if given)."""
+    def owned_pools(self, request: Request, gpu_class: str | None = None) -> set[str]:
+        """Pools of the open reservations held for ``request`` (of ``gpu_class``, if given)."""
         return {
             r.pool
             for r in self._reservations
-            if r.tenant == tenant and (gpu_class is None or r.gpu_class == gpu_class)
+            if r.holds_for(request) and (gpu_class is None or r.gpu_class == gpu_class)
         }
 
     def outside(
@@ -102,7 +102,7 @@ class ReservationBook:
             r
             for r in candidates
             if r.gpu_class == gpu_class
-            and r.tenant != request.tenant
+            and not r.holds_for(request)
             and (r.is_active(now=self._now) or ends is None or ends > r.starts_at)
         ]
 
@@ -119,7 +119,7 @@ class ReservationBook:
             (
                 r
                 for r in (*self._reservations, *self._upcoming)
-                if r.gpu_class == gpu_class and r.tenant != request.tenant
+                if r.gpu_class == gpu_class and not r.holds_for(request)
             ),
             key=lambda r: r.starts_at,
         )
@@ -156,13 +156,18 @@ class ReservationBook:
         """Per pool, whole GPUs that these reservations hold and their owners leave unused."""
         held: dict[str, int] = Counter()
         for reservation in holding:
-            key = (reservation.tenant, reservation.gpu_class, reservation.pool)
+            key = (reservation.tenant, reservation.project, reservation.gpu_class, reservation.pool)
             held[reservation.pool] += max(reservation.gpus * MILLI_PER_GPU - self._usage[key], 0)
         return {pool: milli // MILLI_PER_GPU for pool, milli in held.items() if milli}
 
     def _count(self, workload: RunningWorkload, *, sign: int) -> None:
+        """Count the workload's GPUs as its project's and as its tenant's (project None), what
+        project and organization reservations compare with."""
+        request = workload.request
         for placement in workload.placements:
             node = self._cluster.index.get(placement.node)
             if node is not None:
-                key = (workload.request.tenant, workload.gpu_class, self._cluster.nodes[node].pool)
-                self._usage[key] += sign * placement.gpu_milli * len(placement.gpu_indices)
+                pool = self._cluster.nodes[node].pool
+                amount = sign * placement.gpu_milli * len(placement.gpu_indices)
+                for project in {request.project, None}:
+                    self._usage[(request.tenant, project, workload.gpu_class, pool)] += amount

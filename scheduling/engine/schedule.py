@@ -223,7 +223,7 @@ class _Cycle:
                     (
                         w
                         for w in self.running.values()
-                        if w.request.tenant != reservation.tenant
+                        if not reservation.holds_for(w.request)
                         and w.request.preemptible
                         and w.gpu_class == reservation.gpu_class
                         and self.reservations.in_pool(w, reservation.pool)
@@ -265,7 +265,7 @@ class _Cycle:
         return self._eligible(request, gpu_class)[0]
 
     def _preference(self, request: Request) -> np.ndarray | None:
-        owned = self.reservations.owned_pools(request.tenant)
+        owned = self.reservations.owned_pools(request)
         if not request.preferred_affinity and not owned and not self._soft_taints:
             return None
         return np.array(

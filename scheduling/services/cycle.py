@@ -191,7 +191,7 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
             reservations=engine_reservations(
                 Reservation.objects.filter(
                     state__in=Reservation.SCHEDULED_STATES, ends_at__gt=now
-                ).select_related("organization", "gpu_class", "pool")
+                ).select_related("organization", "project", "gpu_class", "pool")
             ),
         )
         decisions = engine.schedule(

@@ -211,3 +211,23 @@ def test_an_estimate_whose_run_would_overlap_another_tenants_window_moves_past_i
 
 def test_an_estimate_whose_run_ends_before_the_window_stays():
     assert estimate_behind_a_window(timedelta(minutes=30)) == timedelta(hours=1)
+
+
+def for_project(job_project: str):
+    """acme's 8 GPUs are reserved for its project ai-prod; a firm acme job of ``job_project``
+    asks for 2."""
+    job = request("job", project=job_project, gpus=2, preemptible=False)
+    return cycle(
+        nodes=[node("a")],
+        pending=[job],
+        quotas=QUOTAS,
+        reservations=[replace(held_for("acme"), project="ai-prod")],
+    )
+
+
+def test_a_project_reservation_keeps_the_tenants_other_projects_firm_work_off():
+    assert reason(for_project("ai-dev"), "job").code == "reservation"
+
+
+def test_a_project_reservation_is_used_by_its_own_projects_firm_work():
+    assert admitted(for_project("ai-prod")) == ["job"]

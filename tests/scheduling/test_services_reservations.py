@@ -225,3 +225,15 @@ def test_the_cycle_keeps_others_non_preemptible_work_off_an_approved_window(
     cycle()
     serve.refresh_from_db()
     assert (serve.state, serve.pending_code) == (Workload.State.PENDING, "reservation")
+
+
+def test_a_project_reservation_keeps_the_organizations_other_projects_firm_work_off(
+    cluster, alice, acme, operator, submit, cycle
+):
+    ProjectFactory(organization=acme, slug="ai-prod")
+    [held] = ask(alice, acme, gpus=64, start=1, project="ai-prod")
+    services.reservation_approve(caller=Caller(user=operator), reservation=held)
+    serve = submit(name="serve", kind="inference", tier="inference-prod", gpus=8)
+    cycle()
+    serve.refresh_from_db()
+    assert (serve.state, serve.pending_code) == (Workload.State.PENDING, "reservation")
