@@ -21,6 +21,7 @@ from .models import (
     QuotaGrant,
     QuotaRequest,
     Reservation,
+    ReservationRule,
     SchedulerState,
     SimulatedNodeState,
     Workload,
@@ -244,6 +245,11 @@ class SimulatedNodeStateAdmin(admin.ModelAdmin):
         backend = get_backend()
         for state in queryset:
             backend.node_recover(name=state.name)
+
+
+@admin.register(ReservationRule)
+class ReservationRuleAdmin(admin.ModelAdmin):
+    list_display = ["organization", "max_gpus", "max_hours"]
 
 
 @admin.register(Reservation)

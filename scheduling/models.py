@@ -328,6 +328,22 @@ class QuotaRequest(models.Model):
         return QuotaGrant(resource=self.resource).unit
 
 
+class ReservationRule(models.Model):
+    """An organization's reservations within these bounds are approved without an operator."""
+
+    organization = models.OneToOneField(
+        Organization, on_delete=models.CASCADE, related_name="reservation_rule"
+    )
+    max_gpus = models.PositiveIntegerField(help_text="At most this many GPUs a window.")
+    max_hours = models.PositiveIntegerField(help_text="At most this long a window.")
+
+    def __str__(self) -> str:
+        return f"{self.organization.slug}: up to {self.max_gpus} GPUs for {self.max_hours} h"
+
+    def allows(self, *, gpus: int, hours: float) -> bool:
+        return gpus <= self.max_gpus and hours <= self.max_hours
+
+
 class Reservation(models.Model):
     """Whole GPUs of one class in one pool held for an organization (or one of its projects)
     over a window of time. Requested, approved and active reservations hold their GPUs: the

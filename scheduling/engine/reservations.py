@@ -1,8 +1,8 @@
 """Reserved capacity: whole GPUs of a class in a pool held for one tenant (or one of its
-projects), which others' non-preemptible work may not take while the owner leaves them unused, nor before the window
-opens unless its maximum run time ends first. In the lead time before a window, the capacity
-is also drained of others' preemptible work and kept free of new preemptible work, so that it
-is idle when the window opens."""
+projects), which others' non-preemptible work may not take while the owner leaves them unused,
+nor before the window opens unless its maximum run time ends first. In the lead time before a
+window, the capacity is also drained of others' preemptible work and kept free of new
+preemptible work, so that it is idle when the window opens."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from tenants.permissions import Action, Caller, authorize, require_operator
 from tenants.services import audit_record
 
 from .. import clock
-from ..models import GpuClass, NodePool, Reservation
+from ..models import GpuClass, NodePool, Reservation, ReservationRule
 from ..selectors import operator_emails, pool_capacity
 
 WEEK = timedelta(weeks=1)
@@ -181,9 +181,10 @@ def reservations_request(
 ) -> list[Reservation]:
     """Hold GPUs for the organization over the request's windows (all or none), in the named
     pool or the first of the class where every window fits; they await an operator's approval
-    unless ``preapproved`` (an order an operator or the catalog's rule approved: billing's
-    fulfilment, never an endpoint). A field error for a malformed request; a Conflict with the
-    shortfalls and the nearest feasible windows when the GPUs are not free."""
+    unless the organization's reservation rule covers them or ``preapproved`` (an order an
+    operator or the catalog's rule approved: billing's fulfilment, never an endpoint). A field
+    error for a malformed request; a Conflict with the shortfalls and the nearest feasible
+    windows when the GPUs are not free."""
     authorize(caller=caller, organization=organization, action=Action.RESERVATION_MANAGE)
     now = now or clock.now()
     errors = _request_errors(request, now=now)
@@ -213,7 +214,8 @@ def reservations_request(
                 for s in shortfalls(pool, start, end, request.gpus, capacity=capacity)
             ]
             if not short:
-                state = Reservation.State.APPROVED if preapproved else Reservation.State.REQUESTED
+                approved = preapproved or _within_rule(organization, request)
+                state = Reservation.State.APPROVED if approved else Reservation.State.REQUESTED
                 return _hold(
                     caller, organization, project, gpu_class, pool, request, windows, state
                 )
@@ -236,6 +238,13 @@ def reservations_request(
             "nearest_after": after.isoformat() if after else None,
         },
     )
+
+
+def _within_rule(organization: Organization, request: ReservationRequest) -> bool:
+    """Whether the organization's reservation rule approves the request without an operator."""
+    rule = ReservationRule.objects.filter(organization=organization).first()
+    hours = (request.ends_at - request.starts_at) / timedelta(hours=1)
+    return rule is not None and rule.allows(gpus=request.gpus, hours=hours)
 
 
 def _hold(

@@ -23,6 +23,7 @@ def operator_client(client):
         "quotagrant",
         "quotarequest",
         "reservation",
+        "reservationrule",
         "workload",
         "provisioningrecord",
         "schedulerstate",

@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 
 from portal.errors import Conflict, Forbidden
 from scheduling import clock, services, tasks
-from scheduling.models import Reservation, Workload
+from scheduling.models import Reservation, ReservationRule, Workload
 from scheduling.services import ReservationRequest
 from tenants.models import AuditEvent
 from tenants.permissions import Caller
@@ -237,3 +237,15 @@ def test_a_project_reservation_keeps_the_organizations_other_projects_firm_work_
     cycle()
     serve.refresh_from_db()
     assert (serve.state, serve.pending_code) == (Workload.State.PENDING, "reservation")
+
+
+def test_a_request_within_the_organizations_rule_is_approved_at_once(cluster, alice, acme):
+    ReservationRule.objects.create(organization=acme, max_gpus=16, max_hours=8)
+    [held] = ask(alice, acme, gpus=16, length=8)
+    assert held.state == Reservation.State.APPROVED
+
+
+def test_a_request_beyond_the_organizations_rule_waits_for_an_operator(cluster, alice, acme):
+    ReservationRule.objects.create(organization=acme, max_gpus=16, max_hours=8)
+    [held] = ask(alice, acme, gpus=16, length=9)
+    assert held.state == Reservation.State.REQUESTED
