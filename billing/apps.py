@@ -11,3 +11,4 @@ class BillingConfig(AppConfig):
         from . import tasks
 
         subscribe(Event.ORDER_APPROVED, tasks.order_fulfil.delay)
+        subscribe(Event.ORDER_CHANGED, tasks.order_email_send.delay)

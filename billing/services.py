@@ -5,12 +5,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
+from django.template.loader import render_to_string
 
 from portal.errors import Conflict, DomainError
 from portal.events import Event, publish
 from scheduling import clock
+from scheduling import selectors as scheduling_selectors
 from scheduling import services as scheduling
 from tenants import selectors as tenant_selectors
 from tenants.models import Organization
@@ -327,7 +331,32 @@ def _locked(order: Order, *states: str) -> Order:
     return locked
 
 
+def order_email_send(*, order_id: str) -> bool:
+    """Tell the orderer (and, for a submitted order, the operators) where an order stands."""
+    order = Order.objects.select_related("organization", "item", "created_by").filter(pk=order_id)
+    order = order.first()
+    if order is None:
+        return False
+    recipients = [order.created_by.email] if order.created_by else []
+    if order.state == Order.State.SUBMITTED:
+        recipients += scheduling_selectors.operator_emails()
+    if not recipients:
+        return False
+    send_mail(
+        subject=f"Order of {order.item.name}: {order.get_state_display().lower()}",
+        message=render_to_string(
+            "billing/email/order.txt", {"order": order, "currency": settings.PORTAL_CURRENCY}
+        ),
+        from_email=None,
+        recipient_list=sorted(set(recipients)),
+    )
+    return True
+
+
 def _audited(caller: Caller | None, order: Order, action: str) -> None:
+    """Audit a step of the order; past its draft, its creator is mailed where it stands."""
+    if order.state != Order.State.DRAFT:
+        publish(Event.ORDER_CHANGED, order_id=str(order.pk))
     audit_record(
         caller=caller,
         organization=order.organization,

@@ -2,8 +2,15 @@ from celery import shared_task
 
 from . import services
 
+RETRY = {"autoretry_for": (OSError,), "retry_backoff": True, "retry_jitter": True, "max_retries": 8}
 
-@shared_task(autoretry_for=(OSError,), retry_backoff=True, retry_jitter=True, max_retries=8)
+
+@shared_task(**RETRY)
 def order_fulfil(order_id: str) -> str | None:
     order = services.order_fulfil(order_id=order_id)
     return order.state if order else None
+
+
+@shared_task(**RETRY)
+def order_email_send(order_id: str) -> bool:
+    return services.order_email_send(order_id=order_id)

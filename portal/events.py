@@ -41,6 +41,8 @@ class Event(StrEnum):
     QUOTA_REQUEST_CHANGED = "quota_request_changed"
     # billing: an order was approved and awaits its fulfilment; payload order_id.
     ORDER_APPROVED = "order_approved"
+    # billing: an order was made or changed state; payload order_id.
+    ORDER_CHANGED = "order_changed"
 
 
 class ExtensionPoint(StrEnum):

@@ -255,6 +255,7 @@ TASK_QUEUES = {
     "scheduling.tasks.reservation_email_send": "mail",
     "scheduling.tasks.quota_request_email_send": "mail",
     "billing.tasks.order_fulfil": "provisioning",
+    "billing.tasks.order_email_send": "mail",
 }
 
 

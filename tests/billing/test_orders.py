@@ -2,6 +2,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.core import mail
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -342,3 +343,24 @@ def test_a_tenant_cannot_decide_through_the_approvals_page(reserved, alice, acme
     response = client.post(f"/staff/approvals/order/{made.pk}/approve/")
     made.refresh_from_db()
     assert (response.status_code, made.state) == (403, Order.State.SUBMITTED)
+
+
+def test_a_submitted_order_is_mailed_to_its_creator_and_the_operators(
+    reserved, alice, acme, operator
+):
+    made = order(alice, acme)
+    services.order_email_send(order_id=str(made.pk))
+    assert (sorted(mail.outbox[0].to), "78.88 EUR" in mail.outbox[0].body) == (
+        sorted([alice.email, operator.email]),
+        True,
+    )
+
+
+def test_each_step_of_an_order_past_its_draft_queues_its_mail(
+    reserved, alice, acme, operator, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks() as callbacks:
+        made = order(alice, acme)
+        services.order_reject(caller=Caller(user=operator), order=made, reason="Not now.")
+    mails = [c.keywords for c in callbacks if c.func == tasks.order_email_send.delay]
+    assert mails == [{"order_id": str(made.pk)}] * 2
