@@ -14,7 +14,7 @@ from .models import CatalogItem, Order, PriceVersion
 
 class PriceVersionInline(admin.TabularInline):
     model = PriceVersion
-    fields = ["unit_price", "effective_from", "created_at", "created_by"]
+    fields = ["organization", "unit_price", "effective_from", "created_at", "created_by"]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -38,7 +38,7 @@ class CatalogItemAdmin(admin.ModelAdmin):
 class PriceVersionForm(forms.ModelForm):
     class Meta:
         model = PriceVersion
-        fields = ["item", "unit_price", "effective_from"]
+        fields = ["item", "organization", "unit_price", "effective_from"]
 
     def clean(self):
         data = super().clean()
@@ -56,7 +56,7 @@ class PriceVersionAdmin(admin.ModelAdmin):
     """New prices, each from a moment not in the past."""
 
     form = PriceVersionForm
-    list_display = ["item", "unit_price", "effective_from", "created_by"]
+    list_display = ["item", "organization", "unit_price", "effective_from", "created_by"]
     list_filter = ["item"]
 
     def has_change_permission(self, request, obj=None) -> bool:
@@ -71,6 +71,7 @@ class PriceVersionAdmin(admin.ModelAdmin):
             item=obj.item,
             unit_price=obj.unit_price,
             effective_from=obj.effective_from,
+            organization=obj.organization,
         )
 
 

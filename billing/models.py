@@ -83,11 +83,15 @@ class CatalogItem(models.Model):
 
 
 class PriceVersion(models.Model):
-    """A unit price from a moment on. Versions are only ever added, never dated in the past:
-    what was charged stays what was in force."""
+    """A unit price from a moment on, the list price or one organization's. Versions are only
+    ever added, never dated in the past: what was charged stays what was in force."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     item = models.ForeignKey(CatalogItem, on_delete=models.CASCADE, related_name="prices")
+    # A price negotiated with one organization; it replaces the list price (None) for it.
+    organization = models.ForeignKey(
+        Organization, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     unit_price = models.DecimalField(
         max_digits=14, decimal_places=4, validators=[MinValueValidator(Decimal(0))]
     )
@@ -101,7 +105,14 @@ class PriceVersion(models.Model):
         ordering = ["item", "effective_from"]
         constraints = [
             models.UniqueConstraint(
-                fields=["item", "effective_from"], name="price_version_one_per_moment"
+                fields=["item", "effective_from"],
+                condition=Q(organization__isnull=True),
+                name="price_version_one_per_moment",
+            ),
+            models.UniqueConstraint(
+                fields=["item", "organization", "effective_from"],
+                condition=Q(organization__isnull=False),
+                name="price_version_one_per_organization_and_moment",
             ),
             models.CheckConstraint(
                 condition=Q(unit_price__gte=0), name="price_version_not_negative"

@@ -3,7 +3,17 @@
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import DecimalField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import (
+    Case,
+    DateTimeField,
+    DecimalField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    When,
+)
+from django.db.models.functions import Coalesce
 
 from portal.db import one_or_not_found
 from scheduling.models import QuotaRequest, Reservation
@@ -12,37 +22,67 @@ from tenants.permissions import Action, Caller, authorize, require_operator
 
 from .models import CatalogItem, Order, PriceVersion
 
-# A unit price as the model stores it (SQLite answers more places: pages show 4).
-PRICE = DecimalField(max_digits=14, decimal_places=4)
+# The price columns as the model stores them (SQLite answers a price with more places: pages
+# show 4).
+FIELDS = {
+    "unit_price": DecimalField(max_digits=14, decimal_places=4),
+    "effective_from": DateTimeField(),
+}
 
 
-def price_in_force(*, item: CatalogItem, at: datetime) -> PriceVersion | None:
-    """The version of the item's price in force at ``at``: the latest that started by then."""
-    return item.prices.filter(effective_from__lte=at).order_by("-effective_from").first()
+def price_in_force(
+    *, item: CatalogItem, at: datetime, organization: Organization | None = None
+) -> PriceVersion | None:
+    """The version of the item's price in force at ``at`` for ``organization``: the latest of
+    its own that started by then, or else the latest list price that did."""
+    started = item.prices.filter(effective_from__lte=at).order_by("-effective_from")
+    if organization is not None:
+        own = started.filter(organization=organization).first()
+        if own is not None:
+            return own
+    return started.filter(organization__isnull=True).first()
 
 
 def catalog_for(*, caller: Caller, organization: Organization, at: datetime) -> QuerySet:
     """The items the organization may order at ``at`` (public ones and those offered to it,
-    active then), each with ``unit_price`` and ``price_from`` (the price in force) and
-    ``next_price`` and ``next_price_from`` (the next version, if one is dated)."""
+    active then), each with ``unit_price`` and ``price_from`` (the price in force for it, as
+    ``price_in_force`` says) and ``next_price`` and ``next_price_from`` (the next version that
+    will apply to it: its own, or a list price while it has none of its own in force)."""
     authorize(caller=caller, organization=organization, action=Action.ORGANIZATION_VIEW)
-    in_force = PriceVersion.objects.filter(item=OuterRef("pk"), effective_from__lte=at).order_by(
-        "-effective_from"
-    )
-    upcoming = PriceVersion.objects.filter(item=OuterRef("pk"), effective_from__gt=at).order_by(
-        "effective_from"
-    )
+
+    def first(field: str, owner: Organization | None, *, upcoming: bool) -> Subquery:
+        versions = PriceVersion.objects.filter(item=OuterRef("pk"))
+        versions = (
+            versions.filter(organization=owner)
+            if owner
+            else versions.filter(organization__isnull=True)
+        )
+        if upcoming:
+            versions = versions.filter(effective_from__gt=at).order_by("effective_from")
+        else:
+            versions = versions.filter(effective_from__lte=at).order_by("-effective_from")
+        return Subquery(versions.values(field)[:1], output_field=FIELDS[field])
+
+    def applying(field: str, *, upcoming: bool):
+        """The organization's own version of ``field``, else the list's (for upcoming ones,
+        only while none of its own is in force)."""
+        listed = first(field, None, upcoming=upcoming)
+        if upcoming:
+            listed = Case(When(own_price__isnull=True, then=listed), output_field=FIELDS[field])
+        return Coalesce(first(field, organization, upcoming=upcoming), listed)
+
     return (
         CatalogItem.objects.filter(Q(public=True) | Q(organizations=organization))
         .filter(active_from__lte=at)
         .filter(Q(active_until__isnull=True) | Q(active_until__gt=at))
         .distinct()
         .select_related("gpu_class", "tier")
+        .annotate(own_price=first("unit_price", organization, upcoming=False))
         .annotate(
-            unit_price=Subquery(in_force.values("unit_price")[:1], output_field=PRICE),
-            price_from=Subquery(in_force.values("effective_from")[:1]),
-            next_price=Subquery(upcoming.values("unit_price")[:1], output_field=PRICE),
-            next_price_from=Subquery(upcoming.values("effective_from")[:1]),
+            unit_price=applying("unit_price", upcoming=False),
+            price_from=applying("effective_from", upcoming=False),
+            next_price=applying("unit_price", upcoming=True),
+            next_price_from=applying("effective_from", upcoming=True),
         )
     )
 

@@ -54,6 +54,7 @@ def price_version_add(
     item: CatalogItem,
     unit_price: Decimal,
     effective_from: datetime | None = None,
+    organization: Organization | None = None,
     now: datetime | None = None,
 ) -> PriceVersion:
     """A new unit price for ``item`` from ``effective_from`` on (None: from now), which may not
@@ -62,7 +63,11 @@ def price_version_add(
     now = now or clock.now()
     effective_from = effective_from or now
     version = PriceVersion(
-        item=item, unit_price=unit_price, effective_from=effective_from, created_by=caller.user
+        item=item,
+        organization=organization,
+        unit_price=unit_price,
+        effective_from=effective_from,
+        created_by=caller.user,
     )
     errors = price_version_problems(effective_from=effective_from, now=now)
     try:
@@ -81,6 +86,7 @@ def price_version_add(
                 target=version,
                 payload={
                     "item": item.slug,
+                    "organization": organization.slug if organization else None,
                     "unit_price": str(version.unit_price),
                     "effective_from": effective_from.isoformat(),
                 },
@@ -172,7 +178,7 @@ def order_submit(*, caller: Caller, order: Order) -> Order:
 
 def _submit(caller: Caller, order: Order, *, now: datetime) -> None:
     """Fix the price in force now; approve at once under the item's rule."""
-    version = selectors.price_in_force(item=order.item, at=now)
+    version = selectors.price_in_force(item=order.item, at=now, organization=order.organization)
     if version is None:
         raise ValidationError({"item": ["The item has no price yet."]})
     order.price_version = version

@@ -148,3 +148,47 @@ def test_the_admin_refuses_a_price_dated_in_the_past_on_the_form(offer, client):
         200,
         True,
     )
+
+
+def test_an_organizations_own_price_replaces_the_list_price_for_it_only(
+    offer, operator, acme, alice, bruno, api_as
+):
+    item = offer(price="2.9000")
+    services.price_version_add(
+        caller=Caller(user=operator), item=item, unit_price=Decimal("2.1000"), organization=acme
+    )
+    theirs = api_as(bruno).get("/api/v1/organizations/globex/catalog/").json()["results"]
+    [mine] = api_as(alice).get(URL).json()["results"]
+    assert (mine["unit_price"], theirs[0]["unit_price"]) == ("2.1000", "2.9000")
+
+
+def test_a_list_price_change_does_not_show_as_next_for_an_organization_with_its_own(
+    offer, operator, acme, alice, api_as
+):
+    item = offer(price="2.9000")
+    services.price_version_add(
+        caller=Caller(user=operator), item=item, unit_price=Decimal("2.1000"), organization=acme
+    )
+    services.price_version_add(
+        caller=Caller(user=operator),
+        item=item,
+        unit_price=Decimal("3.5000"),
+        effective_from=clock.now() + timedelta(days=30),
+    )
+    [mine] = api_as(alice).get(URL).json()["results"]
+    assert (mine["unit_price"], mine["next_price"]) == ("2.1000", None)
+
+
+def test_an_organizations_own_price_dated_later_shows_as_its_next_price(
+    offer, operator, acme, alice, api_as
+):
+    item = offer(price="2.9000")
+    services.price_version_add(
+        caller=Caller(user=operator),
+        item=item,
+        unit_price=Decimal("2.1000"),
+        organization=acme,
+        effective_from=clock.now() + timedelta(days=7),
+    )
+    [mine] = api_as(alice).get(URL).json()["results"]
+    assert (mine["unit_price"], mine["next_price"]) == ("2.9000", "2.1000")

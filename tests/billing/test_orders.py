@@ -364,3 +364,10 @@ def test_each_step_of_an_order_past_its_draft_queues_its_mail(
         services.order_reject(caller=Caller(user=operator), order=made, reason="Not now.")
     mails = [c.keywords for c in callbacks if c.func == tasks.order_email_send.delay]
     assert mails == [{"order_id": str(made.pk)}] * 2
+
+
+def test_an_order_is_priced_at_the_organizations_own_price(reserved, operator, alice, acme):
+    services.price_version_add(
+        caller=Caller(user=operator), item=reserved, unit_price=Decimal("2.0000"), organization=acme
+    )
+    assert order(alice, acme).total == Decimal("64.00")
