@@ -7,14 +7,12 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
-from django.template.loader import render_to_string
 
 from portal.errors import Conflict, DomainError
 from portal.events import Event, publish
+from portal.mail import mail_where_it_stands
 from scheduling import clock
-from scheduling import selectors as scheduling_selectors
 from scheduling import services as scheduling
 from tenants import selectors as tenant_selectors
 from tenants.models import Organization
@@ -343,20 +341,13 @@ def order_email_send(*, order_id: str) -> bool:
     order = order.first()
     if order is None:
         return False
-    recipients = [order.created_by.email] if order.created_by else []
-    if order.state == Order.State.SUBMITTED:
-        recipients += scheduling_selectors.operator_emails()
-    if not recipients:
-        return False
-    send_mail(
+    return mail_where_it_stands(
+        requester=order.created_by,
+        waits_for_operators=order.state == Order.State.SUBMITTED,
         subject=f"Order of {order.item.name}: {order.get_state_display().lower()}",
-        message=render_to_string(
-            "billing/email/order.txt", {"order": order, "currency": settings.PORTAL_CURRENCY}
-        ),
-        from_email=None,
-        recipient_list=sorted(set(recipients)),
+        template="billing/email/order.txt",
+        context={"order": order, "currency": settings.PORTAL_CURRENCY},
     )
-    return True
 
 
 def _audited(caller: Caller | None, order: Order, action: str) -> None:

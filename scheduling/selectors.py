@@ -4,7 +4,6 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from django.contrib.auth import get_user_model
 from django.db.models import Prefetch, QuerySet, Sum
 
 from portal.db import one_or_not_found
@@ -119,16 +118,6 @@ def gpu_class_list() -> QuerySet[GpuClass]:
 
 def tier_list() -> QuerySet[PriorityTier]:
     return PriorityTier.objects.order_by("-value")
-
-
-def operator_emails() -> list[str]:
-    """Whom a request waiting for an operator is mailed to: active staff."""
-    return list(
-        get_user_model()
-        .objects.filter(is_staff=True, is_active=True)
-        .exclude(email="")
-        .values_list("email", flat=True)
-    )
 
 
 def pool_capacity(pool: NodePool) -> int:

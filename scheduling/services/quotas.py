@@ -5,12 +5,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.exceptions import ValidationError
-from django.core.mail import send_mail
 from django.db import transaction
-from django.template.loader import render_to_string
 
 from portal.errors import Conflict
 from portal.events import Event, publish
+from portal.mail import mail_where_it_stands
 from tenants import selectors as tenant_selectors
 from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize, require_operator
@@ -18,7 +17,6 @@ from tenants.services import audit_record
 
 from .. import clock
 from ..models import GpuClass, QuotaGrant, QuotaRequest
-from ..selectors import operator_emails
 
 
 def quota_grant_save(*, caller: Caller, grant: QuotaGrant) -> QuotaGrant:
@@ -267,19 +265,14 @@ def quota_request_email_send(*, quota_request_id: str) -> bool:
     )
     if quota_request is None:
         return False
-    recipients = [quota_request.requested_by.email] if quota_request.requested_by else []
-    if quota_request.state == QuotaRequest.State.REQUESTED:
-        recipients += operator_emails()
-    if not recipients:
-        return False
-    send_mail(
+    return mail_where_it_stands(
+        requester=quota_request.requested_by,
+        waits_for_operators=quota_request.state == QuotaRequest.State.REQUESTED,
         subject=f"Quota request of {quota_request.organization.name}:"
         f" {quota_request.get_state_display().lower()}",
-        message=render_to_string("scheduling/email/quota_request.txt", {"request": quota_request}),
-        from_email=None,
-        recipient_list=sorted(set(recipients)),
+        template="scheduling/email/quota_request.txt",
+        context={"request": quota_request},
     )
-    return True
 
 
 def _locked(quota_request: QuotaRequest) -> QuotaRequest:

@@ -13,13 +13,12 @@ from itertools import pairwise
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Q
-from django.template.loader import render_to_string
 
 from portal.errors import Conflict
 from portal.events import Event, publish
+from portal.mail import mail_where_it_stands
 from tenants import selectors as tenant_selectors
 from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize, require_operator
@@ -27,7 +26,7 @@ from tenants.services import audit_record
 
 from .. import clock
 from ..models import GpuClass, NodePool, Reservation, ReservationRule
-from ..selectors import operator_emails, pool_capacity
+from ..selectors import pool_capacity
 
 WEEK = timedelta(weeks=1)
 WEEKS_MAX = 52
@@ -388,16 +387,11 @@ def reservation_email_send(*, reservation_id: str) -> bool:
     )
     if reservation is None:
         return False
-    recipients = [reservation.requested_by.email] if reservation.requested_by else []
-    if reservation.state == Reservation.State.REQUESTED:
-        recipients += operator_emails()
-    if not recipients:
-        return False
     state = reservation.get_state_display().lower()
-    send_mail(
+    return mail_where_it_stands(
+        requester=reservation.requested_by,
+        waits_for_operators=reservation.state == Reservation.State.REQUESTED,
         subject=f"Reservation of {reservation.gpus} {reservation.gpu_class.name} GPUs: {state}",
-        message=render_to_string("scheduling/email/reservation.txt", {"reservation": reservation}),
-        from_email=None,
-        recipient_list=sorted(set(recipients)),
+        template="scheduling/email/reservation.txt",
+        context={"reservation": reservation},
     )
-    return True
