@@ -14,6 +14,7 @@ import numpy as np
 
 from scheduling.engine.free_capacity import ClusterState, Demand
 from scheduling.engine.model import TaskType
+from scheduling.engine.policies.base import MAX_SCORE
 from scheduling.engine.policies.cpu_aware import (
     CpuReachFragmentationPolicy,
     CpuReachHostsKeptPolicy,
@@ -158,3 +159,87 @@ class ReachScarceHostsKeptOne(CpuReachHostsKeptPolicy):
 
     name = "trial_reach_keep_hosts_1"
     penalty = 1.0
+
+
+class WasteTables(StateTables):
+    """Adds ``waste``: per state, the milli-GPU its opened GPUs are expected to leave idle
+    for good (``waste_curve`` of each GPU's free milli; a GPU still whole counts 0)."""
+
+    waste_curve: np.ndarray | None = None
+
+    def flush(self) -> None:
+        keys = list(self._pending)
+        first = len(self._rows) - len(keys)
+        super().flush()
+        if not hasattr(self, "waste") or len(self.waste) < len(self.frag):
+            grown = np.zeros(len(self.frag))
+            if hasattr(self, "waste"):
+                grown[: len(self.waste)] = self.waste
+            self.waste = grown
+        assert self.waste_curve is not None
+        for i, (_, _, frees) in enumerate(keys):
+            self.waste[first + i] = self.waste_curve[list(frees)].sum()
+
+
+def waste_curve(mix: Sequence[TaskType], weights: np.ndarray, competition: float) -> np.ndarray:
+    """W(f): the idle milli a GPU with ``f`` free is expected to end with, if each share that
+    fits comes next in proportion to its popularity and the gap is filled at all with
+    probability P_f / (P_f + competition) (P_f: the popularity of the shares that fit)."""
+    sizes = np.array([t.gpu_milli if t.gpus == 1 else 0 for t in mix])
+    share = (sizes > 0) & (sizes < 1000)
+    gpu_weight = weights[np.array([t.gpus > 0 for t in mix])].sum()
+    sizes, q = sizes[share], weights[share] / max(gpu_weight, 1e-12)
+    curve = np.zeros(1001)
+    for free in range(1, 1000):
+        fits = sizes <= free
+        total = q[fits].sum()
+        if not total:
+            curve[free] = free
+            continue
+        expected = (q[fits] * curve[free - sizes[fits]]).sum() / total
+        filled = total / (total + competition)
+        curve[free] = (1 - filled) * free + filled * expected
+    return curve
+
+
+class WasteBlend(CpuReachHostsKeptPolicy):
+    """``fgd_cpu_keep_hosts`` whose fragmentation delta also counts ``blend`` times the
+    change in expected waste (``waste_curve``) of the node's opened GPUs."""
+
+    name = "trial_waste_b1_c05"
+    tables = WasteTables
+    blend = 1.0
+    competition = 0.05
+
+    def _sync(self, cluster: ClusterState) -> StateTables:
+        tables = super()._sync(cluster)
+        if tables.waste_curve is None:
+            tables.waste_curve = waste_curve(self._mix, self._weights, self.competition)
+        return tables
+
+    def _integer_scores(self, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+        tables = self._state_tables
+        tables.flush()
+        delta = (tables.frag[before] - tables.frag[after]) @ self._weights
+        delta = delta + self.blend * (tables.waste[before] - tables.waste[after])
+        return np.floor(MAX_SCORE / (1.0 + np.exp(-delta / self.scale)))
+
+
+class WasteBlendC0(WasteBlend):
+    name = "trial_waste_b1_c0"
+    competition = 0.0
+
+
+class WasteBlendC02(WasteBlend):
+    name = "trial_waste_b1_c02"
+    competition = 0.2
+
+
+class WasteBlendHalf(WasteBlend):
+    name = "trial_waste_b05_c05"
+    blend = 0.5
+
+
+class WasteBlendTwo(WasteBlend):
+    name = "trial_waste_b2_c05"
+    blend = 2.0

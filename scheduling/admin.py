@@ -264,6 +264,7 @@ class ReservationAdmin(ReadOnlyAdmin):
         "starts_at",
         "ends_at",
         "state",
+        "short_gpus",
         "requested_by",
     ]
     list_filter = ["state", "pool", "gpu_class"]

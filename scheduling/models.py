@@ -389,6 +389,9 @@ class Reservation(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_reason = models.CharField(max_length=500, blank=True)
     cancelled_at = models.DateTimeField(null=True, blank=True)
+    # GPUs the pool can no longer give it (nodes removed or cordoned since it was accepted):
+    # reservations accepted earlier keep theirs, and the engine holds only the rest.
+    short_gpus = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["starts_at", "pool__name"]
@@ -409,6 +412,11 @@ class Reservation(models.Model):
     def is_holding(self) -> bool:
         """Requested, approved or active: its GPUs are held, and it may still be cancelled."""
         return self.state in self.HOLDING_STATES
+
+    @property
+    def held_gpus(self) -> int:
+        """The GPUs its pool can still give it."""
+        return self.gpus - self.short_gpus
 
 
 class Workload(models.Model):

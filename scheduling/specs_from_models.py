@@ -362,7 +362,7 @@ def engine_reservations(reservations: Iterable[Reservation]) -> tuple[engine.Res
             id=str(reservation.pk),
             tenant=reservation.organization.slug,
             gpu_class=reservation.gpu_class.name,
-            gpus=reservation.gpus,
+            gpus=reservation.held_gpus,
             pool=reservation.pool.name,
             starts_at=reservation.starts_at,
             ends_at=reservation.ends_at,
@@ -370,6 +370,7 @@ def engine_reservations(reservations: Iterable[Reservation]) -> tuple[engine.Res
             project=reservation.project.slug if reservation.project_id else None,
         )
         for reservation in reservations
+        if reservation.held_gpus
     )
 
 

@@ -248,6 +248,7 @@ class ReservationOutput(serializers.ModelSerializer):
             "gpu_class",
             "pool",
             "gpus",
+            "short_gpus",
             "starts_at",
             "ends_at",
             "series",

@@ -57,6 +57,7 @@ from .reservations import (
     reservation_email_send,
     reservation_reject,
     reservations_advance,
+    reservations_recheck,
     reservations_request,
 )
 from .submission import (
@@ -99,6 +100,7 @@ __all__ = [
     "reservation_email_send",
     "reservation_reject",
     "reservations_advance",
+    "reservations_recheck",
     "reservations_request",
     "scheduling_cycle_request",
     "scheduling_cycle_run",

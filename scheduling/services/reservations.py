@@ -359,7 +359,8 @@ def reservation_cancel(*, caller: Caller, reservation: Reservation) -> Reservati
 
 def reservations_advance(*, now=None) -> dict[str, int]:
     """Move reservations on with time (the beat task): approved ones open, open ones complete,
-    requested ones whose window began unapproved expire. Counts per new state."""
+    requested ones whose window began unapproved expire; then re-check what the pools still
+    have (``reservations_recheck``). Counts per new state, and of changed shortfalls."""
     now = now or clock.now()
     moves = {
         Reservation.State.COMPLETED: Q(state=Reservation.State.ACTIVE, ends_at__lte=now)
@@ -375,7 +376,68 @@ def reservations_advance(*, now=None) -> dict[str, int]:
             for reservation_id in ids:
                 publish(Event.RESERVATION_CHANGED, reservation_id=str(reservation_id))
             moved[state.value] = len(ids)
+    moved["shortfall_changed"] = reservations_recheck(now=now)
     return moved
+
+
+def _peak(
+    held: list[tuple[datetime, datetime, int]], starts_at: datetime, ends_at: datetime
+) -> int:
+    """The most GPUs ``held`` takes at any instant of [starts_at, ends_at)."""
+    inside = [
+        (max(s, starts_at), min(e, ends_at), g) for s, e, g in held if s < ends_at and e > starts_at
+    ]
+    return max(
+        (sum(g for s, e, g in inside if s <= instant < e) for instant, _, _ in inside), default=0
+    )
+
+
+def reservations_recheck(*, now=None) -> int:
+    """Check the holding reservations against what their pools have now (nodes removed or
+    cordoned since they were accepted). Approved ones before requested ones, earliest asked
+    first, keep their GPUs; a reservation the rest no longer covers is marked short by what is
+    missing, audited, and its requester and the operators are mailed; one covered again is
+    cleared. The number of reservations whose shortfall changed."""
+    now = now or clock.now()
+    changed = 0
+    with transaction.atomic():
+        holding = list(
+            Reservation.objects.filter(state__in=Reservation.HOLDING_STATES, ends_at__gt=now)
+            .select_related("organization", "gpu_class", "pool")
+            .order_by("pool_id", "requested_at", "pk")
+        )
+        pools = {r.pool_id for r in holding}
+        # The same locks as a request's: a re-check and a request never interleave.
+        for pool in NodePool.objects.select_for_update().filter(pk__in=pools).order_by("pk"):
+            mine = sorted(
+                (r for r in holding if r.pool_id == pool.pk),
+                key=lambda r: r.state == Reservation.State.REQUESTED,
+            )
+            capacity = pool_capacity(pool)
+            held: list[tuple[datetime, datetime, int]] = []
+            for reservation in mine:
+                start = max(reservation.starts_at, now)
+                room = max(0, capacity - _peak(held, start, reservation.ends_at))
+                short = max(0, reservation.gpus - room)
+                held.append((start, reservation.ends_at, reservation.gpus - short))
+                if short != reservation.short_gpus:
+                    _mark_short(reservation, short)
+                    changed += 1
+    return changed
+
+
+def _mark_short(reservation: Reservation, short: int) -> None:
+    was = reservation.short_gpus
+    reservation.short_gpus = short
+    reservation.save(update_fields=["short_gpus"])
+    audit_record(
+        caller=None,
+        organization=reservation.organization,
+        action="reservation.short" if short else "reservation.covered",
+        target=reservation,
+        payload=_payload(reservation) | {"short_gpus": short, "was_short_gpus": was},
+    )
+    publish(Event.RESERVATION_CHANGED, reservation_id=str(reservation.pk))
 
 
 def reservation_email_send(*, reservation_id: str) -> bool:
@@ -390,7 +452,9 @@ def reservation_email_send(*, reservation_id: str) -> bool:
     state = reservation.get_state_display().lower()
     return mail_where_it_stands(
         requester=reservation.requested_by,
-        waits_for_operators=reservation.state == Reservation.State.REQUESTED,
+        # A short reservation needs an operator too: capacity back, or a talk with the tenant.
+        waits_for_operators=reservation.state == Reservation.State.REQUESTED
+        or bool(reservation.short_gpus),
         subject=f"Reservation of {reservation.gpus} {reservation.gpu_class.name} GPUs: {state}",
         template="scheduling/email/reservation.txt",
         context={"reservation": reservation},

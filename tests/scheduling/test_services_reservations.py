@@ -6,8 +6,9 @@ from django.core.exceptions import ValidationError
 
 from portal.errors import Conflict, Forbidden
 from scheduling import clock, services, tasks
-from scheduling.models import Reservation, ReservationRule, Workload
+from scheduling.models import Node, Reservation, ReservationRule, Workload
 from scheduling.services import ReservationRequest
+from scheduling.specs_from_models import engine_reservations
 from tenants.models import AuditEvent
 from tenants.permissions import Caller
 
@@ -247,3 +248,96 @@ def test_a_request_beyond_the_organizations_rule_waits_for_an_operator(cluster, 
     ReservationRule.objects.create(organization=acme, max_gpus=16, max_hours=8)
     [held] = ask(alice, acme, gpus=16, length=9)
     assert held.state == Reservation.State.REQUESTED
+
+
+def cordon(operator, count: int) -> None:
+    """Cordon ``count`` of the H100 pool's 8-GPU nodes, as an operator does for good."""
+    for node in Node.objects.filter(pool__name=H100_POOL).order_by("name")[:count]:
+        services.node_cordon(caller=Caller(user=operator), node=node)
+
+
+def test_a_shrunk_pool_marks_the_latest_reservation_short_by_what_is_missing(
+    cluster, alice, acme, operator
+):
+    [first] = ask(alice, acme, gpus=40)
+    [second] = ask(alice, acme, gpus=24)
+    cordon(operator, 2)  # 64 -> 48 GPUs
+    services.reservations_recheck()
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.short_gpus, second.short_gpus) == (0, 16)
+
+
+def test_an_approved_reservation_keeps_its_gpus_before_an_earlier_request(
+    cluster, alice, acme, operator
+):
+    [asked] = ask(alice, acme, gpus=40)
+    [approved] = ask(alice, acme, gpus=24)
+    services.reservation_approve(caller=Caller(user=operator), reservation=approved)
+    cordon(operator, 2)
+    services.reservations_recheck()
+    asked.refresh_from_db()
+    approved.refresh_from_db()
+    assert (approved.short_gpus, asked.short_gpus) == (0, 16)
+
+
+def test_reservations_in_windows_apart_are_not_short_together(cluster, alice, acme, operator):
+    ask(alice, acme, gpus=48, start=24, length=4)
+    [later] = ask(alice, acme, gpus=48, start=30, length=4)
+    cordon(operator, 2)
+    services.reservations_recheck()
+    later.refresh_from_db()
+    assert later.short_gpus == 0
+
+
+def test_a_shortfall_is_audited(cluster, alice, acme, operator):
+    ask(alice, acme, gpus=64)
+    cordon(operator, 1)
+    services.reservations_recheck()
+    assert AuditEvent.objects.filter(action="reservation.short").count() == 1
+
+
+def test_a_shortfall_is_mailed_to_the_requester_and_the_operators(cluster, alice, acme, operator):
+    [held] = ask(alice, acme, gpus=64)
+    services.reservation_approve(caller=Caller(user=operator), reservation=held)
+    cordon(operator, 1)
+    services.reservations_recheck()
+    services.reservation_email_send(reservation_id=str(held.pk))
+    [message] = mail.outbox
+    assert (sorted(message.to), "8 of its 64 GPUs cannot be given" in message.body) == (
+        sorted([alice.email, operator.email]),
+        True,
+    )
+
+
+def test_capacity_back_clears_the_shortfall(cluster, alice, acme, operator):
+    [held] = ask(alice, acme, gpus=64)
+    cordon(operator, 1)
+    services.reservations_recheck()
+    services.node_cordon(
+        caller=Caller(user=operator), node=Node.objects.filter(cordoned=True).get(), cordoned=False
+    )
+    services.reservations_recheck()
+    held.refresh_from_db()
+    assert (held.short_gpus, AuditEvent.objects.filter(action="reservation.covered").count()) == (
+        0,
+        1,
+    )
+
+
+def test_the_beat_task_rechecks_the_pools(cluster, alice, acme, operator):
+    [held] = ask(alice, acme, gpus=64)
+    cordon(operator, 1)
+    moved = tasks.reservations_advance()
+    held.refresh_from_db()
+    assert (moved["shortfall_changed"], held.short_gpus) == (1, 8)
+
+
+def test_the_engine_holds_only_what_a_short_reservation_can_still_get(
+    cluster, alice, acme, operator
+):
+    [held] = ask(alice, acme, gpus=64)
+    cordon(operator, 3)
+    services.reservations_recheck()
+    held.refresh_from_db()
+    assert [r.gpus for r in engine_reservations([held])] == [40]
