@@ -21,10 +21,16 @@ class OrderForm(forms.Form):
     project = forms.ChoiceField(
         choices=(), required=False, help_text="The whole organization if empty."
     )
+    pool = forms.ChoiceField(
+        choices=(),
+        required=False,
+        help_text="The pool to dedicate; for a reservation, any pool of its class if empty.",
+    )
 
-    def __init__(self, *args, items, projects, **kwargs):
+    def __init__(self, *args, items, projects, pools, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["item"].choices = [(item.slug, item.name) for item in items]
+        self.fields["pool"].choices = [("", "any")] + [(pool.name, pool.name) for pool in pools]
         self.fields["project"].choices = [("", "whole organization")] + [
             (project.slug, project.name) for project in projects
         ]
@@ -38,4 +44,5 @@ class OrderForm(forms.Form):
             starts_at=starts_at,
             ends_at=starts_at + timedelta(hours=data["hours"]),
             project=data["project"] or None,
+            pool=data["pool"] or None,
         )

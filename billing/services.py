@@ -13,6 +13,7 @@ from portal.errors import Conflict, DomainError
 from portal.events import Event, publish
 from portal.mail import mail_where_it_stands
 from scheduling import clock
+from scheduling import selectors as scheduling_selectors
 from scheduling import services as scheduling
 from tenants import selectors as tenant_selectors
 from tenants.models import Organization
@@ -142,6 +143,8 @@ def order_create(
         hours=item.minimum_commitment_hours
     ):
         errors["ends_at"] = [f"At least {item.minimum_commitment_hours} h, by the item's terms."]
+    if item is not None:
+        errors.update(_pool_problems(item, request))
     project = tenant_selectors.project_named(
         organization=organization, slug=request.project, errors=errors
     )
@@ -164,6 +167,22 @@ def order_create(
         if submit:
             _submit(caller, order, now=now)
     return order
+
+
+def _pool_problems(item: CatalogItem, request: OrderRequest) -> dict[str, list[str]]:
+    """A dedicated pool is ordered one at a time and by name; any named pool must be one of
+    the item's GPU class."""
+    errors: dict[str, list[str]] = {}
+    dedicated = item.kind == CatalogItem.Kind.DEDICATED_POOL
+    if dedicated and request.quantity != 1:
+        errors["quantity"] = ["A dedicated pool is ordered one at a time."]
+    if dedicated and not request.pool:
+        errors["pool"] = ["Name the pool to dedicate."]
+    elif request.pool and not scheduling_selectors.pool_of_class_exists(
+        name=request.pool, gpu_class=item.gpu_class
+    ):
+        errors["pool"] = [f"No pool {request.pool!r} of {item.gpu_class.name}."]
+    return errors
 
 
 def order_submit(*, caller: Caller, order: Order) -> Order:
@@ -282,13 +301,20 @@ def order_fulfil_retry(*, caller: Caller, order: Order) -> Order:
 def _make(caller: Caller, order: Order) -> list[dict]:
     """What the order's item creates, through scheduling's services."""
     item = order.item
-    if item.kind == CatalogItem.Kind.RESERVATION:
+    if item.kind in (CatalogItem.Kind.RESERVATION, CatalogItem.Kind.DEDICATED_POOL):
+        # A dedicated pool is all of the pool's GPUs reserved for the period: others may only
+        # borrow them as preemptible work while the organization leaves them idle.
+        gpus = (
+            order.quantity
+            if item.kind == CatalogItem.Kind.RESERVATION
+            else scheduling_selectors.pool_capacity_named(order.pool)
+        )
         held = scheduling.reservations_request(
             caller=caller,
             organization=order.organization,
             request=scheduling.ReservationRequest(
                 gpu_class=item.gpu_class.name,
-                gpus=order.quantity,
+                gpus=gpus,
                 starts_at=order.starts_at,
                 ends_at=order.ends_at,
                 pool=order.pool or None,

@@ -44,6 +44,7 @@ def orders(request, org_slug: str):
         request.POST or None,
         items=selectors.catalog_for(caller=caller, organization=organization, at=clock.now()),
         projects=tenant_selectors.project_list(caller=caller, organization=organization),
+        pools=scheduling_selectors.pool_list(),
     )
     if request.method == "POST" and can_order and form.is_valid():
         made = attempt(

@@ -120,10 +120,24 @@ def tier_list() -> QuerySet[PriorityTier]:
     return PriorityTier.objects.order_by("-value")
 
 
+def pool_list() -> QuerySet[NodePool]:
+    return NodePool.objects.select_related("gpu_class").order_by("name")
+
+
 def pool_capacity(pool: NodePool) -> int:
     """Whole GPUs of the pool's schedulable (not cordoned) nodes."""
     total = Node.objects.filter(pool=pool, cordoned=False).aggregate(gpus=Sum("gpu_count"))
     return total["gpus"] or 0
+
+
+def pool_capacity_named(name: str) -> int:
+    """``pool_capacity`` of the pool called ``name`` (0 for none)."""
+    pool = NodePool.objects.filter(name=name).first()
+    return pool_capacity(pool) if pool else 0
+
+
+def pool_of_class_exists(*, name: str, gpu_class: GpuClass) -> bool:
+    return NodePool.objects.filter(name=name, gpu_class=gpu_class).exists()
 
 
 def reservation_list(*, caller: Caller, organization: Organization) -> QuerySet[Reservation]:

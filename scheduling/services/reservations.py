@@ -128,7 +128,9 @@ def nearest_windows(
     return next(filter(fits, earlier), None), next(filter(fits, later), None)
 
 
-def _request_errors(request: ReservationRequest, *, now: datetime) -> dict[str, list[str]]:
+def _request_errors(
+    request: ReservationRequest, *, now: datetime, limit_length: bool
+) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
     if request.starts_at.tzinfo is None or request.ends_at.tzinfo is None:
         errors["starts_at"] = ["Give times with a time zone (UTC)."]
@@ -138,7 +140,7 @@ def _request_errors(request: ReservationRequest, *, now: datetime) -> dict[str, 
     if request.ends_at <= request.starts_at:
         errors["ends_at"] = ["The window ends after it starts."]
     longest = timedelta(hours=settings.PORTAL_RESERVATION_MAX_HOURS)
-    if request.ends_at - request.starts_at > longest:
+    if limit_length and request.ends_at - request.starts_at > longest:
         errors["ends_at"] = [f"A window lasts at most {settings.PORTAL_RESERVATION_MAX_HOURS} h."]
     if request.gpus < 1:
         errors["gpus"] = ["Reserve at least one GPU."]
@@ -181,12 +183,13 @@ def reservations_request(
     """Hold GPUs for the organization over the request's windows (all or none), in the named
     pool or the first of the class where every window fits; they await an operator's approval
     unless the organization's reservation rule covers them or ``preapproved`` (an order an
-    operator or the catalog's rule approved: billing's fulfilment, never an endpoint). A field
+    operator or the catalog's rule approved: billing's fulfilment, never an endpoint; its
+    window may be longer than ``PORTAL_RESERVATION_MAX_HOURS``, as the order agreed). A field
     error for a malformed request; a Conflict with the shortfalls and the nearest feasible
     windows when the GPUs are not free."""
     authorize(caller=caller, organization=organization, action=Action.RESERVATION_MANAGE)
     now = now or clock.now()
-    errors = _request_errors(request, now=now)
+    errors = _request_errors(request, now=now, limit_length=not preapproved)
     if errors:
         raise ValidationError(errors)
     gpu_class, project, pools = _targets(organization, request)

@@ -165,10 +165,53 @@ def test_fulfilling_a_quota_package_grows_the_grant_until_the_period_ends(
     assert (grant.limit, grant.requests.get().granted_until) == (8, made.ends_at)
 
 
-def test_a_dedicated_pool_fails_for_an_operator_to_set_up(offer, cluster, alice, acme, operator):
-    offer(slug="h100-pool", kind="dedicated_pool", price="50000")
-    made = approved(alice, acme, operator, item="h100-pool", quantity=1, hours=24 * 30)
-    assert services.order_fulfil(order_id=str(made.pk)).state == Order.State.FAILED
+@pytest.fixture
+def dedicated(offer, cluster):
+    return offer(slug="h100-pool", kind="dedicated_pool", price="50000")
+
+
+def test_a_dedicated_pool_reserves_all_of_the_pools_gpus_for_the_period(
+    dedicated, alice, acme, operator
+):
+    made = approved(
+        alice, acme, operator, item="h100-pool", quantity=1, hours=24 * 30, pool="dgx-h100"
+    )
+    services.order_fulfil(order_id=str(made.pk))
+    [held] = Reservation.objects.filter(organization=acme)
+    assert (held.pool.name, held.gpus, held.state, held.ends_at - held.starts_at) == (
+        "dgx-h100",
+        64,
+        Reservation.State.APPROVED,
+        timedelta(days=30),
+    )
+
+
+def test_a_dedicated_pool_already_partly_reserved_fails_with_the_reason(
+    dedicated, alice, acme, operator
+):
+    hold(alice, acme, 8)
+    made = approved(alice, acme, operator, item="h100-pool", quantity=1, pool="dgx-h100")
+    failed = services.order_fulfil(order_id=str(made.pk))
+    assert (failed.state, "lacks 8 of the 64 GPUs" in failed.failure_reason) == (
+        Order.State.FAILED,
+        True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({}, "pool"),
+        ({"pool": "a100-mig"}, "pool"),
+        ({"pool": "dgx-h100", "quantity": 2}, "quantity"),
+    ],
+)
+def test_a_dedicated_pool_order_names_one_pool_of_the_items_class(
+    dedicated, alice, acme, fields, field
+):
+    with pytest.raises(ValidationError) as refused:
+        order(alice, acme, item="h100-pool", **{"quantity": 1, **fields})
+    assert (field in refused.value.message_dict, Order.objects.count()) == (True, 0)
 
 
 def test_an_order_is_cancelled_before_its_fulfilment_but_not_after(reserved, alice, acme, operator):
