@@ -243,3 +243,76 @@ class WasteBlendHalf(WasteBlend):
 class WasteBlendTwo(WasteBlend):
     name = "trial_waste_b2_c05"
     blend = 2.0
+
+
+def gap_counts(cluster: ClusterState) -> np.ndarray:
+    """How many GPUs of the cluster have each free milli (0 and 1,000 not counted: the
+    sum-of-squares rule only counts partly filled bins)."""
+    counts = np.bincount(np.clip(cluster.gpu_free.ravel(), 0, 1000), minlength=1001)
+    counts[0] = counts[1000] = 0
+    return counts
+
+
+def sum_of_squares_delta(counts: np.ndarray, frees: np.ndarray, share: int) -> np.ndarray:
+    """Change of sum over gaps g of N(g)^2 if a ``share`` goes to a GPU with ``frees`` free."""
+    left = frees - share
+    return np.where(left > 0, 2 * counts[np.maximum(left, 0)] + 1, 0) + np.where(
+        frees < 1000, 1 - 2 * counts[np.minimum(frees, 1000)], 0
+    )
+
+
+class SumOfSquaresGpu(CpuReachHostsKeptPolicy):
+    """``fgd_cpu_keep_hosts``; a share takes, among the GPUs of the chosen node with the best
+    score, the one that raises the cluster's sum of squared gap counts least."""
+
+    name = "trial_ss_gpu"
+
+    def choose_gpus(self, *, cluster: ClusterState, node: int, demand: Demand) -> tuple[int, ...]:
+        if not demand.is_shared:
+            return cluster.best_fit_gpus(demand=demand, node=node)
+        state = int(cluster.state_id[node])
+        rows, options = self._outcomes(cluster, state, demand)
+        scored = self._integer_scores(np.full(len(rows), self._table_rows[state]), rows)
+        best = np.array([f for f, s in zip(options, scored, strict=True) if s == scored.max()])
+        delta = sum_of_squares_delta(gap_counts(cluster), best, demand.gpu_milli)
+        free = int(best[int(np.argmin(delta))])
+        return (next(i for i, f in enumerate(cluster.gpu_free[node].tolist()) if f == free),)
+
+
+class SumOfSquaresTies(SumOfSquaresGpu):
+    """``trial_ss_gpu``, and among nodes of equal (score, in use) a share goes to the node
+    whose best GPU raises the sum of squares least, then ``fgd_used_first``'s order."""
+
+    name = "trial_ss_ties"
+
+    def scores(
+        self, *, cluster: ClusterState, candidates: np.ndarray, demand: Demand
+    ) -> np.ndarray:
+        result = super().scores(cluster=cluster, candidates=candidates, demand=demand)
+        if not demand.is_shared:
+            return result
+        ranked = np.floor(result * 2) / 2  # score and in use, without the order within use
+        within = result - ranked
+        frees = cluster.gpu_free[candidates]
+        delta = sum_of_squares_delta(gap_counts(cluster), np.clip(frees, 0, 1000), demand.gpu_milli)
+        delta = np.where(frees >= demand.gpu_milli, delta, np.iinfo(np.int64).max).min(axis=1)
+        levels, rank = np.unique(delta, return_inverse=True)
+        order = (len(levels) - 1 - rank.reshape(-1)) + within / 0.4
+        return ranked + 0.4 * order / len(levels)
+
+
+class WasteBlendFour(WasteBlend):
+    name = "trial_waste_b4_c05"
+    blend = 4.0
+
+
+class WasteBlendTwoC01(WasteBlend):
+    name = "trial_waste_b2_c01"
+    blend = 2.0
+    competition = 0.1
+
+
+class WasteBlendTwoC002(WasteBlend):
+    name = "trial_waste_b2_c002"
+    blend = 2.0
+    competition = 0.02

@@ -5,11 +5,11 @@ from django import forms
 from django.contrib import admin, messages
 
 from scheduling import clock
-from scheduling.admin import RejectionForm, decide_with_form, requested_first
+from scheduling.admin import ReadOnlyAdmin, RejectionForm, decide_with_form, requested_first
 from tenants.permissions import Caller
 
 from . import services
-from .models import CatalogItem, Order, PriceVersion
+from .models import CancellationCharge, CatalogItem, Order, PriceVersion
 
 
 class PriceVersionInline(admin.TabularInline):
@@ -126,3 +126,12 @@ class OrderAdmin(admin.ModelAdmin):
         for order in failed:
             services.order_fulfil_retry(caller=caller, order=order)
         self.message_user(request, f"Queued {len(failed)} again.", messages.SUCCESS)
+
+
+@admin.register(CancellationCharge)
+class CancellationChargeAdmin(ReadOnlyAdmin):
+    """Recorded by the worker from the terms; never edited."""
+
+    list_display = ["organization", "reservation", "item", "cancelled_at", "percent", "amount"]
+    list_filter = ["item"]
+    search_fields = ["organization__slug", "organization__name"]

@@ -14,7 +14,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from scheduling.models import GpuClass, PriorityTier, mig_profile_validator
+from scheduling.models import GpuClass, PriorityTier, Reservation, mig_profile_validator
 from tenants.models import Organization, slug_validator
 
 
@@ -187,3 +187,42 @@ class Order(models.Model):
     @property
     def is_cancellable(self) -> bool:
         return self.state in self.CANCELLABLE
+
+
+class CancellationCharge(models.Model):
+    """What cancelling one reservation cost by the terms it was bought under: free until the
+    item's ``free_cancellation_hours`` before the window, then ``cancellation_charge_percent``
+    of the price of what was left of it. One per cancelled reservation (0 when free or when no
+    item priced it), which invoices read."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    reservation = models.OneToOneField(Reservation, on_delete=models.PROTECT, related_name="+")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    # The order that bought the reservation, if one did (its price applies, not the list's).
+    order = models.ForeignKey(
+        Order, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    item = models.ForeignKey(
+        CatalogItem, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    cancelled_at = models.DateTimeField()
+    free_until = models.DateTimeField(null=True, blank=True)
+    # The price of what was left of the reservation when it was cancelled, and the share of it
+    # charged.
+    remaining_value = models.DecimalField(max_digits=16, decimal_places=2, default=Decimal(0))
+    percent = models.PositiveSmallIntegerField(default=0)
+    amount = models.DecimalField(max_digits=16, decimal_places=2)
+    explanation = models.CharField(max_length=300)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-cancelled_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(amount__gte=0) & Q(amount__lte=models.F("remaining_value")),
+                name="cancellation_charge_within_value",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.organization.slug}: {self.amount} for reservation {self.reservation_id}"

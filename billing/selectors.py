@@ -1,8 +1,10 @@
 """Reads of billing, scoped to the caller's organizations; and what waits for operators."""
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from decimal import Decimal
 
+from django.conf import settings
 from django.db.models import (
     Case,
     DateTimeField,
@@ -16,11 +18,13 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 
 from portal.db import one_or_not_found
+from portal.errors import Conflict
 from scheduling.models import QuotaRequest, Reservation
 from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize, require_operator
 
-from .models import CatalogItem, Order, PriceVersion
+from .models import CancellationCharge, CatalogItem, Order, PriceVersion
+from .pricing import period_units, to_cents
 
 # The price columns as the model stores them (SQLite answers a price with more places: pages
 # show 4).
@@ -41,6 +45,17 @@ def price_in_force(
         if own is not None:
             return own
     return started.filter(organization__isnull=True).first()
+
+
+def offered_to(*, organization: Organization, at: datetime) -> QuerySet[CatalogItem]:
+    """The items the organization may order at ``at``: public ones and those offered to it,
+    active then."""
+    return (
+        CatalogItem.objects.filter(Q(public=True) | Q(organizations=organization))
+        .filter(active_from__lte=at)
+        .filter(Q(active_until__isnull=True) | Q(active_until__gt=at))
+        .distinct()
+    )
 
 
 def catalog_for(*, caller: Caller, organization: Organization, at: datetime) -> QuerySet:
@@ -72,10 +87,7 @@ def catalog_for(*, caller: Caller, organization: Organization, at: datetime) -> 
         return Coalesce(first(field, organization, upcoming=upcoming), listed)
 
     return (
-        CatalogItem.objects.filter(Q(public=True) | Q(organizations=organization))
-        .filter(active_from__lte=at)
-        .filter(Q(active_until__isnull=True) | Q(active_until__gt=at))
-        .distinct()
+        offered_to(organization=organization, at=at)
         .select_related("gpu_class", "tier")
         .annotate(own_price=first("unit_price", organization, upcoming=False))
         .annotate(
@@ -135,3 +147,109 @@ def order_for_operator(*, caller: Caller, pk) -> Order:
     """Any organization's order, for an operator's decision."""
     require_operator(caller)
     return one_or_not_found(Order.objects.select_related("organization", "item"), pk, "order")
+
+
+def cancellation_charge_list(
+    *, caller: Caller, organization: Organization
+) -> QuerySet[CancellationCharge]:
+    authorize(caller=caller, organization=organization, action=Action.ORGANIZATION_VIEW)
+    return CancellationCharge.objects.filter(organization=organization).select_related(
+        "reservation__gpu_class", "reservation__pool", "item", "order"
+    )
+
+
+def order_of_reservation(reservation: Reservation) -> Order | None:
+    """The fulfilled order that made ``reservation``, if one did."""
+    return (
+        Order.objects.filter(
+            organization=reservation.organization_id,
+            state=Order.State.FULFILLED,
+            fulfilled_objects__icontains=str(reservation.pk),
+        )
+        .select_related("item")
+        .first()
+    )
+
+
+def _reservation_terms(
+    reservation: Reservation,
+) -> tuple[Order | None, CatalogItem | None, Decimal]:
+    """The order that bought the reservation (if any), the item whose terms apply, and the
+    price of the whole window: the order's total, or else the reserved GPU-hours at the price
+    in force when it was asked for, of the reservation item the organization was offered then
+    of the class and MIG profile (none: nothing to charge)."""
+    order = order_of_reservation(reservation)
+    if order is not None:
+        return order, order.item, order.total
+    asked = reservation.requested_at
+    item = (
+        offered_to(organization=reservation.organization, at=asked)
+        .filter(kind=CatalogItem.Kind.RESERVATION, gpu_class=reservation.gpu_class_id)
+        .filter(mig_profile=reservation.mig_profile)
+        .order_by("slug")
+        .first()
+    )
+    version = item and price_in_force(item=item, at=asked, organization=reservation.organization)
+    if version is None:
+        return None, None, Decimal(0)
+    hours = period_units(item, reservation.starts_at, reservation.ends_at)
+    return None, item, to_cents(version.unit_price * reservation.gpus * hours)
+
+
+def cancellation_quote(*, reservation: Reservation, at: datetime) -> CancellationCharge:
+    """What cancelling ``reservation`` at ``at`` costs (unsaved): free until the item's
+    ``free_cancellation_hours`` before the window, then its ``cancellation_charge_percent`` of
+    the price of what is left of the window (the part already begun is billed as reserved
+    use). Rounded half up to cents."""
+    order, item, value = _reservation_terms(reservation)
+    length = reservation.ends_at - reservation.starts_at
+    left = max(reservation.ends_at - max(at, reservation.starts_at), timedelta(0))
+    remaining = to_cents(value * Decimal(left / length))
+    charge = CancellationCharge(
+        reservation=reservation,
+        organization=reservation.organization,
+        order=order,
+        item=item,
+        cancelled_at=at,
+        remaining_value=remaining,
+        amount=Decimal(0),
+    )
+    currency = settings.PORTAL_CURRENCY
+    if item is None:
+        charge.explanation = (
+            f"No catalog item prices {reservation.gpu_class.name} reservations for"
+            f" {reservation.organization.slug}: nothing to charge."
+        )
+        return charge
+    charge.free_until = reservation.starts_at - timedelta(hours=item.free_cancellation_hours)
+    if at < charge.free_until:
+        charge.explanation = (
+            f"Free: cancelled before {charge.free_until:%Y-%m-%d %H:%M} UTC,"
+            f" {item.free_cancellation_hours} h before the window ({item.name})."
+        )
+        return charge
+    charge.percent = item.cancellation_charge_percent
+    charge.amount = to_cents(remaining * charge.percent / 100)
+    charge.explanation = (
+        f"{charge.percent}% of {remaining} {currency}, the price of the"
+        f" {left / timedelta(hours=1):g} h of the window left, cancelled after"
+        f" {charge.free_until:%Y-%m-%d %H:%M} UTC ({item.name})."
+    )
+    return charge
+
+
+def cancellation_charge_of(*, reservation: Reservation, now: datetime) -> CancellationCharge:
+    """What cancelling the reservation cost (recorded, or quoted as of its cancellation until
+    the worker records it), or would cost now while it holds GPUs. A Conflict for one that
+    was never cancelled and holds nothing."""
+    recorded = CancellationCharge.objects.filter(reservation=reservation).first()
+    if recorded is not None:
+        return recorded
+    if reservation.state == Reservation.State.CANCELLED:
+        return cancellation_quote(reservation=reservation, at=reservation.cancelled_at)
+    if not reservation.is_holding:
+        raise Conflict(
+            f"The reservation is {reservation.state}: there is nothing to cancel.",
+            code="not_holding",
+        )
+    return cancellation_quote(reservation=reservation, at=now)

@@ -3,7 +3,7 @@ submission to their fulfilment through scheduling's services; each audited."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -15,13 +15,15 @@ from portal.mail import mail_where_it_stands
 from scheduling import clock
 from scheduling import selectors as scheduling_selectors
 from scheduling import services as scheduling
+from scheduling.models import Reservation
 from tenants import selectors as tenant_selectors
 from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize, require_operator
 from tenants.services import audit_record
 
 from . import selectors
-from .models import CatalogItem, Order, PriceVersion
+from .models import CancellationCharge, CatalogItem, Order, PriceVersion
+from .pricing import period_units, to_cents
 
 
 def catalog_item_save(*, caller: Caller, item: CatalogItem) -> CatalogItem:
@@ -97,11 +99,6 @@ def price_version_add(
     return version
 
 
-SECONDS_PER_HOUR = 3600
-MONTH = timedelta(days=30)
-CENT = Decimal("0.01")
-
-
 @dataclass(frozen=True)
 class OrderRequest:
     item: str
@@ -110,14 +107,6 @@ class OrderRequest:
     ends_at: datetime
     project: str | None = None
     pool: str | None = None
-
-
-def _period_units(item: CatalogItem, starts_at: datetime, ends_at: datetime) -> Decimal:
-    """What the unit price multiplies: hours for GPU-hour items, months (30 days, started
-    months counted whole) for monthly ones."""
-    if item.kind in (CatalogItem.Kind.QUOTA_PACKAGE, CatalogItem.Kind.DEDICATED_POOL):
-        return Decimal(-(-(ends_at - starts_at) // MONTH))
-    return Decimal(int((ends_at - starts_at).total_seconds())) / SECONDS_PER_HOUR
 
 
 def order_create(
@@ -200,8 +189,8 @@ def _submit(caller: Caller, order: Order, *, now: datetime) -> None:
         raise ValidationError({"item": ["The item has no price yet."]})
     order.price_version = version
     order.unit_price = version.unit_price
-    units = _period_units(order.item, order.starts_at, order.ends_at)
-    order.total = (version.unit_price * order.quantity * units).quantize(CENT, ROUND_HALF_UP)
+    units = period_units(order.item, order.starts_at, order.ends_at)
+    order.total = to_cents(version.unit_price * order.quantity * units)
     order.submitted_at = now
     order.state = Order.State.SUBMITTED
     ceiling = order.item.auto_approve_up_to
@@ -319,6 +308,7 @@ def _make(caller: Caller, order: Order) -> list[dict]:
                 ends_at=order.ends_at,
                 pool=order.pool or None,
                 project=order.project.slug if order.project else None,
+                mig_profile=item.mig_profile or None,
             ),
             preapproved=True,
         )
@@ -392,3 +382,50 @@ def _audited(caller: Caller | None, order: Order, action: str) -> None:
             "state": order.state,
         },
     )
+
+
+def cancellation_charge_record(*, reservation_id: str) -> CancellationCharge | None:
+    """Record what cancelling the reservation cost, once (the reservation's row is unique in
+    the table): None while it is not cancelled."""
+    reservation = (
+        Reservation.objects.select_related("organization", "gpu_class")
+        .filter(pk=reservation_id, state=Reservation.State.CANCELLED)
+        .first()
+    )
+    if reservation is None:
+        return None
+    recorded = CancellationCharge.objects.filter(reservation=reservation).first()
+    if recorded is not None:
+        return recorded
+    charge = selectors.cancellation_quote(reservation=reservation, at=reservation.cancelled_at)
+    try:
+        with transaction.atomic():
+            charge.save()
+            audit_record(
+                caller=None,
+                organization=reservation.organization,
+                action="reservation.cancellation_charge",
+                target=charge,
+                payload={"reservation": str(reservation.pk), "amount": str(charge.amount)},
+            )
+    except IntegrityError:  # recorded meanwhile by another run
+        return CancellationCharge.objects.get(reservation=reservation)
+    return charge
+
+
+def billing_reconcile(*, now: datetime | None = None) -> dict[str, int]:
+    """Finish what a lost task left (the beat's safety net): fulfil approved orders that have
+    waited longer than ``PORTAL_RECONCILE_SECONDS`` (their task died with its worker, or its
+    event was lost; fulfilment is idempotent, so a slow one run twice makes its things once),
+    and record the charges of cancelled reservations that have none. Counts of each."""
+    now = now or clock.now()
+    waited = now - timedelta(seconds=settings.PORTAL_RECONCILE_SECONDS)
+    waiting = Order.objects.filter(state=Order.State.APPROVED, decided_at__lte=waited)
+    fulfilled = [order_fulfil(order_id=pk) for pk in waiting.values_list("pk", flat=True)[:100]]
+    uncharged = (
+        Reservation.objects.filter(state=Reservation.State.CANCELLED)
+        .exclude(pk__in=CancellationCharge.objects.values("reservation_id"))
+        .values_list("pk", flat=True)[:500]
+    )
+    charged = [cancellation_charge_record(reservation_id=pk) for pk in uncharged]
+    return {"orders_fulfilled": len(fulfilled), "charges_recorded": len(charged)}

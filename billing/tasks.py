@@ -14,3 +14,14 @@ def order_fulfil(order_id: str) -> str | None:
 @shared_task(**RETRY)
 def order_email_send(order_id: str) -> bool:
     return services.order_email_send(order_id=order_id)
+
+
+@shared_task(**RETRY)
+def cancellation_charge_record(reservation_id: str) -> str | None:
+    charge = services.cancellation_charge_record(reservation_id=reservation_id)
+    return str(charge.amount) if charge else None
+
+
+@shared_task(**RETRY)
+def billing_reconcile() -> dict:
+    return services.billing_reconcile()

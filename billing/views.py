@@ -64,6 +64,9 @@ def orders(request, org_slug: str):
         {
             "organization": organization,
             "orders": selectors.order_list(caller=caller, organization=organization)[:100],
+            "charges": selectors.cancellation_charge_list(caller=caller, organization=organization)[
+                :100
+            ],
             "form": form,
             "can_order": can_order,
             "currency": settings.PORTAL_CURRENCY,

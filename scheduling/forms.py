@@ -117,7 +117,13 @@ class ReservationForm(forms.Form):
     pool = forms.ChoiceField(
         choices=(), required=False, help_text="Any pool of the class if empty."
     )
-    gpus = forms.IntegerField(min_value=1, max_value=100_000, initial=8, label="GPUs")
+    mig_profile = forms.ChoiceField(
+        choices=(),
+        required=False,
+        label="Whole GPUs or MIG instances",
+        help_text="A MIG profile of the class reserves its instances.",
+    )
+    gpus = forms.IntegerField(min_value=1, max_value=100_000, initial=8, label="How many")
     starts_at = forms.DateTimeField(
         label="Starts (UTC)",
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
@@ -137,6 +143,10 @@ class ReservationForm(forms.Form):
         self.fields["pool"].choices = [("", "any")] + [
             (pool.name, f"{pool.name} ({pool.gpu_class.name})") for pool in pools
         ]
+        profiles = sorted({profile for pool in pools for profile in pool.gpu_class.mig_profiles})
+        self.fields["mig_profile"].choices = [("", "whole GPUs")] + [
+            (profile, f"{profile} instances") for profile in profiles
+        ]
         self.fields["project"].choices = [("", "whole organization")] + [
             (project.slug, project.name) for project in projects
         ]
@@ -151,6 +161,7 @@ class ReservationForm(forms.Form):
             ends_at=starts_at + timedelta(hours=data["hours"]),
             pool=data["pool"] or None,
             project=data["project"] or None,
+            mig_profile=data["mig_profile"] or None,
             weeks=data["weeks"],
         )
 

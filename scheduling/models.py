@@ -371,7 +371,10 @@ class Reservation(models.Model):
     )
     gpu_class = models.ForeignKey(GpuClass, on_delete=models.PROTECT, related_name="+")
     pool = models.ForeignKey(NodePool, on_delete=models.PROTECT, related_name="reservations")
+    # Whole GPUs, or with ``mig_profile`` instances of that profile (a node's MIG instances
+    # and its whole GPUs are separate capacity).
     gpus = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    mig_profile = models.CharField(max_length=20, blank=True, validators=[mig_profile_validator])
     starts_at = models.DateTimeField()
     ends_at = models.DateTimeField()
     # The occurrences of one weekly request share a series.
@@ -412,6 +415,10 @@ class Reservation(models.Model):
     def is_holding(self) -> bool:
         """Requested, approved or active: its GPUs are held, and it may still be cancelled."""
         return self.state in self.HOLDING_STATES
+
+    @property
+    def unit(self) -> str:
+        return f"{self.mig_profile} instances" if self.mig_profile else "GPUs"
 
     @property
     def held_gpus(self) -> int:

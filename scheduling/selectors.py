@@ -124,10 +124,24 @@ def pool_list() -> QuerySet[NodePool]:
     return NodePool.objects.select_related("gpu_class").order_by("name")
 
 
-def pool_capacity(pool: NodePool) -> int:
-    """Whole GPUs of the pool's schedulable (not cordoned) nodes."""
-    total = Node.objects.filter(pool=pool, cordoned=False).aggregate(gpus=Sum("gpu_count"))
-    return total["gpus"] or 0
+def pool_capacity(pool: NodePool, mig_profile: str = "") -> int:
+    """Whole GPUs (or instances of ``mig_profile``) of the pool's schedulable (not cordoned)
+    nodes."""
+    nodes = Node.objects.filter(pool=pool, cordoned=False)
+    if mig_profile:
+        layouts = nodes.values_list("mig_layout", flat=True)
+        return sum(layout.get(mig_profile, 0) for layout in layouts)
+    return nodes.aggregate(gpus=Sum("gpu_count"))["gpus"] or 0
+
+
+def pool_resources(pool: NodePool) -> list[tuple[str, int]]:
+    """What can be reserved in the pool: its whole GPUs ("") and each MIG profile of its class
+    that its nodes offer, with the capacity of each."""
+    resources = [("", pool_capacity(pool))]
+    for profile in pool.gpu_class.mig_profiles:
+        if capacity := pool_capacity(pool, profile):
+            resources.append((profile, capacity))
+    return resources
 
 
 def pool_capacity_named(name: str) -> int:
@@ -201,6 +215,8 @@ class FreeDay:
 @dataclass(frozen=True)
 class PoolTimeline:
     pool: NodePool
+    # "" for whole GPUs, else the MIG profile whose instances the row counts.
+    mig_profile: str
     capacity: int
     blocks: list[ReservedBlock]
     # The least free GPUs over each day of the span: what a new reservation could still get.
@@ -210,15 +226,21 @@ class PoolTimeline:
 def reservation_timeline(
     *, caller: Caller, organization: Organization, starts_at: datetime, days: int
 ) -> list[PoolTimeline]:
-    """Per GPU pool, the reservations holding GPUs over the next ``days`` days and the free
-    capacity of each day, so that a free slot is visible before asking for it."""
+    """Per GPU pool and reservable resource (whole GPUs, each MIG profile its nodes offer),
+    the reservations holding it over the next ``days`` days and the free capacity of each day,
+    so that a free slot is visible before asking for it."""
     authorize(caller=caller, organization=organization, action=Action.RESERVATION_VIEW)
     ends_at = starts_at + timedelta(days=days)
     timelines = []
-    for pool in NodePool.objects.select_related("gpu_class").order_by("name"):
-        capacity = pool_capacity(pool)
+    rows = [
+        (pool, *resource)
+        for pool in NodePool.objects.select_related("gpu_class").order_by("name")
+        for resource in pool_resources(pool)
+    ]
+    for pool, mig_profile, capacity in rows:
         holding = Reservation.objects.filter(
             pool=pool,
+            mig_profile=mig_profile,
             state__in=Reservation.HOLDING_STATES,
             starts_at__lt=ends_at,
             ends_at__gt=starts_at,
@@ -244,5 +266,5 @@ def reservation_timeline(
                 sum(b.gpus for b in blocks if b.starts_at <= edge < b.ends_at) for edge in edges
             )
             free_by_day.append(FreeDay(day_start.date(), capacity - peak))
-        timelines.append(PoolTimeline(pool, capacity, blocks, free_by_day))
+        timelines.append(PoolTimeline(pool, mig_profile, capacity, blocks, free_by_day))
     return timelines

@@ -368,6 +368,7 @@ def engine_reservations(reservations: Iterable[Reservation]) -> tuple[engine.Res
             ends_at=reservation.ends_at,
             lead_time=reservation.lead_time,
             project=reservation.project.slug if reservation.project_id else None,
+            mig_profile=reservation.mig_profile or None,
         )
         for reservation in reservations
         if reservation.held_gpus

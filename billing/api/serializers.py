@@ -1,7 +1,7 @@
 from django.conf import settings
 from rest_framework import serializers
 
-from billing.models import CatalogItem, Order
+from billing.models import CancellationCharge, CatalogItem, Order
 from billing.services import OrderRequest
 from portal.api.serializers import InputSerializer
 from tenants.models import SLUG_PATTERN
@@ -86,6 +86,38 @@ class OrderOutput(serializers.ModelSerializer):
 
     def get_currency(self, order: Order) -> str:
         return settings.PORTAL_CURRENCY
+
+
+class CancellationChargeOutput(serializers.ModelSerializer):
+    reservation = serializers.UUIDField(source="reservation_id", read_only=True)
+    order = serializers.UUIDField(source="order_id", default=None, read_only=True, allow_null=True)
+    item = serializers.CharField(source="item.slug", default=None, read_only=True, allow_null=True)
+    currency = serializers.SerializerMethodField()
+    recorded = serializers.SerializerMethodField(
+        help_text="False for a quote: what cancelling costs now, or a charge not yet recorded."
+    )
+
+    class Meta:
+        model = CancellationCharge
+        fields = [
+            "reservation",
+            "order",
+            "item",
+            "cancelled_at",
+            "free_until",
+            "remaining_value",
+            "percent",
+            "amount",
+            "currency",
+            "explanation",
+            "recorded",
+        ]
+
+    def get_currency(self, charge: CancellationCharge) -> str:
+        return settings.PORTAL_CURRENCY
+
+    def get_recorded(self, charge: CancellationCharge) -> bool:
+        return not charge._state.adding
 
 
 class OrderInput(InputSerializer):

@@ -10,4 +10,14 @@ urlpatterns = [
     path(f"{orders}/<str:order_id>/", views.OrderDetailApi.as_view(), name="order"),
     path(f"{orders}/<str:order_id>/submit/", views.OrderSubmitApi.as_view(), name="order-submit"),
     path(f"{orders}/<str:order_id>/cancel/", views.OrderCancelApi.as_view(), name="order-cancel"),
+    path(
+        "organizations/<slug:org_slug>/cancellation-charges/",
+        views.CancellationChargeListApi.as_view(),
+        name="cancellation-charges",
+    ),
+    path(
+        "organizations/<slug:org_slug>/reservations/<str:reservation_id>/cancellation-charge/",
+        views.ReservationCancellationChargeApi.as_view(),
+        name="reservation-cancellation-charge",
+    ),
 ]

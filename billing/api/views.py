@@ -5,13 +5,14 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from billing import selectors, services
-from billing.models import CatalogItem, Order
+from billing.models import CancellationCharge, CatalogItem, Order
 from portal.api.views import ApiView, CollectionApiView, list_response
 from scheduling import clock
+from scheduling import selectors as scheduling_selectors
 from tenants import selectors as tenant_selectors
 from tenants.permissions import caller_of
 
-from .serializers import CatalogItemOutput, OrderInput, OrderOutput
+from .serializers import CancellationChargeOutput, CatalogItemOutput, OrderInput, OrderOutput
 
 
 class CatalogListApi(CollectionApiView):
@@ -102,3 +103,40 @@ class OrderCancelApi(ApiView):
             caller=caller, organization=_organization(request, org_slug), pk=order_id
         )
         return Response(OrderOutput(services.order_cancel(caller=caller, order=order)).data)
+
+
+class CancellationChargeListApi(CollectionApiView):
+    queryset = CancellationCharge.objects.none()
+    ordering_fields = ["cancelled_at", "amount"]
+
+    @extend_schema(
+        operation_id="cancellation_charges_list",
+        responses=CancellationChargeOutput(many=True),
+        description="What cancelling each of the organization's cancelled reservations cost"
+        " by its catalog item's terms (0 when cancelled in time).",
+    )
+    def get(self, request, org_slug: str):
+        organization = _organization(request, org_slug)
+        return list_response(
+            view=self,
+            queryset=selectors.cancellation_charge_list(
+                caller=caller_of(request), organization=organization
+            ),
+            serializer_class=CancellationChargeOutput,
+        )
+
+
+class ReservationCancellationChargeApi(ApiView):
+    @extend_schema(
+        operation_id="reservations_cancellation_charge",
+        responses=CancellationChargeOutput,
+        description="What cancelling the reservation would cost now (`recorded` false), or"
+        " what its cancellation cost. 409 for a reservation that holds nothing.",
+    )
+    def get(self, request, org_slug: str, reservation_id: str):
+        caller = caller_of(request)
+        reservation = scheduling_selectors.reservation_get(
+            caller=caller, organization=_organization(request, org_slug), pk=reservation_id
+        )
+        charge = selectors.cancellation_charge_of(reservation=reservation, now=clock.now())
+        return Response(CancellationChargeOutput(charge).data)

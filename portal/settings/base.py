@@ -256,6 +256,8 @@ TASK_QUEUES = {
     "scheduling.tasks.quota_request_email_send": "mail",
     "billing.tasks.order_fulfil": "provisioning",
     "billing.tasks.order_email_send": "mail",
+    "billing.tasks.cancellation_charge_record": "sync",
+    "billing.tasks.billing_reconcile": "sync",
 }
 
 
@@ -331,4 +333,8 @@ CELERY_BEAT_SCHEDULE = {
     "reservations-advance": every(30, "scheduling.tasks.reservations_advance"),
     # Expires undecided quota requests and reverts temporary increases at their end.
     "quota-requests-advance": every(60, "scheduling.tasks.quota_requests_advance"),
+    # Fulfils orders whose task was lost and charges cancellations whose event was.
+    "billing-reconcile": every(
+        max(1, PORTAL_RECONCILE_SECONDS // 2), "billing.tasks.billing_reconcile"
+    ),
 }

@@ -239,6 +239,8 @@ class ReservationOutput(serializers.ModelSerializer):
         source="requested_by.email", default=None, read_only=True, allow_null=True
     )
     lead_time_minutes = serializers.SerializerMethodField()
+    mig_profile = serializers.CharField(read_only=True, help_text="Empty for whole GPUs.")
+    unit = serializers.CharField(read_only=True, help_text="What `gpus` counts.")
 
     class Meta:
         model = Reservation
@@ -248,6 +250,8 @@ class ReservationOutput(serializers.ModelSerializer):
             "gpu_class",
             "pool",
             "gpus",
+            "mig_profile",
+            "unit",
             "short_gpus",
             "starts_at",
             "ends_at",
@@ -268,7 +272,16 @@ class ReservationOutput(serializers.ModelSerializer):
 
 class ReservationInput(InputSerializer):
     gpu_class = serializers.CharField(max_length=40, validators=[gpu_class_name_validator])
-    gpus = serializers.IntegerField(min_value=1, max_value=100_000)
+    gpus = serializers.IntegerField(
+        min_value=1, max_value=100_000, help_text="Whole GPUs, or instances of `mig_profile`."
+    )
+    mig_profile = serializers.CharField(
+        max_length=20,
+        required=False,
+        allow_null=True,
+        validators=[mig_profile_validator],
+        help_text="Reserve instances of this MIG profile of the class instead of whole GPUs.",
+    )
     starts_at = serializers.DateTimeField()
     ends_at = serializers.DateTimeField()
     pool = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
@@ -290,6 +303,7 @@ class ReservationInput(InputSerializer):
             project=data.get("project"),
             weeks=data["weeks"],
             lead_time=None if lead is None else timedelta(minutes=lead),
+            mig_profile=data.get("mig_profile"),
         )
 
 
@@ -312,6 +326,9 @@ class FreeDayOutput(serializers.Serializer):
 class PoolTimelineOutput(serializers.Serializer):
     pool = serializers.CharField(source="pool.name")
     gpu_class = serializers.CharField(source="pool.gpu_class.name")
+    mig_profile = serializers.CharField(
+        help_text="The MIG profile whose instances the row counts (empty: whole GPUs)."
+    )
     capacity = serializers.IntegerField()
     blocks = ReservedBlockOutput(many=True)
     free_by_day = FreeDayOutput(many=True)

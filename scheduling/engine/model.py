@@ -214,6 +214,7 @@ class Reservation:
     id: str
     tenant: str
     gpu_class: str
+    # Whole GPUs, or with ``mig_profile`` instances of that profile.
     gpus: int
     pool: str
     starts_at: datetime
@@ -223,10 +224,21 @@ class Reservation:
     lead_time: timedelta | None = None
     # Held for one project of the tenant (None: for all of them).
     project: str | None = None
+    mig_profile: str | None = None
 
     def holds_for(self, request: Request) -> bool:
         """Whether ``request`` is work the reservation holds its capacity for."""
         return self.tenant == request.tenant and self.project in (None, request.project)
+
+    def same_resource(self, request: Request) -> bool:
+        """Whether ``request`` asks for what the reservation holds: whole GPUs (or shares of
+        them), or instances of its MIG profile; a node's MIG instances and its whole GPUs are
+        separate capacity."""
+        return self.mig_profile == (request.mig_profile if request.mig_count else None)
+
+    @property
+    def unit(self) -> str:
+        return f"{self.mig_profile} instances" if self.mig_profile else "GPUs"
 
     def is_active(self, *, now: datetime) -> bool:
         return self.starts_at <= now < self.ends_at

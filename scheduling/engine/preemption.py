@@ -203,9 +203,10 @@ class Preemptor:
                 victim_id=workload.request.id,
                 preemptor_id=None,
                 reason="reservation",
-                message=f"Capacity on {reservation.gpu_class} in pool {reservation.pool} is"
+                message=f"{reservation.unit.capitalize()} of {reservation.gpu_class} in pool"
+                f" {reservation.pool} are"
                 f" reserved for {reservation.tenant} from {reservation.starts_at.isoformat()};"
-                " it is emptied ahead of the window.",
+                " they are freed ahead of the window.",
                 reservation_id=reservation.id,
             ),
         )

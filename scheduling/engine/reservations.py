@@ -14,7 +14,7 @@ import numpy as np
 
 from .capacity import SettledCapacity
 from .free_capacity import ClusterState
-from .model import MILLI_PER_GPU, Request, Reservation, RunningWorkload
+from .model import MILLI_PER_GPU, Request, Reservation, RunningWorkload, mig_profile_milli
 
 
 class ReservationBook:
@@ -42,8 +42,9 @@ class ReservationBook:
         self._settled = settled
         self._pools = np.array([n.pool for n in cluster.nodes])
         self._classes = np.array([n.gpu_class for n in cluster.nodes])
-        # GPU milli run per (tenant, project or None for the whole tenant, class, pool).
-        self._usage: Counter[tuple[str, str | None, str, str]] = Counter()
+        # GPU milli (or MIG instances) run per (tenant, project or None for the whole tenant,
+        # class, pool, MIG profile or None).
+        self._usage: Counter[tuple[str, str | None, str, str, str | None]] = Counter()
         for workload in running:
             self.started(workload)
 
@@ -58,19 +59,23 @@ class ReservationBook:
         return {
             r.pool
             for r in self._reservations
-            if r.holds_for(request) and (gpu_class is None or r.gpu_class == gpu_class)
+            if r.holds_for(request)
+            and r.same_resource(request)
+            and (gpu_class is None or r.gpu_class == gpu_class)
         }
 
     def outside(
-        self, request: Request, gpu_class: str, among: np.ndarray, need_gpus: int
+        self, request: Request, gpu_class: str, among: np.ndarray, need: int
     ) -> tuple[np.ndarray, str | None]:
-        """Drop pools whose idle GPUs are held for others, with a note naming them if any
-        were dropped. Preemptible work is kept only off capacity being drained for a window
-        about to open (it would be evicted again before the window)."""
+        """Drop pools whose idle GPUs (or, for a MIG request, instances of its profile) are
+        held for others, with a note naming them if any were dropped; ``need``: the GPUs or
+        instances the request takes. Preemptible work is kept only off capacity being drained
+        for a window about to open (it would be evicted again before the window)."""
         holding = self._holding(request, gpu_class)
         held = self._held(holding)
-        idle = self._settled.idle_by_pool(among=among) if held else {}
-        blocked = [pool for pool, gpus in held.items() if idle.get(pool, 0) - need_gpus < gpus]
+        profile = request.mig_profile if request.mig_count else None
+        idle = self._idle(among, profile) if held else {}
+        blocked = [pool for pool, amount in held.items() if idle.get(pool, 0) - need < amount]
         if not blocked:
             return among, None
         holders = [r for r in holding if r.pool in blocked]
@@ -81,8 +86,9 @@ class ReservationBook:
             allowed = "they are kept free for the window; only work that ends before then"
         else:
             allowed = "only preemptible work" + (" or work that ends before then" if when else "")
+        unit = holders[0].unit
         note = (
-            f"{gpu_class}: {sum(held[p] for p in blocked)} GPUs in pool {', '.join(blocked)}"
+            f"{gpu_class}: {sum(held[p] for p in blocked)} {unit} in pool {', '.join(blocked)}"
             f" are reserved for {owners}{when}; {allowed} may use them."
         )
         return among[~np.isin(self._pools[among], blocked)], note
@@ -102,6 +108,7 @@ class ReservationBook:
             r
             for r in candidates
             if r.gpu_class == gpu_class
+            and r.same_resource(request)
             and not r.holds_for(request)
             and (r.is_active(now=self._now) or ends is None or ends > r.starts_at)
         ]
@@ -119,14 +126,17 @@ class ReservationBook:
             (
                 r
                 for r in (*self._reservations, *self._upcoming)
-                if r.gpu_class == gpu_class and not r.holds_for(request)
+                if r.gpu_class == gpu_class
+                and r.same_resource(request)
+                and not r.holds_for(request)
             ),
             key=lambda r: r.starts_at,
         )
         for window in windows:
             ends = start + request.max_runtime if request.max_runtime is not None else None
             overlaps = start < window.ends_at and (ends is None or ends > window.starts_at)
-            if overlaps and need > capacity - window.gpus * MILLI_PER_GPU:
+            each = mig_profile_milli(window.mig_profile) if window.mig_profile else MILLI_PER_GPU
+            if overlaps and need > capacity - window.gpus * each:
                 start = window.ends_at
         return start
 
@@ -136,11 +146,23 @@ class ReservationBook:
         return self._draining
 
     def shortfall(self, reservation: Reservation) -> int:
-        """How many fewer GPUs of its class its pool has idle than the reservation holds
-        unused (0: none): what others' work must free before the window."""
+        """How many fewer GPUs (or instances) of its kind its pool has idle than the
+        reservation holds unused (0: none): what others' work must free before the window."""
         among = self.class_nodes(reservation.gpu_class)
-        idle = self._settled.idle_by_pool(among=among).get(reservation.pool, 0)
+        idle = self._idle(among, reservation.mig_profile).get(reservation.pool, 0)
         return max(self._held([reservation]).get(reservation.pool, 0) - idle, 0)
+
+    def _idle(self, among: np.ndarray, mig_profile: str | None) -> dict[str, int]:
+        """Idle whole GPUs, or free instances of ``mig_profile``, of the nodes ``among`` per
+        pool."""
+        if mig_profile is None:
+            return self._settled.idle_by_pool(among=among)
+        free = self._cluster.mig_free.get(mig_profile)
+        idle: Counter[str] = Counter()
+        if free is not None:
+            for node in among:
+                idle[str(self._pools[node])] += int(free[node])
+        return idle
 
     def class_nodes(self, gpu_class: str) -> np.ndarray:
         return np.flatnonzero(self._classes == gpu_class)
@@ -153,21 +175,30 @@ class ReservationBook:
         )
 
     def _held(self, holding: Iterable[Reservation]) -> dict[str, int]:
-        """Per pool, whole GPUs that these reservations hold and their owners leave unused."""
-        held: dict[str, int] = Counter()
-        for reservation in holding:
-            key = (reservation.tenant, reservation.project, reservation.gpu_class, reservation.pool)
-            held[reservation.pool] += max(reservation.gpus * MILLI_PER_GPU - self._usage[key], 0)
-        return {pool: milli // MILLI_PER_GPU for pool, milli in held.items() if milli}
+        """Per pool, whole GPUs (or MIG instances) that these reservations hold and their
+        owners leave unused."""
+        unused: Counter[tuple[str, int]] = Counter()
+        for r in holding:
+            key = (r.tenant, r.project, r.gpu_class, r.pool, r.mig_profile)
+            each = 1 if r.mig_profile else MILLI_PER_GPU
+            unused[(r.pool, each)] += max(r.gpus * each - self._usage[key], 0)
+        held: Counter[str] = Counter()
+        for (pool, each), amount in unused.items():
+            held[pool] += amount // each
+        return {pool: amount for pool, amount in held.items() if amount}
 
     def _count(self, workload: RunningWorkload, *, sign: int) -> None:
-        """Count the workload's GPUs as its project's and as its tenant's (project None), what
-        project and organization reservations compare with."""
+        """Count the workload's GPU milli (or MIG instances) as its project's and as its
+        tenant's (project None), what project and organization reservations compare with."""
         request = workload.request
         for placement in workload.placements:
             node = self._cluster.index.get(placement.node)
             if node is not None:
                 pool = self._cluster.nodes[node].pool
-                amount = sign * placement.gpu_milli * len(placement.gpu_indices)
+                if placement.mig_count:
+                    profile, amount = placement.mig_profile, placement.mig_count
+                else:
+                    profile, amount = None, placement.gpu_milli * len(placement.gpu_indices)
                 for project in {request.project, None}:
-                    self._usage[(request.tenant, project, workload.gpu_class, pool)] += amount
+                    key = (request.tenant, project, workload.gpu_class, pool, profile)
+                    self._usage[key] += sign * amount

@@ -226,6 +226,7 @@ class _Cycle:
                         if not reservation.holds_for(w.request)
                         and w.request.preemptible
                         and w.gpu_class == reservation.gpu_class
+                        and reservation.same_resource(w.request)
                         and self.reservations.in_pool(w, reservation.pool)
                     ),
                     key=lambda w: eviction_cost(workload=w, now=self.now),
@@ -341,8 +342,11 @@ class _Cycle:
         if not replicas:
             return _Failure(PendingCode.QUOTA, quota_reason, gpu_class)
         shape = GangShape.of(request, demand, replicas)
-        need_gpus = shape.demand.gpus * replicas if not shape.demand.is_shared else 0
-        among, reserved_note = self.reservations.outside(request, gpu_class, eligible, need_gpus)
+        if shape.demand.mig_count:
+            need = shape.demand.mig_count * replicas
+        else:
+            need = shape.demand.gpus * replicas if not shape.demand.is_shared else 0
+        among, reserved_note = self.reservations.outside(request, gpu_class, eligible, need)
         among, shadow = self.backfill.outside_shadow(request, gpu_class, among)
         placements = self._place_settled(request, shape, among)
         if placements is None:

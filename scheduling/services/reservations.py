@@ -1,4 +1,6 @@
-"""Reservations: whole GPUs of a pool held for an organization over a window of time.
+"""Reservations: whole GPUs of a pool, or instances of one MIG profile, held for an
+organization over a window of time. Each resource of a pool is booked on its own: a node's MIG
+instances and its whole GPUs are separate capacity.
 
 No overbooking, ever: a request locks the pools it may use (a row lock per pool on PostgreSQL),
 then checks every instant of its windows against what requested, approved and active
@@ -36,7 +38,8 @@ SEARCH_SPAN = timedelta(weeks=8)
 
 @dataclass(frozen=True)
 class ReservationRequest:
-    """What a tenant asks for; ``weeks`` > 1 repeats the window weekly (all or none)."""
+    """What a tenant asks for; ``weeks`` > 1 repeats the window weekly (all or none).
+    ``gpus`` counts whole GPUs, or instances of ``mig_profile``."""
 
     gpu_class: str
     gpus: int
@@ -46,6 +49,7 @@ class ReservationRequest:
     project: str | None = None
     weeks: int = 1
     lead_time: timedelta | None = None
+    mig_profile: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,12 +69,13 @@ class Shortfall:
 
 
 def pool_load(
-    pool: NodePool, starts_at: datetime, ends_at: datetime
+    pool: NodePool, starts_at: datetime, ends_at: datetime, mig_profile: str = ""
 ) -> list[tuple[datetime, datetime, int]]:
-    """GPUs the pool's holding reservations take over [starts_at, ends_at), as consecutive
-    pieces of constant load."""
+    """GPUs (or instances of ``mig_profile``) the pool's holding reservations take over
+    [starts_at, ends_at), as consecutive pieces of constant load."""
     overlapping = Reservation.objects.filter(
         pool=pool,
+        mig_profile=mig_profile,
         state__in=Reservation.HOLDING_STATES,
         starts_at__lt=ends_at,
         ends_at__gt=starts_at,
@@ -89,11 +94,18 @@ def pool_load(
 
 
 def shortfalls(
-    pool: NodePool, starts_at: datetime, ends_at: datetime, gpus: int, *, capacity: int
+    pool: NodePool,
+    starts_at: datetime,
+    ends_at: datetime,
+    gpus: int,
+    *,
+    capacity: int,
+    mig_profile: str = "",
 ) -> list[Shortfall]:
-    """Where [starts_at, ends_at) lacks ``gpus`` free GPUs of the pool, merged by amount."""
+    """Where [starts_at, ends_at) lacks ``gpus`` free GPUs (or instances of ``mig_profile``)
+    of the pool, merged by amount."""
     short: list[Shortfall] = []
-    for start, end, load in pool_load(pool, starts_at, ends_at):
+    for start, end, load in pool_load(pool, starts_at, ends_at, mig_profile):
         missing = load + gpus - capacity
         if missing <= 0:
             continue
@@ -105,7 +117,14 @@ def shortfalls(
 
 
 def nearest_windows(
-    pool: NodePool, starts_at: datetime, ends_at: datetime, gpus: int, *, capacity: int, now
+    pool: NodePool,
+    starts_at: datetime,
+    ends_at: datetime,
+    gpus: int,
+    *,
+    capacity: int,
+    now,
+    mig_profile: str = "",
 ) -> tuple[datetime | None, datetime | None]:
     """The latest start before ``starts_at`` (not in the past) and the earliest after it at
     which a window of the same length fits in the pool; None where none does within
@@ -114,6 +133,7 @@ def nearest_windows(
     length = ends_at - starts_at
     nearby = Reservation.objects.filter(
         pool=pool,
+        mig_profile=mig_profile,
         state__in=Reservation.HOLDING_STATES,
         starts_at__lt=ends_at + SEARCH_SPAN,
         ends_at__gt=starts_at - SEARCH_SPAN,
@@ -121,7 +141,9 @@ def nearest_windows(
     candidates = {edge for start, end in nearby for edge in (end, start - length)}
 
     def fits(start: datetime) -> bool:
-        return not shortfalls(pool, start, start + length, gpus, capacity=capacity)
+        return not shortfalls(
+            pool, start, start + length, gpus, capacity=capacity, mig_profile=mig_profile
+        )
 
     later = sorted(c for c in candidates if c > starts_at)
     earlier = sorted((c for c in candidates if now <= c < starts_at), reverse=True)
@@ -159,6 +181,11 @@ def _targets(
     if gpu_class is None:
         raise ValidationError({"gpu_class": [f"No GPU class {request.gpu_class!r}."]})
     errors: dict[str, list[str]] = {}
+    if request.mig_profile and request.mig_profile not in gpu_class.mig_profiles:
+        offered = ", ".join(gpu_class.mig_profiles) or "none"
+        errors["mig_profile"] = [
+            f"{gpu_class.name} has no MIG profile {request.mig_profile!r} (it has: {offered})."
+        ]
     project = tenant_selectors.project_named(
         organization=organization, slug=request.project, errors=errors
     )
@@ -202,18 +229,22 @@ def reservations_request(
             NodePool.objects.select_for_update().filter(pk__in=[p.pk for p in pools]).order_by("pk")
         )
         locked.sort(key=lambda p: p.name)
-        capacities = {pool.pk: pool_capacity(pool) for pool in locked}
+        profile = request.mig_profile or ""
+        capacities = {pool.pk: pool_capacity(pool, profile) for pool in locked}
         largest = max(capacities.values(), default=0)
         if largest < request.gpus:
             where = f"pool {request.pool}" if request.pool else f"the largest pool of {gpu_class}"
-            raise ValidationError({"gpus": [f"{request.gpus} GPUs, but {where} has {largest}."]})
+            unit = f"{profile} instances" if profile else "GPUs"
+            raise ValidationError({"gpus": [f"{request.gpus} {unit}, but {where} has {largest}."]})
         refusals = []
         for pool in locked:
             capacity = capacities[pool.pk]
             short = [
                 s
                 for start, end in windows
-                for s in shortfalls(pool, start, end, request.gpus, capacity=capacity)
+                for s in shortfalls(
+                    pool, start, end, request.gpus, capacity=capacity, mig_profile=profile
+                )
             ]
             if not short:
                 approved = preapproved or _within_rule(organization, request)
@@ -224,11 +255,18 @@ def reservations_request(
             refusals.append((pool, capacity, short))
     pool, capacity, short = refusals[0]
     before, after = nearest_windows(
-        pool, request.starts_at, request.ends_at, request.gpus, capacity=capacity, now=now
+        pool,
+        request.starts_at,
+        request.ends_at,
+        request.gpus,
+        capacity=capacity,
+        now=now,
+        mig_profile=request.mig_profile or "",
     )
     first = short[0]
+    unit = f"{request.mig_profile} instances" if request.mig_profile else "GPUs"
     raise Conflict(
-        f"{pool.name} lacks {first.gpus} of the {request.gpus} GPUs from"
+        f"{pool.name} lacks {first.gpus} of the {request.gpus} {unit} from"
         f" {first.starts_at.isoformat()} to {first.ends_at.isoformat()}"
         + (f" (and {len(short) - 1} more short periods)" if len(short) > 1 else "")
         + ".",
@@ -260,6 +298,7 @@ def _hold(
             gpu_class=gpu_class,
             pool=pool,
             gpus=request.gpus,
+            mig_profile=request.mig_profile or "",
             starts_at=start,
             ends_at=end,
             series=series,
@@ -286,6 +325,7 @@ def _payload(reservation: Reservation) -> dict:
         "gpu_class": reservation.gpu_class.name,
         "pool": reservation.pool.name,
         "gpus": reservation.gpus,
+        "mig_profile": reservation.mig_profile,
         "starts_at": reservation.starts_at.isoformat(),
         "ends_at": reservation.ends_at.isoformat(),
         "state": reservation.state,
@@ -407,25 +447,33 @@ def reservations_recheck(*, now=None) -> int:
         holding = list(
             Reservation.objects.filter(state__in=Reservation.HOLDING_STATES, ends_at__gt=now)
             .select_related("organization", "gpu_class", "pool")
-            .order_by("pool_id", "requested_at", "pk")
+            .order_by("requested_at", "pk")
         )
         pools = {r.pool_id for r in holding}
         # The same locks as a request's: a re-check and a request never interleave.
         for pool in NodePool.objects.select_for_update().filter(pk__in=pools).order_by("pk"):
-            mine = sorted(
-                (r for r in holding if r.pool_id == pool.pk),
-                key=lambda r: r.state == Reservation.State.REQUESTED,
-            )
-            capacity = pool_capacity(pool)
-            held: list[tuple[datetime, datetime, int]] = []
-            for reservation in mine:
-                start = max(reservation.starts_at, now)
-                room = max(0, capacity - _peak(held, start, reservation.ends_at))
-                short = max(0, reservation.gpus - room)
-                held.append((start, reservation.ends_at, reservation.gpus - short))
-                if short != reservation.short_gpus:
-                    _mark_short(reservation, short)
-                    changed += 1
+            for profile in sorted({r.mig_profile for r in holding if r.pool_id == pool.pk}):
+                mine = sorted(
+                    (r for r in holding if r.pool_id == pool.pk and r.mig_profile == profile),
+                    key=lambda r: r.state == Reservation.State.REQUESTED,
+                )
+                changed += _recheck(mine, pool_capacity(pool, profile), now)
+    return changed
+
+
+def _recheck(reservations: list[Reservation], capacity: int, now: datetime) -> int:
+    """Mark each of ``reservations`` (of one pool and resource, in the order that keeps its
+    capacity first) short by what ``capacity`` no longer covers; how many changed."""
+    changed = 0
+    held: list[tuple[datetime, datetime, int]] = []
+    for reservation in reservations:
+        start = max(reservation.starts_at, now)
+        room = max(0, capacity - _peak(held, start, reservation.ends_at))
+        short = max(0, reservation.gpus - room)
+        held.append((start, reservation.ends_at, reservation.gpus - short))
+        if short != reservation.short_gpus:
+            _mark_short(reservation, short)
+            changed += 1
     return changed
 
 
@@ -458,7 +506,8 @@ def reservation_email_send(*, reservation_id: str) -> bool:
         # A short reservation needs an operator too: capacity back, or a talk with the tenant.
         waits_for_operators=reservation.state == Reservation.State.REQUESTED
         or bool(reservation.short_gpus),
-        subject=f"Reservation of {reservation.gpus} {reservation.gpu_class.name} GPUs: {state}",
+        subject=f"Reservation of {reservation.gpus} {reservation.gpu_class.name}"
+        f" {reservation.unit}: {state}",
         template="scheduling/email/reservation.txt",
         context={"reservation": reservation},
     )

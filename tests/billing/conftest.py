@@ -45,7 +45,7 @@ def offer(operator, h100):
                 slug=slug,
                 name=fields.pop("name", slug),
                 kind=fields.pop("kind", "on_demand"),
-                gpu_class=h100,
+                gpu_class=fields.pop("gpu_class", h100),
                 active_from=fields.pop("active_from", clock.now() - timedelta(days=1)),
                 **fields,
             ),

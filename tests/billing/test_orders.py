@@ -12,7 +12,7 @@ from billing.services import OrderRequest
 from portal.errors import Conflict
 from scheduling import clock
 from scheduling import services as scheduling
-from scheduling.models import QuotaGrant, Reservation
+from scheduling.models import GpuClass, QuotaGrant, Reservation
 from tenants.permissions import Caller
 
 from ..roles import MANAGING
@@ -163,6 +163,22 @@ def test_fulfilling_a_quota_package_grows_the_grant_until_the_period_ends(
     services.order_fulfil(order_id=str(made.pk))
     grant = QuotaGrant.objects.get(organization=acme, gpu_class__name="H100-80GB")
     assert (grant.limit, grant.requests.get().granted_until) == (8, made.ends_at)
+
+
+def test_an_order_of_reserved_mig_instances_reserves_instances_of_its_profile(
+    offer, cluster, alice, acme, operator
+):
+    offer(
+        slug="a100-1g-reserved",
+        kind="reservation",
+        price="0.2500",
+        gpu_class=GpuClass.objects.get(name="A100-80GB"),
+        mig_profile="mig-1g.10gb",
+    )
+    made = approved(alice, acme, operator, item="a100-1g-reserved", quantity=14)
+    services.order_fulfil(order_id=str(made.pk))
+    held = Reservation.objects.get()
+    assert (held.pool.name, held.mig_profile, held.gpus) == ("a100-mig", "mig-1g.10gb", 14)
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from dataclasses import replace
 from datetime import timedelta
 
-from scheduling.engine import Reservation
+from scheduling.engine import ReplicaPlacement, Reservation
 
 from .builders import NOW, admitted, cycle, node, on, quota, reason, request, running
 
@@ -231,3 +231,91 @@ def test_a_project_reservation_keeps_the_tenants_other_projects_firm_work_off():
 
 def test_a_project_reservation_is_used_by_its_own_projects_firm_work():
     assert admitted(for_project("ai-prod")) == ["job"]
+
+
+# MIG instances are reserved by profile: separate capacity from the node's whole GPUs.
+
+MIG = "mig-1g.10gb"
+MIG_QUOTAS = [
+    quota(tenant, gpus=gpus, **fields)
+    for tenant in ("acme", "globex")
+    for gpus, fields in ((8, {}), (14, {"mig_profile": MIG}))
+]
+
+
+def mig_cycle(pending, *, reserved_profile=MIG, reserved=7, running_=(), free_instances=14):
+    """Node a: 8 whole GPUs and 14 instances of mig-1g.10gb; acme holds ``reserved`` of
+    ``reserved_profile`` (whole GPUs if None) from an hour ago."""
+    reservation = replace(held_for("acme", gpus=reserved), mig_profile=reserved_profile)
+    return cycle(
+        nodes=[node("a", mig_free={MIG: free_instances})],
+        pending=pending,
+        running=list(running_),
+        quotas=MIG_QUOTAS,
+        reservations=[reservation],
+    )
+
+
+def mig_request(name, tenant, count, **fields):
+    return request(name, tenant=tenant, mig_profile=MIG, mig_count=count, **fields)
+
+
+def test_another_tenant_cannot_take_reserved_mig_instances_as_non_preemptible():
+    decisions = mig_cycle([mig_request("job", "globex", 8, preemptible=False)])
+    waiting = reason(decisions, "job")
+    assert (waiting.code, "7 mig-1g.10gb instances in pool dgx" in waiting.message) == (
+        "reservation",
+        True,
+    )
+
+
+def test_instances_the_reservation_leaves_free_may_be_taken():
+    decisions = mig_cycle([mig_request("job", "globex", 7, preemptible=False)])
+    assert admitted(decisions) == ["job"]
+
+
+def test_a_mig_reservation_holds_no_whole_gpus():
+    decisions = mig_cycle([request("job", tenant="globex", gpus=8, preemptible=False)])
+    assert admitted(decisions) == ["job"]
+
+
+def test_a_whole_gpu_reservation_holds_no_mig_instances():
+    decisions = mig_cycle(
+        [mig_request("job", "globex", 14, preemptible=False)], reserved_profile=None, reserved=8
+    )
+    assert admitted(decisions) == ["job"]
+
+
+def test_the_owner_takes_its_reserved_mig_instances():
+    decisions = mig_cycle([mig_request("job", "acme", 7, preemptible=False)])
+    assert admitted(decisions) == ["job"]
+
+
+def test_the_owners_running_instances_count_against_what_it_holds():
+    """acme runs 7 instances inside its reservation of 7: nothing is held unused any more,
+    so globex's firm work takes the other 7."""
+    inside = running(
+        mig_request("inside", "acme", 7),
+        ReplicaPlacement(node="a", mig_profile=MIG, mig_count=7),
+    )
+    decisions = mig_cycle(
+        [mig_request("job", "globex", 7, preemptible=False)], running_=[inside], free_instances=7
+    )
+    assert admitted(decisions) == ["job"]
+
+
+def test_preemptible_mig_guests_are_drained_ahead_of_a_mig_window():
+    guest_ = running(
+        mig_request("guest", "globex", 14),
+        ReplicaPlacement(node="a", mig_profile=MIG, mig_count=14),
+    )
+    reservation = replace(held_for("acme", gpus=7, hours_from_now=(1 / 6, 6)), mig_profile=MIG)
+    decisions = cycle(
+        nodes=[node("a", mig_free={MIG: 0})],
+        running=[guest_],
+        quotas=MIG_QUOTAS,
+        reservations=[reservation],
+    )
+    assert [(p.victim_id, p.reservation_id) for p in decisions.preemptions] == [
+        ("guest", "res-acme")
+    ]

@@ -149,6 +149,25 @@ def test_an_owner_reserves_from_the_console(signed_in, alice, cluster):
     assert (response.status_code, Reservation.objects.get().gpus) == (302, 8)
 
 
+def test_an_owner_reserves_mig_instances_from_the_console(signed_in, alice, cluster):
+    start = (clock.now() + timedelta(days=2)).strftime("%Y-%m-%dT%H:00")
+    signed_in(alice).post(
+        RESERVATIONS,
+        {
+            "gpu_class": "A100-80GB",
+            "pool": "a100-mig",
+            "mig_profile": "mig-1g.10gb",
+            "gpus": 14,
+            "starts_at": start,
+            "hours": 4,
+            "weeks": 1,
+            "project": "",
+        },
+    )
+    held = Reservation.objects.get()
+    assert (held.gpus, held.mig_profile) == (14, "mig-1g.10gb")
+
+
 def test_the_reservation_page_shows_a_refusal_on_the_form(signed_in, alice, cluster):
     start = (clock.now() + timedelta(days=2)).strftime("%Y-%m-%dT%H:00")
     page = (

@@ -9,25 +9,32 @@ import os
 import signal
 import time
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 
+import psycopg
 import pytest
 from django.conf import settings
+from django.db import connection
 from django_celery_beat.models import PeriodicTask
 
+from billing import services as billing
+from billing.models import CancellationCharge, CatalogItem, Order
 from scheduling import clock, services
 from scheduling.cluster.simulated import SimulatedBackend
 from scheduling.models import (
     GpuClass,
     ProvisioningRecord,
     QuotaGrant,
+    Reservation,
     SchedulerState,
     SimulatedObject,
     Workload,
 )
 from tenants.models import Invitation
+from tenants.permissions import Caller
 
-from ..factories import ProjectFactory
+from ..factories import ProjectFactory, UserFactory
 from .conftest import start_worker, stop_worker, wait_for
 
 pytestmark = pytest.mark.worker
@@ -259,3 +266,97 @@ def test_a_launch_killed_with_its_worker_is_finished_by_the_reconciler(
         wait_for(lambda: state_of("train") == "Running", state=workloads)
     finally:
         stop_worker(second)
+
+
+@pytest.fixture
+def operator(transactional_db):
+    return UserFactory(email="ops@example.com", is_staff=True)
+
+
+@pytest.fixture
+def reserved(simulated, operator):
+    """Reserved H100-hours at 2.4650, free to cancel until 24 h before the window, then 50%."""
+    item = billing.catalog_item_save(
+        caller=Caller(user=operator),
+        item=CatalogItem(
+            slug="h100-reserved",
+            name="Reserved H100",
+            kind="reservation",
+            gpu_class=GpuClass.objects.get(name="H100-80GB"),
+            active_from=clock.now() - timedelta(days=1),
+        ),
+    )
+    billing.price_version_add(caller=Caller(user=operator), item=item, unit_price=Decimal("2.465"))
+    return item
+
+
+def test_a_reservation_cancelled_in_the_api_is_charged_by_a_real_worker(
+    reserved, alice, acme, api_as, celery_worker
+):
+    start = clock.now().replace(microsecond=0) + timedelta(hours=10)
+    made = api_as(alice).post(
+        "/api/v1/organizations/acme/reservations/",
+        {
+            "gpu_class": "H100-80GB",
+            "gpus": 8,
+            "starts_at": start.isoformat(),
+            "ends_at": (start + timedelta(hours=4)).isoformat(),
+        },
+        format="json",
+    )
+    [reservation] = made.json()
+    cancel = f"/api/v1/organizations/acme/reservations/{reservation['id']}/cancel/"
+    assert api_as(alice).post(cancel).status_code == 200
+    charge = wait_for(lambda: CancellationCharge.objects.first())
+    assert charge.amount == Decimal("39.44")
+
+
+def waiting_on_a_lock() -> int:
+    """Sessions of the test database waiting for a lock (asked outside the lock's transaction,
+    whose view of pg_stat_activity would stay as it first saw it)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        )
+        return cursor.fetchone()[0]
+
+
+def test_an_order_fulfilment_killed_with_its_worker_is_finished_once_by_the_reconciler(
+    reserved, alice, acme, operator, tmp_path
+):
+    """The fulfilment waits on the pool's row lock, which the test holds, so the worker dies
+    inside its transaction; the next worker's reconciler fulfils the order, once."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the fulfilment is held inside its transaction by a PostgreSQL row lock")
+    start = clock.now().replace(microsecond=0) + timedelta(days=1)
+    order = billing.order_create(
+        caller=Caller(user=alice),
+        organization=acme,
+        request=billing.OrderRequest(
+            item="h100-reserved", quantity=8, starts_at=start, ends_at=start + timedelta(hours=4)
+        ),
+    )
+    db = connection.settings_dict
+    reconcile = {"PORTAL_RECONCILE_SECONDS": "2"}
+    with psycopg.connect(
+        host=db["HOST"] or "localhost", port=db["PORT"] or 5432, user=db["USER"], dbname=db["NAME"]
+    ) as lock:
+        lock.execute("SELECT 1 FROM scheduling_nodepool WHERE name = 'dgx-h100' FOR UPDATE")
+        first, _ = start_worker(tmp_path / "first", beat=False, **reconcile)
+        try:
+            billing.order_approve(caller=Caller(user=operator), order=order)
+            wait_for(waiting_on_a_lock)
+        finally:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.communicate()
+        lock.rollback()
+    order.refresh_from_db()
+    assert (order.state, Reservation.objects.count()) == (Order.State.APPROVED, 0)
+    second, _ = start_worker(tmp_path / "second", beat=True, purge=False, **reconcile)
+    try:
+        wait_for(lambda: Order.objects.filter(pk=order.pk, state="fulfilled").exists())
+        time.sleep(3)  # a few more reconciler rounds, which must make nothing more
+    finally:
+        stop_worker(second)
+    assert Reservation.objects.filter(organization=acme).count() == 1

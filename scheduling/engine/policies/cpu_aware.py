@@ -6,8 +6,9 @@ of those GPUs will never host one. GPU-sharing tasks ask the most CPU per GPU in
 (13 cores against 12 per GPU on its most common node), so for sharing types
 ``fgd_cpu_reach`` also counts as fragmented every GPU past the number of shares the node's
 free CPU allows. The score stays FGD's integer one; equal scores go to ``fgd_used_first``'s
-order. Measured in bench/RESULTS.md ("Placement beyond FGD"), with the variants tried
-(bench/placement_trials.py).
+order. ``fgd_cpu_waste`` also counts the idle milli the opened GPUs are expected to end
+with (``waste_curve``). Measured in bench/RESULTS.md ("Placement beyond FGD"), with the
+variants tried (bench/placement_trials.py).
 """
 
 from __future__ import annotations
@@ -29,9 +30,38 @@ StateKey = tuple[int, int, tuple[int, ...]]
 # tasks that fit, by GPU and by CPU, would take).
 
 
+def waste_curve(
+    *, tasks: Sequence[TaskType], weights: np.ndarray, competition: float
+) -> np.ndarray:
+    """W(f) for f = 0..1,000: the milli-GPU a GPU with ``f`` free is expected to end with
+    idle, if it is filled at all with probability P_f / (P_f + ``competition``) and then by a
+    share that fits, each in proportion to its popularity (P_f: the popularity, among the
+    GPU types, of the shares that fit f). A whole GPU counts 0: only opened GPUs waste.
+
+    FGD asks only whether a type fits a gap; W also asks how well: a 530 gap takes a 470
+    and ends at 60, a 210 gap waits for the rare shares of 160 or less.
+    """
+    sizes = np.array([t.gpu_milli if t.gpus == 1 else 0 for t in tasks], dtype=np.int64)
+    share = (sizes > 0) & (sizes < MILLI_PER_GPU)
+    gpu_weight = max(float(weights[np.array([t.gpus > 0 for t in tasks], dtype=bool)].sum()), 1e-12)
+    sizes, popularity = sizes[share], weights[share] / gpu_weight
+    curve = np.zeros(MILLI_PER_GPU + 1)
+    for free in range(1, MILLI_PER_GPU):
+        fits = sizes <= free
+        fitting = float(popularity[fits].sum())
+        if not fitting:
+            curve[free] = free
+            continue
+        after = float(popularity[fits] @ curve[free - sizes[fits]]) / fitting
+        filled = fitting / (fitting + competition)
+        curve[free] = (1 - filled) * free + filled * after
+    return curve
+
+
 class StateTables:
     """Per node state ``(class id, free CPU, sorted free GPU milli)`` and per task type: the
-    fragmentation F_n(m) in milli-GPU and how many tasks of the type the node can take.
+    fragmentation F_n(m) in milli-GPU and how many tasks of the type the node can take; per
+    state, the expected waste of its GPUs (``waste``, from ``waste_curve`` when given).
 
     ``row`` hands out a state's row at once; ``flush`` computes every new row in one batch."""
 
@@ -42,9 +72,11 @@ class StateTables:
         class_names: Sequence[str],
         share_mode: str = "plain",
         whole_mode: str = "plain",
+        waste_curve: np.ndarray | None = None,
     ) -> None:
         self.share_mode = share_mode
         self.whole_mode = whole_mode
+        self.waste_curve = np.zeros(MILLI_PER_GPU + 1) if waste_curve is None else waste_curve
         self.cpu = np.array([t.cpu_milli for t in tasks], dtype=np.int64)
         self.gpus = np.array([t.gpus for t in tasks], dtype=np.int64)
         self.milli = np.array([t.gpu_milli if t.gpus else 0 for t in tasks], dtype=np.int64)
@@ -60,6 +92,7 @@ class StateTables:
         self._pending: list[StateKey] = []
         self.frag = np.zeros((16, len(tasks)))
         self.capacity = np.zeros((16, len(tasks)))
+        self.waste = np.zeros(16)
 
     def row(self, key: StateKey) -> int:
         row = self._rows.get(key)
@@ -76,6 +109,7 @@ class StateTables:
         while len(self._rows) > len(self.frag):
             self.frag = np.concatenate((self.frag, np.zeros_like(self.frag)))
             self.capacity = np.concatenate((self.capacity, np.zeros_like(self.capacity)))
+            self.waste = np.concatenate((self.waste, np.zeros_like(self.waste)))
         width = max(len(frees) for _, _, frees in keys)
         # Free GPU milli ascending, padded in front with zeros (which count for nothing).
         frees = np.zeros((len(keys), width), dtype=np.int64)
@@ -112,6 +146,7 @@ class StateTables:
         self.frag[rows] = np.where(fits, fragmented, idle)
         tasks = np.minimum(by_cpu, np.where(self.shared, shares, whole))
         self.capacity[rows] = np.where(runs, tasks, 0)
+        self.waste[rows] = self.waste_curve[frees].sum(axis=1)
 
     def fragmented(
         self,
@@ -148,6 +183,10 @@ class TableScores:
     epoch: ClassVar[int] = 0
     scale: ClassVar[float] = 1000.0  # milli-GPU of fragmentation per sigmoid unit (FGD's)
     tables: ClassVar[type[StateTables]] = StateTables
+    # Milli-GPU of fragmentation per milli of expected waste added to the score's delta (0:
+    # FGD's delta alone), and ``waste_curve``'s competition.
+    waste_weight: ClassVar[float] = 0.0
+    competition: ClassVar[float] = 0.05
 
     def _init_tables(self, workload: Sequence[tuple[TaskType, float]]) -> None:
         self._mix = tuple(task for task, _ in workload)
@@ -165,11 +204,17 @@ class TableScores:
 
     def _sync(self, cluster: ClusterState) -> StateTables:
         if self._state_tables is None:
+            curve = (
+                waste_curve(tasks=self._mix, weights=self._weights, competition=self.competition)
+                if self.waste_weight
+                else None
+            )
             self._state_tables = self.tables(
                 tasks=self._mix,
                 class_names=cluster.class_names,
                 share_mode=self.share_mode,
                 whole_mode=self.whole_mode,
+                waste_curve=curve,
             )
         known = len(self._table_rows)
         if known < len(cluster.state_keys):
@@ -206,6 +251,8 @@ class TableScores:
         assert tables is not None
         tables.flush()
         delta = (tables.frag[before] - tables.frag[after]) @ self._weights
+        if self.waste_weight:
+            delta += self.waste_weight * (tables.waste[before] - tables.waste[after])
         return np.floor(MAX_SCORE / (1.0 + np.exp(-delta / self.scale)))
 
     def table_scores(
@@ -339,3 +386,12 @@ class CpuReachHostsKeptPolicy(TableScores, ScarceNodesKeptFragmentationPolicy):
             self._hosts += self._fits[self._row_of_state[cluster.state_id[moved]]].sum(axis=0)
             self._hosts_of[moved] = cluster.state_id[moved]
         return self._hosts
+
+
+class CpuReachWastePolicy(CpuReachHostsKeptPolicy):
+    """Ours: ``fgd_cpu_keep_hosts`` whose fragmentation delta also counts twice the change in
+    the expected waste of the node's opened GPUs (``waste_curve``), so a share goes where
+    its leftover is likely to be filled well, and the GPU it takes is chosen the same way."""
+
+    name = "fgd_cpu_waste"
+    waste_weight = 2.0

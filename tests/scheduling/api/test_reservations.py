@@ -95,6 +95,8 @@ def test_a_window_that_does_not_fit_answers_409_with_the_shortfall_and_alternati
         ({"weeks": 0}, "weeks"),
         ({"starts_at": "tomorrow"}, "starts_at"),
         ({"color": "red"}, "color"),
+        ({"mig_profile": "mig-1g.10gb"}, "mig_profile"),
+        ({"mig_profile": "1g"}, "mig_profile"),
     ],
 )
 def test_bad_input_is_a_400_naming_the_field_and_holds_nothing(
@@ -139,3 +141,13 @@ def test_the_timeline_gives_the_free_gpus_of_each_day(held, alice, api_as):
 def test_a_timeline_of_too_many_days_is_a_400(cluster, alice, api_as):
     response = api_as(alice).get("/api/v1/organizations/acme/reservation-timeline/?days=91")
     assert (response.status_code, list(response.json()["error"]["fields"])) == (400, ["days"])
+
+
+def test_mig_instances_are_reserved_and_answered_with_their_unit(cluster, alice, api_as):
+    mig = {"gpu_class": "A100-80GB", "pool": "a100-mig", "mig_profile": "mig-3g.40gb", "gpus": 4}
+    [made] = api_as(alice).post(URL, body(**mig), format="json").json()
+    assert (made["gpus"], made["mig_profile"], made["unit"]) == (
+        4,
+        "mig-3g.40gb",
+        "mig-3g.40gb instances",
+    )

@@ -1,0 +1,23 @@
+"""The arithmetic of prices: what a unit price multiplies, and the one rounding rule (half up
+to cents, once per amount)."""
+
+from datetime import datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
+
+from .models import CatalogItem
+
+SECONDS_PER_HOUR = 3600
+MONTH = timedelta(days=30)
+CENT = Decimal("0.01")
+
+
+def period_units(item: CatalogItem, starts_at: datetime, ends_at: datetime) -> Decimal:
+    """What the unit price multiplies: hours for GPU-hour items, months (30 days, started
+    months counted whole) for monthly ones."""
+    if item.kind in (CatalogItem.Kind.QUOTA_PACKAGE, CatalogItem.Kind.DEDICATED_POOL):
+        return Decimal(-(-(ends_at - starts_at) // MONTH))
+    return Decimal(int((ends_at - starts_at).total_seconds())) / SECONDS_PER_HOUR
+
+
+def to_cents(amount: Decimal) -> Decimal:
+    return amount.quantize(CENT, ROUND_HALF_UP)

@@ -1,0 +1,250 @@
+"""Cancelling a reservation costs what its catalog item's terms say (free until
+``free_cancellation_hours`` before the window, then ``cancellation_charge_percent`` of the price
+of what is left of it), recorded once per reservation for invoices to read."""
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import IntegrityError
+from django.urls import reverse
+
+from billing import selectors, services, tasks
+from billing.models import CancellationCharge
+from scheduling import clock
+from scheduling import services as scheduling
+from scheduling.models import Reservation
+from tenants.models import AuditEvent
+from tenants.permissions import Caller
+
+from .test_orders import approved
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def reserved(offer, cluster):
+    """The list price of a reserved H100-hour: 2.4650, free cancellation until 24 h before,
+    then 50%."""
+    return offer(slug="h100-reserved", kind="reservation", price="2.4650")
+
+
+def start_in(hours: float):
+    return clock.now().replace(microsecond=0) + timedelta(hours=hours)
+
+
+def reservation(user, organization, *, starts_in: float = 48, hours: int = 4, gpus: int = 8):
+    [held] = scheduling.reservations_request(
+        caller=Caller(user=user),
+        organization=organization,
+        request=scheduling.ReservationRequest(
+            gpu_class="H100-80GB",
+            gpus=gpus,
+            starts_at=start_in(starts_in),
+            ends_at=start_in(starts_in + hours),
+            pool="dgx-h100",
+        ),
+    )
+    return held
+
+
+def cancelled(user, held: Reservation) -> Reservation:
+    return scheduling.reservation_cancel(caller=Caller(user=user), reservation=held)
+
+
+def test_cancelling_before_the_free_period_ends_costs_nothing(reserved, alice, acme):
+    held = reservation(alice, acme, starts_in=48)
+    charge = services.cancellation_charge_record(reservation_id=str(cancelled(alice, held).pk))
+    assert (charge.amount, charge.explanation.startswith("Free")) == (Decimal("0.00"), True)
+
+
+def test_cancelling_within_the_terms_hours_costs_their_share_of_the_window(reserved, alice, acme):
+    held = reservation(alice, acme, starts_in=10)  # 8 GPUs x 4 h x 2.4650 = 78.88
+    charge = services.cancellation_charge_record(reservation_id=str(cancelled(alice, held).pk))
+    assert (charge.remaining_value, charge.percent, charge.amount) == (
+        Decimal("78.88"),
+        50,
+        Decimal("39.44"),
+    )
+
+
+def test_an_open_window_cancelled_is_charged_on_what_is_left_of_it(reserved, alice, acme):
+    held = reservation(alice, acme, starts_in=10)
+    quote = selectors.cancellation_quote(reservation=held, at=held.starts_at + timedelta(hours=1))
+    assert (quote.remaining_value, quote.amount) == (Decimal("59.16"), Decimal("29.58"))
+
+
+def test_a_reservation_bought_by_an_order_is_charged_on_the_orders_total(
+    offer, cluster, alice, acme, operator
+):
+    offer(
+        slug="h100-pool",
+        kind="dedicated_pool",
+        price="50000",
+        free_cancellation_hours=24 * 7,
+        cancellation_charge_percent=20,
+    )
+    made = approved(
+        alice, acme, operator, item="h100-pool", quantity=1, hours=24 * 30, pool="dgx-h100"
+    )
+    services.order_fulfil(order_id=str(made.pk))
+    held = cancelled(alice, Reservation.objects.get())
+    charge = services.cancellation_charge_record(reservation_id=str(held.pk))
+    assert (charge.order_id, charge.amount) == (made.pk, Decimal("10000.00"))
+
+
+def test_the_price_in_force_when_the_reservation_was_asked_for_applies(
+    reserved, operator, alice, acme
+):
+    held = reservation(alice, acme, starts_in=10)
+    services.price_version_add(caller=Caller(user=operator), item=reserved, unit_price=Decimal(9))
+    charge = services.cancellation_charge_record(reservation_id=str(cancelled(alice, held).pk))
+    assert charge.amount == Decimal("39.44")
+
+
+def test_without_a_catalog_item_for_the_class_a_cancellation_costs_nothing(cluster, alice, acme):
+    held = reservation(alice, acme, starts_in=1)
+    charge = services.cancellation_charge_record(reservation_id=str(cancelled(alice, held).pk))
+    assert (charge.amount, charge.item, "nothing to charge" in charge.explanation) == (
+        Decimal("0.00"),
+        None,
+        True,
+    )
+
+
+def test_a_cancellation_is_charged_once_however_often_it_is_recorded(reserved, alice, acme):
+    held = cancelled(alice, reservation(alice, acme, starts_in=10))
+    first = services.cancellation_charge_record(reservation_id=str(held.pk))
+    second = services.cancellation_charge_record(reservation_id=str(held.pk))
+    assert (first.pk, CancellationCharge.objects.count()) == (second.pk, 1)
+
+
+def test_the_database_refuses_a_second_charge_for_one_reservation(reserved, alice, acme):
+    held = cancelled(alice, reservation(alice, acme, starts_in=10))
+    charge = services.cancellation_charge_record(reservation_id=str(held.pk))
+    charge.pk = None
+    with pytest.raises(IntegrityError):
+        charge.save(force_insert=True)
+
+
+def test_a_charge_is_audited(reserved, alice, acme):
+    held = cancelled(alice, reservation(alice, acme, starts_in=10))
+    charge = services.cancellation_charge_record(reservation_id=str(held.pk))
+    assert AuditEvent.objects.filter(
+        action="reservation.cancellation_charge", target_id=str(charge.pk)
+    ).exists()
+
+
+def test_a_reservation_still_holding_is_not_charged(reserved, alice, acme):
+    held = reservation(alice, acme, starts_in=10)
+    assert services.cancellation_charge_record(reservation_id=str(held.pk)) is None
+
+
+def test_cancelling_queues_the_charge(reserved, alice, acme, django_capture_on_commit_callbacks):
+    held = reservation(alice, acme, starts_in=10)
+    with django_capture_on_commit_callbacks() as callbacks:
+        cancelled(alice, held)
+    assert (tasks.cancellation_charge_record.delay, {"reservation_id": str(held.pk)}) in [
+        (c.func, c.keywords) for c in callbacks
+    ]
+
+
+def test_the_reconciler_charges_a_cancellation_whose_event_was_lost(reserved, alice, acme):
+    cancelled(alice, reservation(alice, acme, starts_in=10))
+    counts = services.billing_reconcile()
+    assert (counts["charges_recorded"], CancellationCharge.objects.get().amount) == (
+        1,
+        Decimal("39.44"),
+    )
+
+
+def test_the_reconciler_fulfils_an_order_whose_task_was_lost(reserved, alice, acme, operator):
+    made = approved(alice, acme, operator)
+    counts = services.billing_reconcile(now=clock.now() + timedelta(minutes=5))
+    made.refresh_from_db()
+    assert (counts["orders_fulfilled"], made.state) == (1, "fulfilled")
+
+
+def test_the_reconciler_leaves_an_order_just_approved_to_its_task(reserved, alice, acme, operator):
+    made = approved(alice, acme, operator)
+    services.billing_reconcile()
+    made.refresh_from_db()
+    assert made.state == "approved"
+
+
+# The API: a quote before cancelling, the charge after, and the organization's list.
+
+URL = "/api/v1/organizations/acme/reservations/{}/cancellation-charge/"
+LIST = "/api/v1/organizations/acme/cancellation-charges/"
+
+
+def test_the_api_quotes_what_cancelling_would_cost_now(reserved, alice, acme, api_as):
+    held = reservation(alice, acme, starts_in=10)
+    quote = api_as(alice).get(URL.format(held.pk)).json()
+    assert (quote["amount"], quote["currency"], quote["recorded"]) == ("39.44", "EUR", False)
+
+
+def test_the_api_answers_a_recorded_charge_as_recorded(reserved, alice, acme, api_as):
+    held = cancelled(alice, reservation(alice, acme, starts_in=10))
+    services.cancellation_charge_record(reservation_id=str(held.pk))
+    charge = api_as(alice).get(URL.format(held.pk)).json()
+    assert (charge["amount"], charge["recorded"]) == ("39.44", True)
+
+
+def test_a_reservation_that_holds_nothing_has_nothing_to_quote(
+    reserved, alice, acme, operator, api_as
+):
+    held = reservation(alice, acme, starts_in=10)
+    scheduling.reservation_reject(caller=Caller(user=operator), reservation=held, reason="no")
+    response = api_as(alice).get(URL.format(held.pk))
+    assert (response.status_code, response.json()["error"]["code"]) == (409, "not_holding")
+
+
+@pytest.mark.parametrize(
+    ("caller", "status"),
+    [
+        ("owner", 200),
+        ("admin", 200),
+        ("member", 200),
+        ("viewer", 200),
+        ("foreign", 404),
+        ("outsider", 404),
+        ("anonymous", 401),
+    ],
+)
+def test_every_member_reads_the_quote_and_others_get_nothing(
+    reserved, alice, acme, actors, api_as, caller, status
+):
+    held = reservation(alice, acme, starts_in=10)
+    assert api_as(actors.get(caller)).get(URL.format(held.pk)).status_code == status
+
+
+@pytest.mark.parametrize("reservation_id", ["not-a-uuid", "00000000-0000-0000-0000-000000000000"])
+def test_an_unknown_or_malformed_reservation_is_a_404(reserved, alice, api_as, reservation_id):
+    assert api_as(alice).get(URL.format(reservation_id)).status_code == 404
+
+
+def test_another_tenants_reservation_is_a_404(reserved, alice, acme, bruno, api_as):
+    held = reservation(alice, acme, starts_in=10)
+    url = f"/api/v1/organizations/globex/reservations/{held.pk}/cancellation-charge/"
+    assert api_as(bruno).get(url).status_code == 404
+
+
+def test_the_list_holds_the_organizations_charges_only(
+    reserved, alice, acme, globex, bruno, api_as
+):
+    for user, organization in ((alice, acme), (bruno, globex)):
+        held = cancelled(user, reservation(user, organization, starts_in=10))
+        services.cancellation_charge_record(reservation_id=str(held.pk))
+    listed = api_as(alice).get(LIST).json()["results"]
+    assert [c["reservation"] for c in listed] == [
+        str(CancellationCharge.objects.get(organization=acme).reservation_id)
+    ]
+
+
+def test_the_orders_page_lists_the_charges(reserved, alice, acme, client):
+    held = cancelled(alice, reservation(alice, acme, starts_in=10))
+    services.cancellation_charge_record(reservation_id=str(held.pk))
+    client.force_login(alice)
+    page = client.get(reverse("billing:orders", args=["acme"])).content.decode()
+    assert ("Cancellation charges" in page, "39.44" in page) == (True, True)
