@@ -47,6 +47,8 @@ class CatalogItem(models.Model):
     # A quota package's size, in the grant's unit (GPUs or MIG instances).
     quantity = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
     minimum_commitment_hours = models.PositiveIntegerField(default=0)
+    # The longest period one order may cover (None: no limit).
+    maximum_period_hours = models.PositiveIntegerField(null=True, blank=True)
     # Cancelling a reservation is free until this many hours before its window, then costs
     # this share of its price.
     free_cancellation_hours = models.PositiveIntegerField(default=24)

@@ -128,10 +128,8 @@ def order_create(
         errors["starts_at"] = ["The period starts in the past."]
     if request.ends_at <= request.starts_at:
         errors["ends_at"] = ["The period ends after it starts."]
-    elif item is not None and request.ends_at - request.starts_at < timedelta(
-        hours=item.minimum_commitment_hours
-    ):
-        errors["ends_at"] = [f"At least {item.minimum_commitment_hours} h, by the item's terms."]
+    elif item is not None:
+        errors.update(_period_problems(item, request.ends_at - request.starts_at))
     if item is not None:
         errors.update(_pool_problems(item, request))
     project = tenant_selectors.project_named(
@@ -156,6 +154,16 @@ def order_create(
         if submit:
             _submit(caller, order, now=now)
     return order
+
+
+def _period_problems(item: CatalogItem, length: timedelta) -> dict[str, list[str]]:
+    """An order's period within the item's minimum commitment and maximum period."""
+    if length < timedelta(hours=item.minimum_commitment_hours):
+        return {"ends_at": [f"At least {item.minimum_commitment_hours} h, by the item's terms."]}
+    longest = item.maximum_period_hours
+    if longest is not None and length > timedelta(hours=longest):
+        return {"ends_at": [f"At most {longest} h, by the item's terms."]}
+    return {}
 
 
 def _pool_problems(item: CatalogItem, request: OrderRequest) -> dict[str, list[str]]:

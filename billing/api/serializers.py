@@ -39,6 +39,7 @@ class CatalogItemOutput(serializers.ModelSerializer):
             "next_price",
             "next_price_from",
             "minimum_commitment_hours",
+            "maximum_period_hours",
             "free_cancellation_hours",
             "cancellation_charge_percent",
             "auto_approve_up_to",

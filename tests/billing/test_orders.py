@@ -283,6 +283,13 @@ def test_a_period_shorter_than_the_minimum_commitment_is_refused(offer, cluster,
     assert list(refused.value.message_dict) == ["ends_at"]
 
 
+def test_a_period_longer_than_the_item_allows_is_refused(offer, cluster, alice, acme):
+    offer(slug="h100-reserved", kind="reservation", maximum_period_hours=24)
+    with pytest.raises(ValidationError) as refused:
+        order(alice, acme, hours=25)
+    assert refused.value.message_dict == {"ends_at": ["At most 24 h, by the item's terms."]}
+
+
 @pytest.mark.parametrize(("caller", "status"), MANAGING)
 def test_owners_and_admins_order_and_the_others_get_what_their_role_allows(
     reserved, actors, api_as, caller, status
