@@ -1,12 +1,13 @@
-"""The demo shows every commercial page filled: a priced catalog, a reservation next week,
-a quota request waiting for an operator, and an order fulfilled."""
+"""The demo shows every commercial page filled: a priced catalog, reservations next week (GPUs
+and MIG instances), a quota request waiting for an operator, an order fulfilled, and a
+cancellation charged."""
 
 import io
 
 import pytest
 from django.core.management import call_command
 
-from billing.models import CatalogItem, Order
+from billing.models import CancellationCharge, CatalogItem, Order
 from scheduling.models import QuotaRequest, Reservation
 
 pytestmark = pytest.mark.django_db
@@ -16,12 +17,24 @@ def test_the_demo_has_a_priced_catalog_a_reservation_a_pending_request_and_a_ful
     call_command("seed_demo", stdout=io.StringIO())
     assert (
         CatalogItem.objects.filter(prices__isnull=False).distinct().count(),
-        sorted(Reservation.objects.values_list("gpu_class__name", "state")),
+        sorted(Reservation.objects.values_list("gpu_class__name", "mig_profile", "state")),
         list(QuotaRequest.objects.values_list("state", flat=True)),
         list(Order.objects.values_list("state", flat=True)),
     ) == (
         15,
-        [("A100-80GB", "approved"), ("H100-80GB", "approved"), ("L4", "requested")],
+        [
+            ("A100-80GB", "", "approved"),
+            ("A100-80GB", "mig-1g.10gb", "approved"),
+            ("H100-80GB", "", "approved"),
+            ("H100-80GB", "", "cancelled"),
+            ("L4", "", "requested"),
+        ],
         ["requested"],
         ["fulfilled"],
     )
+
+
+def test_the_demos_cancelled_reservation_is_charged_half_its_price():
+    call_command("seed_demo", stdout=io.StringIO())
+    charge = CancellationCharge.objects.get()
+    assert (charge.percent, charge.amount) == (50, charge.remaining_value / 2)

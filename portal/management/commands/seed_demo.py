@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from billing import services as billing
-from billing.models import CatalogItem, Order
+from billing.models import CancellationCharge, CatalogItem, Order
 from scheduling import clock
 from scheduling import services as scheduling
 from scheduling.cluster import get_backend
@@ -63,6 +63,7 @@ class Command(BaseCommand):
         self._reservations(acme, owner_caller, Caller(user=operator))
         self._catalog(Caller(user=operator))
         self._order(acme, owner_caller, Caller(user=operator))
+        self._cancellation(acme, owner_caller)
         if not acme.quota_requests.exists():
             scheduling.quota_request_create(
                 caller=owner_caller,
@@ -101,15 +102,16 @@ class Command(BaseCommand):
                 )
 
     def _reservations(self, acme, owner_caller, operator_caller):
-        """Next Monday 09:00 to 17:00 UTC, 16 H100s for ai-prod, approved; and an L4 request
-        the Tuesday after, awaiting an operator."""
+        """Next Monday 09:00 to 17:00 UTC, 16 H100s for ai-prod and 7 A100 mig-1g.10gb
+        instances, approved; and an L4 request the Tuesday after, awaiting an operator."""
         if acme.reservations.exists():
             return
         today = clock.now().replace(hour=9, minute=0, second=0, microsecond=0)
         monday = today + timedelta(days=7 - today.weekday())
-        for gpu_class, gpus, day, project in (
-            ("H100-80GB", 16, monday, "ai-prod"),
-            ("L4", 4, monday + timedelta(days=1), None),
+        for gpu_class, gpus, mig_profile, day, project in (
+            ("H100-80GB", 16, None, monday, "ai-prod"),
+            ("A100-80GB", 7, "mig-1g.10gb", monday, "ai-prod"),
+            ("L4", 4, None, monday + timedelta(days=1), None),
         ):
             [held] = scheduling.reservations_request(
                 caller=owner_caller,
@@ -120,6 +122,7 @@ class Command(BaseCommand):
                     starts_at=day,
                     ends_at=day + timedelta(hours=8),
                     project=project,
+                    mig_profile=mig_profile,
                 ),
             )
             if project:
@@ -198,6 +201,22 @@ class Command(BaseCommand):
         )
         billing.order_approve(caller=operator_caller, order=order)
         billing.order_fulfil(order_id=str(order.pk))
+
+    def _cancellation(self, acme, owner_caller):
+        """8 H100s reserved from in 6 hours and cancelled at once, within 24 hours of the
+        window: charged half of its price by the catalog's terms."""
+        if CancellationCharge.objects.filter(organization=acme).exists():
+            return
+        start = clock.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=6)
+        [held] = scheduling.reservations_request(
+            caller=owner_caller,
+            organization=acme,
+            request=scheduling.ReservationRequest(
+                gpu_class="H100-80GB", gpus=8, starts_at=start, ends_at=start + timedelta(hours=2)
+            ),
+        )
+        scheduling.reservation_cancel(caller=owner_caller, reservation=held)
+        billing.cancellation_charge_record(reservation_id=str(held.pk))
 
     def _workloads(self, acme, member):
         project = Project.objects.get(organization=acme, slug="ai-dev", deleted_at__isnull=True)
