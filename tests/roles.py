@@ -1,4 +1,5 @@
-"""What each caller gets from an endpoint only owners and admins may write to."""
+"""What each caller gets from an endpoint: one only owners and admins may write to, and one
+every member may read."""
 
 # The actors fixture's names (None's client is anonymous) and their status.
 MANAGING = [
@@ -6,6 +7,16 @@ MANAGING = [
     ("admin", 201),
     ("member", 403),
     ("viewer", 403),
+    ("foreign", 404),
+    ("outsider", 404),
+    ("anonymous", 401),
+]
+
+READING = [
+    ("owner", 200),
+    ("admin", 200),
+    ("member", 200),
+    ("viewer", 200),
     ("foreign", 404),
     ("outsider", 404),
     ("anonymous", 401),

@@ -1,4 +1,6 @@
 from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from billing.models import CancellationCharge, CatalogItem, Order
@@ -7,11 +9,22 @@ from portal.api.serializers import InputSerializer
 from tenants.models import SLUG_PATTERN
 
 
+@extend_schema_field(OpenApiTypes.STR)
+class CurrencyField(serializers.Field):
+    """The catalog's one currency (``PORTAL_CURRENCY``), beside each amount."""
+
+    def __init__(self, **kwargs):
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def to_representation(self, value) -> str:
+        return settings.PORTAL_CURRENCY
+
+
 class CatalogItemOutput(serializers.ModelSerializer):
     gpu_class = serializers.CharField(source="gpu_class.name", read_only=True)
     tier = serializers.CharField(source="tier.name", default=None, read_only=True, allow_null=True)
     unit = serializers.CharField(read_only=True)
-    currency = serializers.SerializerMethodField()
+    currency = CurrencyField()
     unit_price = serializers.DecimalField(
         max_digits=14, decimal_places=4, read_only=True, allow_null=True
     )
@@ -47,16 +60,13 @@ class CatalogItemOutput(serializers.ModelSerializer):
             "active_until",
         ]
 
-    def get_currency(self, item: CatalogItem) -> str:
-        return settings.PORTAL_CURRENCY
-
 
 class OrderOutput(serializers.ModelSerializer):
     item = serializers.CharField(source="item.slug", read_only=True)
     project = serializers.CharField(
         source="project.slug", default=None, read_only=True, allow_null=True
     )
-    currency = serializers.SerializerMethodField()
+    currency = CurrencyField()
     created_by = serializers.EmailField(
         source="created_by.email", default=None, read_only=True, allow_null=True
     )
@@ -85,15 +95,12 @@ class OrderOutput(serializers.ModelSerializer):
             "fulfilled_objects",
         ]
 
-    def get_currency(self, order: Order) -> str:
-        return settings.PORTAL_CURRENCY
-
 
 class CancellationChargeOutput(serializers.ModelSerializer):
     reservation = serializers.UUIDField(source="reservation_id", read_only=True)
     order = serializers.UUIDField(source="order_id", default=None, read_only=True, allow_null=True)
     item = serializers.CharField(source="item.slug", default=None, read_only=True, allow_null=True)
-    currency = serializers.SerializerMethodField()
+    currency = CurrencyField()
     recorded = serializers.SerializerMethodField(
         help_text="False for a quote: what cancelling costs now, or a charge not yet recorded."
     )
@@ -113,9 +120,6 @@ class CancellationChargeOutput(serializers.ModelSerializer):
             "explanation",
             "recorded",
         ]
-
-    def get_currency(self, charge: CancellationCharge) -> str:
-        return settings.PORTAL_CURRENCY
 
     def get_recorded(self, charge: CancellationCharge) -> bool:
         return not charge._state.adding

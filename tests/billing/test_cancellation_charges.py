@@ -17,6 +17,7 @@ from scheduling.models import Reservation
 from tenants.models import AuditEvent
 from tenants.permissions import Caller
 
+from ..roles import READING
 from .test_orders import approved
 
 pytestmark = pytest.mark.django_db
@@ -200,18 +201,7 @@ def test_a_reservation_that_holds_nothing_has_nothing_to_quote(
     assert (response.status_code, response.json()["error"]["code"]) == (409, "not_holding")
 
 
-@pytest.mark.parametrize(
-    ("caller", "status"),
-    [
-        ("owner", 200),
-        ("admin", 200),
-        ("member", 200),
-        ("viewer", 200),
-        ("foreign", 404),
-        ("outsider", 404),
-        ("anonymous", 401),
-    ],
-)
+@pytest.mark.parametrize(("caller", "status"), READING)
 def test_every_member_reads_the_quote_and_others_get_nothing(
     reserved, alice, acme, actors, api_as, caller, status
 ):

@@ -7,6 +7,7 @@ from scheduling.engine import TaskType
 from scheduling.engine.free_capacity import ClusterState, Demand
 from scheduling.engine.placement import place_replica
 from scheduling.engine.policies import PLACEMENT_POLICIES, make_policy
+from scheduling.engine.policies.cpu_aware import waste_curve
 
 from .builders import node
 
@@ -174,3 +175,43 @@ def test_fgd_cpu_keep_hosts_still_uses_the_last_host_when_nothing_else_fits():
     nodes = [node("a", cpu=128_000), *(node(f"n{i:02d}", free=[0] * 8) for i in range(16))]
     kept = place(nodes, WHOLE, policy="fgd_cpu_keep_hosts", rare_workload=EIGHT_GPUS_120_CORES)
     assert kept.node == "a"
+
+
+SHARES_470_320 = (
+    (TaskType(cpu_milli=1000, gpus=1, gpu_milli=470), 0.4),
+    (TaskType(cpu_milli=1000, gpus=1, gpu_milli=320), 0.2),
+    (TaskType(cpu_milli=1000, gpus=1, gpu_milli=1000), 0.4),
+)
+SHARE_320 = Demand(cpu_milli=1000, gpus=1, gpu_milli=320)
+
+
+def test_fgd_cpu_waste_leaves_the_gap_a_popular_share_fills():
+    # 530 free would end at 210, which no share fits; 680 at 360, which a 320 fits.
+    nodes = [node("a", free=[530]), node("b", free=[680])]
+    assert place(nodes, SHARE_320, policy="fgd_cpu_keep_hosts", workload=SHARES_470_320).node == "a"
+    assert place(nodes, SHARE_320, policy="fgd_cpu_waste", workload=SHARES_470_320).node == "b"
+
+
+def test_fgd_cpu_waste_puts_a_share_on_the_gpu_whose_leftover_fills_best():
+    placed = place(
+        [node("a", free=[530, 680])], SHARE_320, policy="fgd_cpu_waste", workload=SHARES_470_320
+    )
+    assert placed.gpu_indices == (1,)
+
+
+def test_waste_curve_counts_a_gap_no_share_fits_as_idle_for_good():
+    tasks, weights = zip(*SHARES_470_320, strict=True)
+    curve = waste_curve(tasks=tasks, weights=np.array(weights), competition=0.05)
+    assert curve[300] == 300
+
+
+def test_waste_curve_expects_the_shares_that_fit_to_fill_a_gap():
+    tasks, weights = zip(*SHARES_470_320, strict=True)
+    curve = waste_curve(tasks=tasks, weights=np.array(weights), competition=0.0)
+    # 530 takes a 470 (twice as popular, ends at 60) or a 320 (ends at 210).
+    assert curve[530] == pytest.approx((2 * 60 + 210) / 3)
+
+
+def test_waste_curve_counts_a_whole_gpu_as_no_waste():
+    tasks, weights = zip(*SHARES_470_320, strict=True)
+    assert waste_curve(tasks=tasks, weights=np.array(weights), competition=0.05)[1000] == 0

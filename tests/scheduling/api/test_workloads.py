@@ -2,6 +2,7 @@ import pytest
 
 from scheduling.models import Workload
 
+from ...roles import READING
 from .conftest import SUBMITTING
 
 pytestmark = pytest.mark.django_db
@@ -25,18 +26,7 @@ def test_submitting_is_for_owners_admins_and_members(ready, api_as, caller, stat
     assert client.post(URL, BODY, format="json").status_code == status
 
 
-@pytest.mark.parametrize(
-    ("caller", "status"),
-    [
-        ("owner", 200),
-        ("admin", 200),
-        ("member", 200),
-        ("viewer", 200),
-        ("foreign", 404),
-        ("outsider", 404),
-        ("anonymous", 401),
-    ],
-)
+@pytest.mark.parametrize(("caller", "status"), READING)
 def test_every_member_reads_the_workloads_and_nobody_else(ready, submit, api_as, caller, status):
     submit(name="train-1")
     client = api_as(None if caller == "anonymous" else ready[caller])
