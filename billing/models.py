@@ -228,3 +228,97 @@ class CancellationCharge(models.Model):
 
     def __str__(self) -> str:
         return f"{self.organization.slug}: {self.amount} for reservation {self.reservation_id}"
+
+
+class UsageInterval(models.Model):
+    """What one placement held while it ran: derived from the placement row (the source of
+    truth) by ``usage_intervals_sync``, one per placement, closed when the placement ends for
+    any reason. ``amount`` is in the resource's unit: whole GPUs, milli-GPU of a share, or MIG
+    instances."""
+
+    class Resource(models.TextChoices):
+        GPUS = "gpus", "Whole GPUs"
+        SHARED = "shared", "GPU share (milli-GPU)"
+        MIG = "mig", "MIG instances"
+
+    id = models.BigAutoField(primary_key=True)
+    placement = models.OneToOneField(
+        "scheduling.Placement", on_delete=models.PROTECT, related_name="+"
+    )
+    organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="+")
+    project = models.ForeignKey("tenants.Project", on_delete=models.PROTECT, related_name="+")
+    workload = models.ForeignKey("scheduling.Workload", on_delete=models.PROTECT, related_name="+")
+    pool = models.CharField(max_length=40)
+    gpu_class = models.ForeignKey(GpuClass, on_delete=models.PROTECT, related_name="+")
+    mig_profile = models.CharField(max_length=20, blank=True)
+    resource = models.CharField(max_length=8, choices=Resource.choices)
+    amount = models.PositiveIntegerField()
+    tier = models.ForeignKey(PriorityTier, on_delete=models.PROTECT, related_name="+")
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["started_at", "id"]
+        indexes = [
+            models.Index(fields=["organization", "started_at"], name="usage_org_start"),
+            models.Index(
+                fields=["ended_at"], condition=Q(ended_at__isnull=True), name="usage_open"
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(ended_at__isnull=True) | Q(ended_at__gte=models.F("started_at")),
+                name="usage_ends_after_start",
+            ),
+            models.CheckConstraint(condition=Q(amount__gte=1), name="usage_amount_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.organization_id}: {self.amount} {self.resource} from {self.started_at}"
+
+
+class BillingRecord(models.Model):
+    """One interval's use within one hour (or the part of it under one price version), rated:
+    the deterministic key (interval, start) is unique in the database, so rating twice, or
+    again after a worker died half way, writes each record once."""
+
+    class Charge(models.TextChoices):
+        ON_DEMAND = "on_demand", "On-demand use"
+
+    id = models.BigAutoField(primary_key=True)
+    interval = models.ForeignKey(UsageInterval, on_delete=models.PROTECT, related_name="records")
+    organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="+")
+    project = models.ForeignKey("tenants.Project", on_delete=models.PROTECT, related_name="+")
+    gpu_class = models.ForeignKey(GpuClass, on_delete=models.PROTECT, related_name="+")
+    mig_profile = models.CharField(max_length=20, blank=True)
+    resource = models.CharField(max_length=8, choices=UsageInterval.Resource.choices)
+    tier = models.ForeignKey(PriorityTier, on_delete=models.PROTECT, related_name="+")
+    charge = models.CharField(max_length=16, choices=Charge.choices, default=Charge.ON_DEMAND)
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    # The interval's amount times the seconds, to the microsecond: GPU-, milli-GPU- or
+    # instance-seconds.
+    quantity_seconds = models.DecimalField(max_digits=24, decimal_places=6)
+    item = models.ForeignKey(
+        CatalogItem, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    price_version = models.ForeignKey(
+        PriceVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # Per GPU-hour (a share pays its fraction) or per instance-hour; None: nothing priced it.
+    unit_price = models.DecimalField(max_digits=14, decimal_places=4, null=True, blank=True)
+    # To 10 places: invoices round once per line, half up to cents.
+    cost = models.DecimalField(max_digits=24, decimal_places=10, default=Decimal(0))
+
+    class Meta:
+        ordering = ["starts_at", "id"]
+        indexes = [models.Index(fields=["organization", "starts_at"], name="record_org_start")]
+        constraints = [
+            models.UniqueConstraint(fields=["interval", "starts_at"], name="record_one_per_piece"),
+            models.CheckConstraint(
+                condition=Q(ends_at__gt=models.F("starts_at")), name="record_ends_after_start"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.interval_id} {self.starts_at:%Y-%m-%d %H:%M}: {self.cost}"

@@ -558,6 +558,9 @@ class Placement(models.Model):
     cpu_milli = models.PositiveIntegerField(default=0)
     memory_mib = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField()
+    # When the cluster first reported it running: what metering counts from (None: it never
+    # ran, and costs nothing).
+    running_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -268,3 +268,21 @@ def reservation_timeline(
             free_by_day.append(FreeDay(day_start.date(), capacity - peak))
         timelines.append(PoolTimeline(pool, mig_profile, capacity, blocks, free_by_day))
     return timelines
+
+
+def placements_ran(*, since_pk: int = 0) -> QuerySet[Placement]:
+    """GPU placements that ran (the cluster reported them running), past ``since_pk``, with
+    what metering needs of their workload, project, node and tier: billing's source of
+    truth for usage."""
+    return (
+        Placement.objects.filter(
+            pk__gt=since_pk, running_at__isnull=False, workload__gpu_class__isnull=False
+        )
+        .select_related("workload__project", "workload__tier", "node__pool")
+        .order_by("pk")
+    )
+
+
+def placements_ended() -> QuerySet[Placement]:
+    """Placements that ended (released their GPUs), for metering to close their intervals."""
+    return Placement.objects.filter(ended_at__isnull=False)

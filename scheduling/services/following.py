@@ -7,7 +7,7 @@ from .. import clock
 from ..cluster import ClusterBackend
 from ..cluster.manifests import workload_primary_object
 from ..cluster.specs import NODE_LOST, Phase, WorkloadStatus
-from ..models import Node, Workload
+from ..models import Node, Placement, Workload
 from .lifecycle import workload_end, workload_requeue
 from .timeline import workload_event_record
 
@@ -19,11 +19,16 @@ def _status_follow(workload: Workload, status: WorkloadStatus, *, backend: Clust
     """Move a launched workload's state along its status in the cluster; one that stays
     where it is costs no statement."""
     if status.phase == Phase.RUNNING and workload.state == Workload.State.ADMITTED:
+        now = clock.now()
         with transaction.atomic():
             updated = Workload.objects.filter(pk=workload.pk, state=Workload.State.ADMITTED).update(
-                state=Workload.State.RUNNING, started_at=clock.now()
+                state=Workload.State.RUNNING, started_at=now
             )
             if updated:
+                # Metering counts each placement from here, in the same transaction.
+                Placement.objects.filter(
+                    workload=workload, ended_at__isnull=True, running_at__isnull=True
+                ).update(running_at=now)
                 workload_event_record(
                     workload, "running", f"{status.ready_replicas} replica(s) running."
                 )

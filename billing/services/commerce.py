@@ -21,9 +21,9 @@ from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize, require_operator
 from tenants.services import audit_record
 
-from . import selectors
-from .models import CancellationCharge, CatalogItem, Order, PriceVersion
-from .pricing import period_units, to_cents
+from .. import selectors
+from ..models import CancellationCharge, CatalogItem, Order, PriceVersion
+from ..pricing import period_units, to_cents
 
 
 def catalog_item_save(*, caller: Caller, item: CatalogItem) -> CatalogItem:

@@ -1,0 +1,42 @@
+"""Every write of billing, one module per concern; the public names are importable from here.
+- commerce: the catalog and its prices, orders to their fulfilment, cancellation charges
+- metering: usage intervals from placements, rated into billing records
+"""
+
+from .commerce import (
+    OrderRequest,
+    billing_reconcile,
+    cancellation_charge_record,
+    catalog_item_save,
+    order_approve,
+    order_cancel,
+    order_create,
+    order_email_send,
+    order_fulfil,
+    order_fulfil_retry,
+    order_reject,
+    order_submit,
+    price_version_add,
+    price_version_problems,
+)
+from .metering import usage_intervals_sync, usage_rate, usage_resource
+
+__all__ = [
+    "OrderRequest",
+    "billing_reconcile",
+    "cancellation_charge_record",
+    "catalog_item_save",
+    "order_approve",
+    "order_cancel",
+    "order_create",
+    "order_email_send",
+    "order_fulfil",
+    "order_fulfil_retry",
+    "order_reject",
+    "order_submit",
+    "price_version_add",
+    "price_version_problems",
+    "usage_intervals_sync",
+    "usage_rate",
+    "usage_resource",
+]

@@ -1,0 +1,273 @@
+"""Metering: one usage interval per placement that ran, rated into records split at every hour
+and price change; nothing lost or counted twice however often or however interrupted."""
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import IntegrityError
+from django.db.models import Sum
+from django.utils import timezone
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from billing import services
+from billing.models import BillingRecord, UsageInterval
+from scheduling.models import GpuClass, Node, Placement, PriorityTier, Workload
+from tenants.permissions import Caller
+
+from ..factories import ProjectFactory
+
+pytestmark = pytest.mark.django_db
+
+# Tomorrow at midnight UTC: after the prices the fixtures add, which start now.
+DAY = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+
+
+def at(hours: float):
+    return DAY + timedelta(hours=hours)
+
+
+@pytest.fixture
+def vision(acme):
+    return ProjectFactory(organization=acme, slug="vision")
+
+
+@pytest.fixture
+def on_demand(offer, cluster):
+    """H100 on demand at 2.9000 per GPU-hour, for every tier."""
+    return offer(slug="h100-on-demand", kind="on_demand", price="2.9000")
+
+
+def ran(project, *, start, end=None, gpus=8, gpu_milli=0, mig=None, tier="training", name="w"):
+    """A workload of ``project`` whose one placement ran from ``start`` (hours after DAY) to
+    ``end`` (None: still running)."""
+    gpu_class = GpuClass.objects.get(name="A100-80GB" if mig else "H100-80GB")
+    workload = Workload.objects.create(
+        project=project,
+        name=name,
+        kind="training",
+        tier=PriorityTier.objects.get(name=tier),
+        gpu_classes=[gpu_class.name],
+        gpus=0 if (gpu_milli or mig) else gpus,
+        gpu_milli=gpu_milli,
+        mig_profile=mig[0] if mig else "",
+        mig_count=mig[1] if mig else 0,
+        image="pytorch:latest",
+        state=Workload.State.RUNNING if end is None else Workload.State.SUCCEEDED,
+        gpu_class=gpu_class,
+    )
+    node = Node.objects.filter(pool__gpu_class=gpu_class).order_by("name").first()
+    return Placement.objects.create(
+        workload=workload,
+        replica=0,
+        node=node,
+        gpu_indices=list(range(gpus)) if not (gpu_milli or mig) else [0],
+        gpu_milli=gpu_milli or 1000,
+        mig_profile=mig[0] if mig else "",
+        mig_count=mig[1] if mig else 0,
+        started_at=at(start) - timedelta(minutes=1),
+        running_at=at(start),
+        ended_at=None if end is None else at(end),
+    )
+
+
+def billed() -> Decimal:
+    return BillingRecord.objects.aggregate(total=Sum("quantity_seconds"))["total"] or Decimal(0)
+
+
+def test_a_placement_that_ran_opens_one_interval(on_demand, vision):
+    ran(vision, start=1, end=2)
+    services.usage_intervals_sync()
+    services.usage_intervals_sync()
+    interval = UsageInterval.objects.get()
+    assert (interval.amount, interval.resource, interval.started_at, interval.ended_at) == (
+        8,
+        "gpus",
+        at(1),
+        at(2),
+    )
+
+
+def test_a_placement_that_never_ran_costs_nothing(on_demand, vision):
+    placement = ran(vision, start=1, end=2)
+    Placement.objects.filter(pk=placement.pk).update(running_at=None)
+    services.usage_intervals_sync()
+    assert UsageInterval.objects.count() == 0
+
+
+def test_an_interval_closes_when_its_placement_ends(on_demand, vision):
+    placement = ran(vision, start=1)
+    services.usage_intervals_sync()
+    Placement.objects.filter(pk=placement.pk).update(ended_at=at(3))
+    counts = services.usage_intervals_sync()
+    assert (counts, UsageInterval.objects.get().ended_at) == ({"opened": 0, "closed": 1}, at(3))
+
+
+@pytest.mark.parametrize(
+    ("fields", "resource", "amount"),
+    [
+        ({"gpus": 4}, "gpus", 4),
+        ({"gpu_milli": 250}, "shared", 250),
+        ({"mig": ("mig-1g.10gb", 3)}, "mig", 3),
+    ],
+)
+def test_an_interval_counts_its_resource_in_its_unit(on_demand, vision, fields, resource, amount):
+    ran(vision, start=1, end=2, **fields)
+    services.usage_intervals_sync()
+    interval = UsageInterval.objects.get()
+    assert (interval.resource, interval.amount) == (resource, amount)
+
+
+def test_rating_splits_an_interval_at_every_hour(on_demand, vision):
+    ran(vision, start=0.5, end=2.25)
+    services.usage_intervals_sync()
+    services.usage_rate(now=at(5))
+    pieces = list(BillingRecord.objects.values_list("starts_at", "ends_at", "quantity_seconds"))
+    assert pieces == [
+        (at(0.5), at(1), Decimal(8 * 1800)),
+        (at(1), at(2), Decimal(8 * 3600)),
+        (at(2), at(2.25), Decimal(8 * 900)),
+    ]
+
+
+def test_a_record_costs_the_gpu_hours_at_the_price_in_force(on_demand, vision):
+    ran(vision, start=1, end=2)
+    services.usage_intervals_sync()
+    services.usage_rate(now=at(5))
+    record = BillingRecord.objects.get()
+    assert (record.unit_price, record.cost) == (Decimal("2.9000"), Decimal("23.2"))
+
+
+def test_a_share_pays_its_fraction_of_a_gpu_hour(on_demand, vision):
+    ran(vision, start=1, end=2, gpu_milli=250)
+    services.usage_intervals_sync()
+    services.usage_rate(now=at(5))
+    assert BillingRecord.objects.get().cost == Decimal("0.725")
+
+
+def test_a_price_change_inside_an_hour_splits_it(on_demand, operator, vision):
+    services.price_version_add(
+        caller=Caller(user=operator), item=on_demand, unit_price=Decimal(4), effective_from=at(1.5)
+    )
+    ran(vision, start=1, end=2)
+    services.usage_intervals_sync()
+    services.usage_rate(now=at(5))
+    pieces = list(BillingRecord.objects.values_list("starts_at", "unit_price", "cost"))
+    assert pieces == [
+        (at(1), Decimal("2.9000"), Decimal("11.6")),
+        (at(1.5), Decimal("4.0000"), Decimal("16")),
+    ]
+
+
+def test_an_organizations_own_price_applies_over_the_list_price(on_demand, operator, acme, vision):
+    services.price_version_add(
+        caller=Caller(user=operator),
+        item=on_demand,
+        unit_price=Decimal("2.5"),
+        effective_from=at(0),
+        organization=acme,
+    )
+    ran(vision, start=1, end=2)
+    services.usage_intervals_sync()
+    services.usage_rate(now=at(5))
+    assert BillingRecord.objects.get().unit_price == Decimal("2.5000")
+
+
+def test_an_item_for_the_tier_prices_before_one_for_every_tier(offer, cluster, vision):
+    offer(slug="h100-on-demand", kind="on_demand", price="2.9000")
+    offer(
+        slug="h100-batch",
+        kind="on_demand",
+        price="1.7400",
+        tier=PriorityTier.objects.get(name="batch"),
+    )
+    ran(vision, start=1, end=2, tier="batch")
+    services.usage_intervals_sync()
+    services.usage_rate(now=at(5))
+    assert BillingRecord.objects.get().unit_price == Decimal("1.7400")
+
+
+def test_use_nothing_prices_is_counted_at_no_cost(cluster, vision):
+    ran(vision, start=1, end=2)
+    services.usage_intervals_sync()
+    services.usage_rate(now=at(5))
+    record = BillingRecord.objects.get()
+    assert (record.quantity_seconds, record.unit_price, record.cost) == (
+        Decimal(8 * 3600),
+        None,
+        Decimal(0),
+    )
+
+
+def test_a_running_interval_is_rated_in_whole_hours_only(on_demand, vision):
+    ran(vision, start=0.5)
+    services.usage_intervals_sync()
+    services.usage_rate(now=at(2.75))
+    assert list(BillingRecord.objects.values_list("ends_at", flat=True)) == [at(1), at(2)]
+
+
+def test_rating_again_writes_nothing(on_demand, vision):
+    ran(vision, start=0.5, end=3.5)
+    services.usage_intervals_sync()
+    first = services.usage_rate(now=at(5))
+    again = services.usage_rate(now=at(5))
+    assert (first, again, BillingRecord.objects.count()) == (4, 0, 4)
+
+
+def test_the_database_refuses_a_second_record_for_one_piece(on_demand, vision):
+    ran(vision, start=1, end=2)
+    services.usage_intervals_sync()
+    services.usage_rate(now=at(5))
+    record = BillingRecord.objects.get()
+    record.pk = None
+    with pytest.raises(IntegrityError):
+        record.save()
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    start_minutes=st.integers(min_value=0, max_value=60 * 24 * 40),
+    length_seconds=st.integers(min_value=1, max_value=3600 * 24 * 35),
+    micro=st.integers(min_value=0, max_value=999_999),
+    amount=st.integers(min_value=1, max_value=8),
+    change_minutes=st.lists(st.integers(min_value=1, max_value=60 * 24 * 80), max_size=3),
+    stops=st.lists(st.integers(min_value=0, max_value=3600 * 24 * 80), max_size=4),
+)
+def test_billed_seconds_equal_placed_seconds_exactly_however_rating_is_interrupted(
+    on_demand, operator, vision, start_minutes, length_seconds, micro, amount, change_minutes, stops
+):
+    """Across hour, day, month and price-change boundaries, rated at arbitrary moments while
+    the interval runs and once after it ended: the seconds billed are the seconds placed."""
+    BillingRecord.objects.all().delete()
+    UsageInterval.objects.all().delete()
+    Placement.objects.all().delete()
+    Workload.objects.all().delete()
+    for minutes in sorted(set(change_minutes)):
+        effective = at(minutes / 60)
+        if not on_demand.prices.filter(effective_from=effective, organization=None).exists():
+            services.price_version_add(
+                caller=Caller(user=operator),
+                item=on_demand,
+                unit_price=Decimal(minutes % 7 + 1),
+                effective_from=effective,
+            )
+    start = at(start_minutes / 60) + timedelta(microseconds=micro)
+    end = start + timedelta(seconds=length_seconds)
+    placement = ran(vision, start=start_minutes / 60, gpus=amount)
+    Placement.objects.filter(pk=placement.pk).update(running_at=start)
+    services.usage_intervals_sync()
+    for second in sorted(stops):
+        moment = DAY + timedelta(seconds=second)
+        if moment < end:
+            services.usage_rate(now=moment)
+    Placement.objects.filter(pk=placement.pk).update(ended_at=end)
+    services.usage_intervals_sync()
+    services.usage_rate(now=end + timedelta(hours=1))
+    services.usage_rate(now=end + timedelta(hours=2))
+    placed = amount * Decimal((end - start) // timedelta(microseconds=1)) / 10**6
+    assert billed() == placed
