@@ -9,7 +9,15 @@ from scheduling.admin import ReadOnlyAdmin, RejectionForm, decide_with_form, req
 from tenants.permissions import Caller
 
 from . import services
-from .models import CancellationCharge, CatalogItem, Order, PriceVersion
+from .models import (
+    BillingRecord,
+    CancellationCharge,
+    CatalogItem,
+    Order,
+    PriceVersion,
+    UsageInterval,
+    UsageReconciliation,
+)
 
 
 class PriceVersionInline(admin.TabularInline):
@@ -135,3 +143,26 @@ class CancellationChargeAdmin(ReadOnlyAdmin):
     list_display = ["organization", "reservation", "item", "cancelled_at", "percent", "amount"]
     list_filter = ["item"]
     search_fields = ["organization__slug", "organization__name"]
+
+
+@admin.register(UsageInterval)
+class UsageIntervalAdmin(ReadOnlyAdmin):
+    """Derived from placements by the meter; never edited."""
+
+    list_display = ["organization", "workload", "gpu_class", "resource", "amount", "started_at"]
+    list_filter = ["resource", "gpu_class"]
+    search_fields = ["organization__slug", "workload__name"]
+
+
+@admin.register(BillingRecord)
+class BillingRecordAdmin(ReadOnlyAdmin):
+    """Rated by the meter; never edited."""
+
+    list_display = ["organization", "gpu_class", "tier", "starts_at", "quantity_seconds", "cost"]
+    list_filter = ["resource", "gpu_class"]
+    search_fields = ["organization__slug"]
+
+
+@admin.register(UsageReconciliation)
+class UsageReconciliationAdmin(ReadOnlyAdmin):
+    list_display = ["starts_at", "ends_at", "ran_at", "organizations", "balanced"]

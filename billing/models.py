@@ -322,3 +322,27 @@ class BillingRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.interval_id} {self.starts_at:%Y-%m-%d %H:%M}: {self.cost}"
+
+
+class UsageReconciliation(models.Model):
+    """One comparison of the seconds placements held with the seconds billed over a period,
+    per organization and resource; ``differences`` lists every pair that differs."""
+
+    id = models.BigAutoField(primary_key=True)
+    ran_at = models.DateTimeField(default=timezone.now)
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    organizations = models.PositiveIntegerField(default=0)
+    placed_seconds = models.DecimalField(max_digits=28, decimal_places=6, default=Decimal(0))
+    billed_seconds = models.DecimalField(max_digits=28, decimal_places=6, default=Decimal(0))
+    differences = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-ran_at"]
+
+    def __str__(self) -> str:
+        return f"{self.starts_at:%Y-%m-%d %H:%M} to {self.ends_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def balanced(self) -> bool:
+        return not self.differences

@@ -23,7 +23,13 @@ from scheduling.models import QuotaRequest, Reservation
 from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize, require_operator
 
-from .models import CancellationCharge, CatalogItem, Order, PriceVersion
+from .models import (
+    CancellationCharge,
+    CatalogItem,
+    Order,
+    PriceVersion,
+    UsageReconciliation,
+)
 from .pricing import period_units, to_cents
 
 # The price columns as the model stores them (SQLite answers a price with more places: pages
@@ -253,3 +259,9 @@ def cancellation_charge_of(*, reservation: Reservation, now: datetime) -> Cancel
             code="not_holding",
         )
     return cancellation_quote(reservation=reservation, at=now)
+
+
+def usage_reconciliation_last(*, caller: Caller) -> UsageReconciliation | None:
+    """The last comparison of placed with billed GPU-seconds, for operators."""
+    require_operator(caller)
+    return UsageReconciliation.objects.first()

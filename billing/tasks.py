@@ -1,4 +1,8 @@
+from datetime import timedelta
+
 from celery import shared_task
+
+from scheduling import clock
 
 from . import services
 
@@ -25,3 +29,16 @@ def cancellation_charge_record(reservation_id: str) -> str | None:
 @shared_task(**RETRY)
 def billing_reconcile() -> dict:
     return services.billing_reconcile()
+
+
+@shared_task(**RETRY)
+def usage_meter() -> dict:
+    return services.usage_meter()
+
+
+@shared_task(**RETRY)
+def usage_reconcile_yesterday() -> bool:
+    """Meter first, then compare yesterday (UTC) placed with billed; True when they agree."""
+    services.usage_meter()
+    today = clock.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    return services.usage_reconcile(starts_at=today - timedelta(days=1), ends_at=today).balanced

@@ -114,6 +114,16 @@ DECISIONS = {
 
 
 @login_required
+def metering(request):
+    """Operators: the last comparison of placed with billed GPU-seconds."""
+    return render(
+        request,
+        "billing/metering.html",
+        {"result": selectors.usage_reconciliation_last(caller=caller_of(request))},
+    )
+
+
+@login_required
 def approvals(request):
     """Operators: every reservation, quota request and order waiting, with one-click
     decisions."""

@@ -1,6 +1,6 @@
 """Every write of billing, one module per concern; the public names are importable from here.
 - commerce: the catalog and its prices, orders to their fulfilment, cancellation charges
-- metering: usage intervals from placements, rated into billing records
+- metering: usage intervals from placements, rated into billing records, reconciled
 """
 
 from .commerce import (
@@ -19,7 +19,13 @@ from .commerce import (
     price_version_add,
     price_version_problems,
 )
-from .metering import usage_intervals_sync, usage_rate, usage_resource
+from .metering import (
+    usage_intervals_sync,
+    usage_meter,
+    usage_rate,
+    usage_reconcile,
+    usage_resource,
+)
 
 __all__ = [
     "OrderRequest",
@@ -37,6 +43,8 @@ __all__ = [
     "price_version_add",
     "price_version_problems",
     "usage_intervals_sync",
+    "usage_meter",
     "usage_rate",
+    "usage_reconcile",
     "usage_resource",
 ]

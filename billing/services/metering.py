@@ -15,19 +15,21 @@ from decimal import Decimal
 from itertools import islice, pairwise
 
 from django.db import transaction
-from django.db.models import F, OuterRef, Q, Subquery
+from django.db.models import F, OuterRef, Q, Subquery, Sum
 
 from scheduling import clock
 from scheduling import selectors as scheduling_selectors
 from scheduling.models import Placement
+from tenants.models import Organization
 
 from .. import selectors
-from ..models import BillingRecord, CatalogItem, PriceVersion, UsageInterval
+from ..models import BillingRecord, CatalogItem, PriceVersion, UsageInterval, UsageReconciliation
 
 BATCH = 2_000
 HOUR = timedelta(hours=1)
 SECONDS_PER_HOUR = Decimal(3600)
 MILLI_PER_GPU = Decimal(1000)
+MICROSECOND = Decimal("0.000001")
 
 
 def _batches(items: Iterable, size: int = BATCH) -> Iterator[list]:
@@ -203,9 +205,14 @@ def _hours_between(start: datetime, end: datetime) -> list[datetime]:
     return hours
 
 
-def _record(interval, start, end, item, version) -> BillingRecord:
+def _quantity_seconds(amount: int, start: datetime, end: datetime) -> Decimal:
+    """``amount`` times the seconds from ``start`` to ``end``, exact to the microsecond."""
     microseconds = (end - start) // timedelta(microseconds=1)
-    quantity_seconds = interval.amount * Decimal(microseconds) / 10**6
+    return (amount * Decimal(microseconds) / 10**6).quantize(MICROSECOND)
+
+
+def _record(interval, start, end, item, version) -> BillingRecord:
+    quantity_seconds = _quantity_seconds(interval.amount, start, end)
     unit_price = version.unit_price if version else None
     cost = Decimal(0)
     if unit_price is not None:
@@ -228,4 +235,62 @@ def _record(interval, start, end, item, version) -> BillingRecord:
         price_version=version,
         unit_price=unit_price,
         cost=cost,
+    )
+
+
+def usage_meter(*, now: datetime | None = None) -> dict[str, int]:
+    """The beat's pass: intervals from placements, then their rating."""
+    counts = usage_intervals_sync()
+    counts["rated"] = usage_rate(now=now)
+    return counts
+
+
+def usage_reconcile(
+    *, starts_at: datetime, ends_at: datetime, now: datetime | None = None
+) -> UsageReconciliation:
+    """Compare, per organization and resource, the seconds the placement rows held over
+    [starts_at, ends_at) (whole hours; running ones to the last whole hour, as rating goes)
+    with the seconds billed there, and record the result: every difference is listed."""
+    if starts_at != hour_floor(starts_at) or ends_at != hour_floor(ends_at):
+        raise ValueError("A reconciliation period starts and ends on whole hours.")
+    horizon = min(hour_floor(now or clock.now()), ends_at)
+    placed: dict[tuple[str, str], Decimal] = {}
+    held = scheduling_selectors.placements_ran().filter(
+        Q(ended_at__isnull=True) | Q(ended_at__gt=starts_at), running_at__lt=horizon
+    )
+    for placement in held.iterator(chunk_size=BATCH):
+        start = max(placement.running_at, starts_at)
+        end = min(placement.ended_at or horizon, horizon)
+        if end > start:
+            resource, amount = usage_resource(placement)
+            key = (placement.workload.project.organization_id, str(resource))
+            placed[key] = placed.get(key, Decimal(0)) + _quantity_seconds(amount, start, end)
+    billed = {
+        (row["organization_id"], row["resource"]): row["seconds"].quantize(MICROSECOND)
+        for row in BillingRecord.objects.filter(starts_at__gte=starts_at, ends_at__lte=ends_at)
+        .values("organization_id", "resource")
+        .annotate(seconds=Sum("quantity_seconds"))
+    }
+    slugs = dict(
+        Organization.objects.filter(
+            pk__in={o for o, _ in placed.keys() | billed.keys()}
+        ).values_list("pk", "slug")
+    )
+    differences = [
+        {
+            "organization": slugs[organization],
+            "resource": resource,
+            "placed_seconds": str(placed.get((organization, resource), 0)),
+            "billed_seconds": str(billed.get((organization, resource), 0)),
+        }
+        for organization, resource in sorted(placed.keys() | billed.keys())
+        if placed.get((organization, resource), 0) != billed.get((organization, resource), 0)
+    ]
+    return UsageReconciliation.objects.create(
+        starts_at=starts_at,
+        ends_at=ends_at,
+        organizations=len({organization for organization, _ in placed.keys() | billed.keys()}),
+        placed_seconds=sum(placed.values(), Decimal(0)),
+        billed_seconds=sum(billed.values(), Decimal(0)),
+        differences=differences,
     )

@@ -258,6 +258,8 @@ TASK_QUEUES = {
     "billing.tasks.order_email_send": "mail",
     "billing.tasks.cancellation_charge_record": "sync",
     "billing.tasks.billing_reconcile": "sync",
+    "billing.tasks.usage_meter": "sync",
+    "billing.tasks.usage_reconcile_yesterday": "sync",
 }
 
 
@@ -333,6 +335,10 @@ CELERY_BEAT_SCHEDULE = {
     "reservations-advance": every(30, "scheduling.tasks.reservations_advance"),
     # Expires undecided quota requests and reverts temporary increases at their end.
     "quota-requests-advance": every(60, "scheduling.tasks.quota_requests_advance"),
+    # Usage intervals from placements, rated into billing records.
+    "usage-meter": every(60, "billing.tasks.usage_meter"),
+    # Placed against billed GPU-seconds of the day before, once a day.
+    "usage-reconcile": every(24 * 3600, "billing.tasks.usage_reconcile_yesterday"),
     # Fulfils orders whose task was lost and charges cancellations whose event was.
     "billing-reconcile": every(
         max(1, PORTAL_RECONCILE_SECONDS // 2), "billing.tasks.billing_reconcile"
