@@ -346,3 +346,96 @@ class UsageReconciliation(models.Model):
     @property
     def balanced(self) -> bool:
         return not self.differences
+
+
+class InvoiceCounter(models.Model):
+    """The last invoice number given in a year: its row, locked while an invoice is issued,
+    makes numbers sequential without gaps, also when two are issued at once."""
+
+    year = models.PositiveIntegerField(primary_key=True)
+    last = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.year}: {self.last}"
+
+
+class Invoice(models.Model):
+    """An organization's invoice for a month (UTC), or a credit note correcting an issued
+    one. Issued, it never changes but for being paid or voided: the services refuse, and so
+    does the database (triggers)."""
+
+    class State(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        ISSUED = "issued", "Issued"
+        PAID = "paid", "Paid"
+        VOID = "void", "Void"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="+")
+    period_start = models.DateTimeField()
+    period_end = models.DateTimeField()
+    state = models.CharField(max_length=8, choices=State.choices, default=State.DRAFT)
+    # "2026-000042": the year of issue and a number without gaps in it.
+    number = models.CharField(max_length=16, unique=True, null=True, blank=True)
+    # The issued invoice a credit note corrects (None: an invoice).
+    corrects = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="credit_notes"
+    )
+    currency = models.CharField(max_length=3)
+    subtotal = models.DecimalField(max_digits=16, decimal_places=2, default=Decimal(0))
+    tax_rate = models.DecimalField(max_digits=5, decimal_places=4, default=Decimal(0))
+    tax = models.DecimalField(max_digits=16, decimal_places=2, default=Decimal(0))
+    total = models.DecimalField(max_digits=16, decimal_places=2, default=Decimal(0))
+    reason = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    issued_at = models.DateTimeField(null=True, blank=True)
+    paid_at = models.DateTimeField(null=True, blank=True)
+    voided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-period_start", "number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "period_start"],
+                condition=Q(corrects__isnull=True) & ~Q(state="void"),
+                name="invoice_one_per_month",
+            ),
+            models.CheckConstraint(
+                condition=Q(state="draft") | Q(number__isnull=False), name="invoice_issued_numbered"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.number or f"draft {self.organization_id} {self.period_start:%Y-%m}"
+
+    @property
+    def is_credit_note(self) -> bool:
+        return self.corrects_id is not None
+
+
+class InvoiceLine(models.Model):
+    """A project's use of a class (or MIG profile) under one charge type and unit price over
+    the invoice's period: the sum of its billing records, rounded half up to cents once."""
+
+    id = models.BigAutoField(primary_key=True)
+    invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="lines")
+    project = models.ForeignKey(
+        "tenants.Project", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    gpu_class = models.ForeignKey(
+        GpuClass, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    mig_profile = models.CharField(max_length=20, blank=True)
+    resource = models.CharField(max_length=8, blank=True)
+    charge = models.CharField(max_length=16)
+    description = models.CharField(max_length=300)
+    # GPU-hours (a share's fraction counted), or MIG instance-hours.
+    hours = models.DecimalField(max_digits=18, decimal_places=4, default=Decimal(0))
+    unit_price = models.DecimalField(max_digits=14, decimal_places=4, null=True, blank=True)
+    amount = models.DecimalField(max_digits=16, decimal_places=2)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.description

@@ -44,6 +44,8 @@ class Action(StrEnum):
     RESERVATION_MANAGE = "reservation.manage"
     QUOTA_REQUEST = "quota.request"
     ORDER_MANAGE = "order.manage"
+    # Invoices and what they charge.
+    INVOICE_VIEW = "invoice.view"
 
 
 _EVERYONE = frozenset(Role)
@@ -76,6 +78,7 @@ PERMISSIONS: dict[Action, frozenset[Role]] = {
     Action.RESERVATION_MANAGE: _MANAGERS,
     Action.QUOTA_REQUEST: _MANAGERS,
     Action.ORDER_MANAGE: _MANAGERS,
+    Action.INVOICE_VIEW: _MANAGERS,
 }
 
 # Actions that change nothing: allowed to read-only tokens and in suspended organizations.

@@ -1,6 +1,7 @@
 """Every write of billing, one module per concern; the public names are importable from here.
 - commerce: the catalog and its prices, orders to their fulfilment, cancellation charges
 - metering: usage intervals from placements, rated into billing records, reconciled
+- invoicing: monthly invoices from the records, issued, paid, voided, credited
 """
 
 from .commerce import (
@@ -19,6 +20,15 @@ from .commerce import (
     price_version_add,
     price_version_problems,
 )
+from .invoicing import (
+    credit_note_issue,
+    invoice_draft,
+    invoice_issue,
+    invoice_mark_paid,
+    invoice_void,
+    invoices_draft_month,
+    month_bounds,
+)
 from .metering import (
     usage_intervals_sync,
     usage_meter,
@@ -32,6 +42,13 @@ __all__ = [
     "billing_reconcile",
     "cancellation_charge_record",
     "catalog_item_save",
+    "credit_note_issue",
+    "invoice_draft",
+    "invoice_issue",
+    "invoice_mark_paid",
+    "invoice_void",
+    "invoices_draft_month",
+    "month_bounds",
     "order_approve",
     "order_cancel",
     "order_create",

@@ -1,6 +1,7 @@
 """Settings shared by every environment; everything that differs comes from the environment."""
 
 import os
+from decimal import Decimal
 from pathlib import Path
 
 import dj_database_url
@@ -292,6 +293,8 @@ PORTAL_RECLAIM_AFTER_SECONDS = int(os.environ.get("PORTAL_RECLAIM_AFTER_SECONDS"
 PORTAL_RESERVATION_LEAD_SECONDS = int(os.environ.get("PORTAL_RESERVATION_LEAD_SECONDS", "900"))
 # The catalog's currency (ISO 4217): every price and invoice of the portal is in it.
 PORTAL_CURRENCY = os.environ.get("PORTAL_CURRENCY", "EUR")
+# The tax rate invoices add to their subtotal (0.19 for 19%).
+PORTAL_TAX_RATE = Decimal(os.environ.get("PORTAL_TAX_RATE", "0"))
 # The longest window one reservation may ask for (hours).
 PORTAL_RESERVATION_MAX_HOURS = int(os.environ.get("PORTAL_RESERVATION_MAX_HOURS", "336"))
 # An evicted workload goes back to the queue at most this many times, after a backoff that

@@ -1,0 +1,128 @@
+"""Invoices as finance and tenants take them away: CSV and JSON per invoice and per month
+(every invoice of it), and a PDF per invoice drawn with reportlab."""
+
+import csv
+import io
+from decimal import Decimal
+
+from reportlab.lib import colors
+from reportlab.lib.pagesizes import A4
+from reportlab.lib.styles import getSampleStyleSheet
+from reportlab.lib.units import mm
+from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
+
+from .models import Invoice
+
+LINE_COLUMNS = ["description", "project", "gpu_class", "charge", "hours", "unit_price", "amount"]
+MONTH_COLUMNS = ["number", "organization", "period_start", "state", "currency", *LINE_COLUMNS]
+
+
+def _money(value: Decimal | None) -> str:
+    return "" if value is None else f"{value:.2f}"
+
+
+def _line_row(line) -> dict:
+    return {
+        "description": line.description,
+        "project": line.project.slug if line.project_id else "",
+        "gpu_class": line.gpu_class.name if line.gpu_class_id else "",
+        "charge": line.charge,
+        "hours": str(line.hours),
+        "unit_price": "" if line.unit_price is None else str(line.unit_price),
+        "amount": _money(line.amount),
+    }
+
+
+def _lines(invoice: Invoice):
+    return invoice.lines.select_related("project", "gpu_class")
+
+
+def invoice_json(invoice: Invoice) -> dict:
+    return {
+        "id": str(invoice.pk),
+        "number": invoice.number,
+        "organization": invoice.organization.slug,
+        "period_start": invoice.period_start.isoformat(),
+        "period_end": invoice.period_end.isoformat(),
+        "state": invoice.state,
+        "corrects": invoice.corrects.number if invoice.corrects_id else None,
+        "currency": invoice.currency,
+        "lines": [_line_row(line) for line in _lines(invoice)],
+        "subtotal": _money(invoice.subtotal),
+        "tax_rate": str(invoice.tax_rate),
+        "tax": _money(invoice.tax),
+        "total": _money(invoice.total),
+    }
+
+
+def invoice_csv(invoice: Invoice) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=LINE_COLUMNS)
+    writer.writeheader()
+    writer.writerows(_line_row(line) for line in _lines(invoice))
+    return out.getvalue()
+
+
+def month_csv(invoices) -> str:
+    """Every line of every invoice given (a month's, for finance), one row each."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=MONTH_COLUMNS)
+    writer.writeheader()
+    for invoice in invoices.select_related("organization"):
+        head = {
+            "number": invoice.number or "draft",
+            "organization": invoice.organization.slug,
+            "period_start": invoice.period_start.date().isoformat(),
+            "state": invoice.state,
+            "currency": invoice.currency,
+        }
+        writer.writerows(head | _line_row(line) for line in _lines(invoice))
+    return out.getvalue()
+
+
+def invoice_pdf(invoice: Invoice) -> bytes:
+    """The invoice on A4: the organization, the period, every line and the total."""
+    out = io.BytesIO()
+    styles = getSampleStyleSheet()
+    title = "Credit note" if invoice.is_credit_note else "Invoice"
+    story = [
+        Paragraph(f"{title} {invoice.number or '(draft)'}", styles["Title"]),
+        Paragraph(f"{invoice.organization.name} ({invoice.organization.slug})", styles["Normal"]),
+        Paragraph(
+            f"Period: {invoice.period_start:%Y-%m-%d} to {invoice.period_end:%Y-%m-%d} (UTC,"
+            " end excluded)",
+            styles["Normal"],
+        ),
+        Spacer(1, 6 * mm),
+    ]
+    rows = [["Line", "Hours", f"Unit price ({invoice.currency})", f"Amount ({invoice.currency})"]]
+    rows += [
+        [
+            Paragraph(line.description, styles["BodyText"]),
+            str(line.hours),
+            "" if line.unit_price is None else str(line.unit_price),
+            _money(line.amount),
+        ]
+        for line in _lines(invoice)
+    ]
+    rows += [
+        ["Subtotal", "", "", _money(invoice.subtotal)],
+        [f"Tax ({invoice.tax_rate * 100:.2f}%)", "", "", _money(invoice.tax)],
+        ["Total", "", "", _money(invoice.total)],
+    ]
+    table = Table(rows, colWidths=[95 * mm, 20 * mm, 30 * mm, 30 * mm], repeatRows=1)
+    table.setStyle(
+        TableStyle(
+            [
+                ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold"),
+                ("FONTNAME", (0, -1), (-1, -1), "Helvetica-Bold"),
+                ("LINEBELOW", (0, 0), (-1, 0), 0.5, colors.black),
+                ("LINEABOVE", (0, -3), (-1, -3), 0.5, colors.black),
+                ("ALIGN", (1, 0), (-1, -1), "RIGHT"),
+                ("VALIGN", (0, 0), (-1, -1), "TOP"),
+            ]
+        )
+    )
+    story.append(table)
+    SimpleDocTemplate(out, pagesize=A4, title=f"{title} {invoice.number or ''}").build(story)
+    return out.getvalue()

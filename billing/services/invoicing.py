@@ -1,0 +1,267 @@
+"""Invoices: an organization's month (UTC) of billing records and cancellation charges, as
+lines per project, class (or MIG profile), charge type and unit price, each rounded half up to
+cents once; issued with a number without gaps per year; never changed once issued (the
+database refuses too), corrected by credit notes.
+"""
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Sum
+
+from portal.errors import Conflict
+from scheduling import clock
+from scheduling.models import GpuClass
+from tenants.models import Organization, Project
+from tenants.permissions import Caller, require_operator
+from tenants.services import audit_record
+
+from ..models import BillingRecord, CancellationCharge, Invoice, InvoiceCounter, InvoiceLine
+from ..pricing import to_cents
+
+SECONDS_PER_HOUR = Decimal(3600)
+MILLI_PER_GPU = Decimal(1000)
+HOURS = Decimal("0.0001")
+
+
+def month_bounds(year: int, month: int) -> tuple[datetime, datetime]:
+    start = datetime(year, month, 1, tzinfo=UTC)
+    end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+    return start, end
+
+
+def invoice_draft(*, organization: Organization, year: int, month: int) -> Invoice:
+    """Build (or rebuild) the organization's draft for the month from what is rated; an
+    issued invoice for it is returned as it is."""
+    start, end = month_bounds(year, month)
+    try:
+        with transaction.atomic():
+            return _draft(organization, start, end)
+    except IntegrityError:  # another run made the draft meanwhile: rebuild that one
+        with transaction.atomic():
+            return _draft(organization, start, end)
+
+
+def _draft(organization: Organization, start: datetime, end: datetime) -> Invoice:
+    invoice = (
+        Invoice.objects.select_for_update()
+        .filter(organization=organization, period_start=start, corrects__isnull=True)
+        .exclude(state=Invoice.State.VOID)
+        .first()
+    )
+    if invoice is not None and invoice.state != Invoice.State.DRAFT:
+        return invoice
+    if invoice is None:
+        invoice = Invoice.objects.create(
+            organization=organization,
+            period_start=start,
+            period_end=end,
+            currency=settings.PORTAL_CURRENCY,
+        )
+    invoice.lines.all().delete()
+    lines = _usage_lines(invoice) + _cancellation_lines(invoice)
+    InvoiceLine.objects.bulk_create(lines)
+    _total(invoice, lines, tax_rate=settings.PORTAL_TAX_RATE)
+    invoice.save()
+    return invoice
+
+
+def _usage_lines(invoice: Invoice) -> list[InvoiceLine]:
+    """One line per project, class, profile, resource, charge and unit price: the records'
+    hours and cost summed in the database, the cost rounded once."""
+    groups = (
+        BillingRecord.objects.filter(
+            organization=invoice.organization_id,
+            starts_at__gte=invoice.period_start,
+            starts_at__lt=invoice.period_end,
+        )
+        .values("project", "gpu_class", "mig_profile", "resource", "charge", "unit_price")
+        .annotate(seconds=Sum("quantity_seconds"), cost=Sum("cost"))
+        .order_by("project", "gpu_class", "mig_profile", "resource", "charge", "unit_price")
+    )
+    groups = list(groups)
+    projects = Project.objects.in_bulk({g["project"] for g in groups})
+    classes = GpuClass.objects.in_bulk({g["gpu_class"] for g in groups})
+    lines = []
+    for group in groups:
+        hours = group["seconds"] / SECONDS_PER_HOUR
+        if group["resource"] == "shared":
+            hours /= MILLI_PER_GPU
+        what = classes[group["gpu_class"]].name + (
+            f" {group['mig_profile']} instances" if group["mig_profile"] else ""
+        )
+        if group["resource"] == "shared":
+            what += " shares"
+        lines.append(
+            InvoiceLine(
+                invoice=invoice,
+                project=projects[group["project"]],
+                gpu_class=classes[group["gpu_class"]],
+                mig_profile=group["mig_profile"],
+                resource=group["resource"],
+                charge=group["charge"],
+                description=f"{projects[group['project']].slug}: {what}, on demand",
+                hours=hours.quantize(HOURS),
+                unit_price=group["unit_price"],
+                amount=to_cents(group["cost"] or Decimal(0)),
+            )
+        )
+    return lines
+
+
+def _cancellation_lines(invoice: Invoice) -> list[InvoiceLine]:
+    charges = CancellationCharge.objects.filter(
+        organization=invoice.organization_id,
+        cancelled_at__gte=invoice.period_start,
+        cancelled_at__lt=invoice.period_end,
+        amount__gt=0,
+    ).select_related("reservation__gpu_class", "reservation__pool")
+    return [
+        InvoiceLine(
+            invoice=invoice,
+            gpu_class=charge.reservation.gpu_class,
+            mig_profile=charge.reservation.mig_profile,
+            charge="cancellation",
+            description=(
+                f"Cancelled reservation of {charge.reservation.gpus}"
+                f" {charge.reservation.gpu_class.name} {charge.reservation.unit} in"
+                f" {charge.reservation.pool.name}, {charge.reservation.starts_at:%Y-%m-%d %H:%M}"
+                f" UTC: {charge.percent}% of {charge.remaining_value}"
+            ),
+            amount=charge.amount,
+        )
+        for charge in charges
+    ]
+
+
+def _total(invoice: Invoice, lines: list[InvoiceLine], *, tax_rate: Decimal) -> None:
+    invoice.tax_rate = tax_rate
+    invoice.subtotal = sum((line.amount for line in lines), Decimal(0))
+    invoice.tax = to_cents(invoice.subtotal * invoice.tax_rate)
+    invoice.total = invoice.subtotal + invoice.tax
+
+
+def _locked(invoice: Invoice, *states: str) -> Invoice:
+    locked = Invoice.objects.select_for_update().get(pk=invoice.pk)
+    if locked.state not in states:
+        raise Conflict(f"The invoice is {locked.state}.", code="invoice_state")
+    return locked
+
+
+def _number(year: int) -> str:
+    """The year's next number: its counter row locked until the transaction ends, so two
+    invoices issued at once get consecutive numbers and a rolled-back one leaves no gap."""
+    InvoiceCounter.objects.bulk_create([InvoiceCounter(year=year)], ignore_conflicts=True)
+    counter = InvoiceCounter.objects.select_for_update().get(year=year)
+    counter.last += 1
+    counter.save(update_fields=["last"])
+    return f"{year}-{counter.last:06d}"
+
+
+def invoice_issue(*, caller: Caller, invoice: Invoice) -> Invoice:
+    """Finance issues a draft as it stands: numbered, and from then on never changed."""
+    require_operator(caller)
+    with transaction.atomic():
+        locked = _locked(invoice, Invoice.State.DRAFT)
+        now = clock.now()
+        locked.number = _number(now.year)
+        locked.state = Invoice.State.ISSUED
+        locked.issued_at = now
+        locked.save(update_fields=["number", "state", "issued_at"])
+        _audited(caller, locked, "invoice.issue")
+    return locked
+
+
+def invoice_mark_paid(*, caller: Caller, invoice: Invoice) -> Invoice:
+    require_operator(caller)
+    with transaction.atomic():
+        locked = _locked(invoice, Invoice.State.ISSUED)
+        locked.state = Invoice.State.PAID
+        locked.paid_at = clock.now()
+        locked.save(update_fields=["state", "paid_at"])
+        _audited(caller, locked, "invoice.paid")
+    return locked
+
+
+def invoice_void(*, caller: Caller, invoice: Invoice, reason: str) -> Invoice:
+    """Finance voids an issued, unpaid invoice (its number stays used); the month may then be
+    drafted again."""
+    require_operator(caller)
+    if not reason.strip():
+        raise ValidationError({"reason": ["Say why the invoice is void."]})
+    with transaction.atomic():
+        locked = _locked(invoice, Invoice.State.ISSUED)
+        locked.state = Invoice.State.VOID
+        locked.voided_at = clock.now()
+        locked.reason = reason.strip()[:500]
+        locked.save(update_fields=["state", "voided_at", "reason"])
+        _audited(caller, locked, "invoice.void")
+    return locked
+
+
+def credit_note_issue(*, caller: Caller, invoice: Invoice, amount: Decimal, reason: str) -> Invoice:
+    """Correct an issued (or paid) invoice: a credit note of ``amount`` before tax, issued in
+    the same numbering, never more than what the invoice and its earlier notes leave."""
+    require_operator(caller)
+    errors: dict[str, list[str]] = {}
+    if not reason.strip():
+        errors["reason"] = ["Say what the credit note corrects."]
+    if amount <= 0:
+        errors["amount"] = ["A credit note credits a positive amount."]
+    if errors:
+        raise ValidationError(errors)
+    with transaction.atomic():
+        original = _locked(invoice, Invoice.State.ISSUED, Invoice.State.PAID)
+        credited = -(original.credit_notes.aggregate(total=Sum("subtotal"))["total"] or Decimal(0))
+        if amount > original.subtotal - credited:
+            raise ValidationError(
+                {"amount": [f"At most {original.subtotal - credited} is left to credit."]}
+            )
+        note = Invoice.objects.create(
+            organization=original.organization,
+            period_start=original.period_start,
+            period_end=original.period_end,
+            corrects=original,
+            currency=original.currency,
+            reason=reason.strip()[:500],
+        )
+        line = InvoiceLine(
+            invoice=note,
+            charge="credit",
+            description=f"Credit on invoice {original.number}: {reason.strip()}"[:300],
+            amount=-to_cents(amount),
+        )
+        line.save()
+        _total(note, [line], tax_rate=original.tax_rate)
+        note.save()
+    return invoice_issue(caller=caller, invoice=note)
+
+
+def _audited(caller: Caller, invoice: Invoice, action: str) -> None:
+    audit_record(
+        caller=caller,
+        organization=invoice.organization,
+        action=action,
+        target=invoice,
+        payload={"number": invoice.number, "total": str(invoice.total), "state": invoice.state},
+    )
+
+
+def invoices_draft_month(*, year: int, month: int) -> int:
+    """Draft (or refresh the drafts of) every organization billed in the month."""
+    start, end = month_bounds(year, month)
+    billed = set(
+        BillingRecord.objects.filter(starts_at__gte=start, starts_at__lt=end)
+        .values_list("organization", flat=True)
+        .distinct()
+    ) | set(
+        CancellationCharge.objects.filter(cancelled_at__gte=start, cancelled_at__lt=end)
+        .values_list("organization", flat=True)
+        .distinct()
+    )
+    for organization in Organization.objects.filter(pk__in=billed):
+        invoice_draft(organization=organization, year=year, month=month)
+    return len(billed)
