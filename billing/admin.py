@@ -3,16 +3,19 @@ only ever added (none in the past), never edited or deleted."""
 
 from django import forms
 from django.contrib import admin, messages
+from django.http import HttpResponse
 
 from scheduling import clock
 from scheduling.admin import ReadOnlyAdmin, RejectionForm, decide_with_form, requested_first
 from tenants.permissions import Caller
 
-from . import services
+from . import exports, services
 from .models import (
     BillingRecord,
     CancellationCharge,
     CatalogItem,
+    Invoice,
+    InvoiceLine,
     Order,
     PriceVersion,
     UsageInterval,
@@ -166,3 +169,70 @@ class BillingRecordAdmin(ReadOnlyAdmin):
 @admin.register(UsageReconciliation)
 class UsageReconciliationAdmin(ReadOnlyAdmin):
     list_display = ["starts_at", "ends_at", "ran_at", "organizations", "balanced"]
+
+
+class InvoiceLineInline(admin.TabularInline):
+    model = InvoiceLine
+    fields = ["description", "hours", "unit_price", "amount"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class VoidForm(forms.Form):
+    reason = forms.CharField(max_length=500, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+@admin.register(Invoice)
+class InvoiceAdmin(ReadOnlyAdmin):
+    """Finance: drafts first; issue, mark paid, void with a reason, download. Changes only
+    through actions; an issued invoice never changes."""
+
+    list_display = ["__str__", "organization", "period_start", "state", "total", "issued_at"]
+    list_filter = ["state", "period_start"]
+    search_fields = ["number", "organization__slug"]
+    inlines = [InvoiceLineInline]
+    actions = ["issue", "mark_paid", "void", "download_csv"]
+
+    def get_queryset(self, request):
+        return requested_first(
+            super().get_queryset(request), Invoice.State.DRAFT, "-period_start"
+        ).select_related("organization")
+
+    @admin.action(description="Issue the drafts (numbered, then never changed)")
+    def issue(self, request, queryset):
+        caller = Caller(user=request.user)
+        drafts = queryset.filter(state=Invoice.State.DRAFT)
+        for invoice in drafts:
+            services.invoice_issue(caller=caller, invoice=invoice)
+        self.message_user(request, f"Issued {len(drafts)}.", messages.SUCCESS)
+
+    @admin.action(description="Mark the issued as paid")
+    def mark_paid(self, request, queryset):
+        caller = Caller(user=request.user)
+        issued = queryset.filter(state=Invoice.State.ISSUED)
+        for invoice in issued:
+            services.invoice_mark_paid(caller=caller, invoice=invoice)
+        self.message_user(request, f"Marked {len(issued)} paid.", messages.SUCCESS)
+
+    @admin.action(description="Void the issued, with a reason")
+    def void(self, request, queryset):
+        return decide_with_form(
+            self,
+            request,
+            queryset.filter(state=Invoice.State.ISSUED),
+            action="void",
+            form_class=VoidForm,
+            decide=lambda caller, invoice, data: services.invoice_void(
+                caller=caller, invoice=invoice, reason=data["reason"]
+            ),
+        )
+
+    @admin.action(description="Download the selected as one CSV")
+    def download_csv(self, request, queryset):
+        response = HttpResponse(exports.month_csv(queryset), content_type="text/csv")
+        response["Content-Disposition"] = 'attachment; filename="invoices.csv"'
+        return response

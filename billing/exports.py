@@ -3,13 +3,17 @@
 
 import csv
 import io
+import json
 from decimal import Decimal
 
+from django.http import HttpResponse
 from reportlab.lib import colors
 from reportlab.lib.pagesizes import A4
 from reportlab.lib.styles import getSampleStyleSheet
 from reportlab.lib.units import mm
 from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
+
+from portal.errors import NotFound
 
 from .models import Invoice
 
@@ -126,3 +130,24 @@ def invoice_pdf(invoice: Invoice) -> bytes:
     story.append(table)
     SimpleDocTemplate(out, pagesize=A4, title=f"{title} {invoice.number or ''}").build(story)
     return out.getvalue()
+
+
+EXPORTS = {
+    "csv": ("text/csv", lambda invoice: invoice_csv(invoice).encode()),
+    "json": (
+        "application/json",
+        lambda invoice: json.dumps(invoice_json(invoice), indent=2).encode(),
+    ),
+    "pdf": ("application/pdf", invoice_pdf),
+}
+
+
+def invoice_file(invoice: Invoice, kind: str) -> HttpResponse:
+    """The invoice as a download: CSV, JSON or PDF (any other kind: 404)."""
+    if kind not in EXPORTS:
+        raise NotFound("Exports are csv, json and pdf.")
+    content_type, render = EXPORTS[kind]
+    response = HttpResponse(render(invoice), content_type=content_type)
+    name = invoice.number or f"draft-{invoice.period_start:%Y-%m}"
+    response["Content-Disposition"] = f'attachment; filename="invoice-{name}.{kind}"'
+    return response

@@ -14,7 +14,13 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from scheduling.models import GpuClass, PriorityTier, Reservation, mig_profile_validator
+from scheduling.models import (
+    GpuClass,
+    PriorityTier,
+    QuotaGrant,
+    Reservation,
+    mig_profile_validator,
+)
 from tenants.models import Organization, slug_validator
 
 
@@ -236,10 +242,8 @@ class UsageInterval(models.Model):
     any reason. ``amount`` is in the resource's unit: whole GPUs, milli-GPU of a share, or MIG
     instances."""
 
-    class Resource(models.TextChoices):
-        GPUS = "gpus", "Whole GPUs"
-        SHARED = "shared", "GPU share (milli-GPU)"
-        MIG = "mig", "MIG instances"
+    # What quotas count, metering counts: the same resources.
+    Resource = QuotaGrant.Resource
 
     id = models.BigAutoField(primary_key=True)
     placement = models.OneToOneField(

@@ -1,7 +1,7 @@
 """Reads of billing, scoped to the caller's organizations; and what waits for operators."""
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -13,6 +13,7 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
+    Sum,
     When,
 )
 from django.db.models.functions import Coalesce
@@ -24,10 +25,13 @@ from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize, require_operator
 
 from .models import (
+    BillingRecord,
     CancellationCharge,
     CatalogItem,
+    Invoice,
     Order,
     PriceVersion,
+    UsageInterval,
     UsageReconciliation,
 )
 from .pricing import period_units, to_cents
@@ -265,3 +269,55 @@ def usage_reconciliation_last(*, caller: Caller) -> UsageReconciliation | None:
     """The last comparison of placed with billed GPU-seconds, for operators."""
     require_operator(caller)
     return UsageReconciliation.objects.first()
+
+
+def invoice_list(*, caller: Caller, organization: Organization) -> QuerySet[Invoice]:
+    """The organization's invoices and credit notes, for its owners and admins."""
+    authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
+    return (
+        Invoice.objects.filter(organization=organization)
+        .select_related("organization", "corrects")
+        .prefetch_related("lines__project", "lines__gpu_class")
+    )
+
+
+def invoice_get(*, caller: Caller, organization: Organization, pk) -> Invoice:
+    return one_or_not_found(invoice_list(caller=caller, organization=organization), pk, "invoice")
+
+
+def invoice_line_usage(*, invoice: Invoice, line_pk) -> QuerySet[UsageInterval]:
+    """The usage intervals behind a line of ``invoice`` (got through ``invoice_get``), each
+    with the seconds the line bills of it: what a tenant reconciles with its workloads."""
+    line = one_or_not_found(invoice.lines.all(), line_pk, "invoice line")
+    records = BillingRecord.objects.filter(
+        organization=invoice.organization_id,
+        starts_at__gte=invoice.period_start,
+        starts_at__lt=invoice.period_end,
+        project=line.project_id,
+        gpu_class=line.gpu_class_id,
+        mig_profile=line.mig_profile,
+        resource=line.resource,
+        charge=line.charge,
+        unit_price=line.unit_price,
+    )
+    if line.unit_price is None:
+        records = records.filter(unit_price__isnull=True)
+    billed = records.filter(interval=OuterRef("pk")).values("interval")
+    return (
+        UsageInterval.objects.filter(pk__in=records.values("interval"))
+        .annotate(
+            billed_seconds=Subquery(
+                billed.annotate(total=Sum("quantity_seconds")).values("total")[:1],
+                output_field=DecimalField(max_digits=24, decimal_places=6),
+            )
+        )
+        .select_related("workload", "project", "gpu_class", "tier")
+        .order_by("started_at", "pk")
+    )
+
+
+def invoices_of_month(*, caller: Caller, year: int, month: int) -> QuerySet[Invoice]:
+    """Every invoice and credit note of a month, for finance."""
+    require_operator(caller)
+    start = datetime(year, month, 1, tzinfo=UTC)
+    return Invoice.objects.filter(period_start=start).order_by("number", "organization__slug")

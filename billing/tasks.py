@@ -42,3 +42,14 @@ def usage_reconcile_yesterday() -> bool:
     services.usage_meter()
     today = clock.now().replace(hour=0, minute=0, second=0, microsecond=0)
     return services.usage_reconcile(starts_at=today - timedelta(days=1), ends_at=today).balanced
+
+
+@shared_task(**RETRY)
+def invoices_draft() -> int:
+    """Refresh the drafts of this month and the last (UTC) from what is rated."""
+    today = clock.now()
+    last = today.replace(day=1) - timedelta(days=1)
+    return sum(
+        services.invoices_draft_month(year=moment.year, month=moment.month)
+        for moment in (last, today)
+    )

@@ -17,4 +17,10 @@ urlpatterns = [
         views.order_cancel,
         name="order-cancel",
     ),
+    path("orgs/<slug:org_slug>/invoices/", views.invoices, name="invoices"),
+    path(
+        "orgs/<slug:org_slug>/invoices/<str:invoice_id>/<slug:kind>/",
+        views.invoice_download,
+        name="invoice-download",
+    ),
 ]

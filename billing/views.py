@@ -14,7 +14,7 @@ from scheduling import services as scheduling
 from tenants import selectors as tenant_selectors
 from tenants.permissions import Action, caller_of, role_allows
 
-from . import selectors, services
+from . import exports, selectors, services
 from .forms import OrderForm
 
 
@@ -150,3 +150,26 @@ def approval_decide(request, kind: str, pk: str, decision: str):
         decided = "approved" if decision == "approve" else "rejected"
         messages.success(request, f"{kind.replace('-', ' ').capitalize()} {decided}: {item}.")
     return redirect("billing:approvals")
+
+
+@login_required
+def invoices(request, org_slug: str):
+    """Owners and admins: the organization's invoices, each to download."""
+    caller = caller_of(request)
+    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    return render(
+        request,
+        "billing/invoices.html",
+        {
+            "organization": organization,
+            "invoices": selectors.invoice_list(caller=caller, organization=organization)[:120],
+        },
+    )
+
+
+@login_required
+def invoice_download(request, org_slug: str, invoice_id: str, kind: str):
+    caller = caller_of(request)
+    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    invoice = selectors.invoice_get(caller=caller, organization=organization, pk=invoice_id)
+    return exports.invoice_file(invoice, kind)

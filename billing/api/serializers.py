@@ -3,7 +3,14 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from billing.models import CancellationCharge, CatalogItem, Order
+from billing.models import (
+    CancellationCharge,
+    CatalogItem,
+    Invoice,
+    InvoiceLine,
+    Order,
+    UsageInterval,
+)
 from billing.services import OrderRequest
 from portal.api.serializers import InputSerializer
 from tenants.models import SLUG_PATTERN
@@ -138,3 +145,87 @@ class OrderInput(InputSerializer):
         data = dict(self.validated_data)
         data.pop("draft")
         return OrderRequest(**data)
+
+
+class InvoiceLineOutput(serializers.ModelSerializer):
+    project = serializers.CharField(
+        source="project.slug", default=None, read_only=True, allow_null=True
+    )
+    gpu_class = serializers.CharField(
+        source="gpu_class.name", default=None, read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = InvoiceLine
+        fields = [
+            "id",
+            "description",
+            "project",
+            "gpu_class",
+            "mig_profile",
+            "resource",
+            "charge",
+            "hours",
+            "unit_price",
+            "amount",
+        ]
+
+
+class InvoiceOutput(serializers.ModelSerializer):
+    corrects = serializers.CharField(
+        source="corrects.number", default=None, read_only=True, allow_null=True
+    )
+    lines = InvoiceLineOutput(many=True, read_only=True)
+
+    class Meta:
+        model = Invoice
+        fields = [
+            "id",
+            "number",
+            "state",
+            "corrects",
+            "period_start",
+            "period_end",
+            "currency",
+            "lines",
+            "subtotal",
+            "tax_rate",
+            "tax",
+            "total",
+            "reason",
+            "issued_at",
+            "paid_at",
+            "voided_at",
+        ]
+
+
+class UsageIntervalOutput(serializers.ModelSerializer):
+    workload = serializers.CharField(source="workload.name", read_only=True)
+    workload_id = serializers.UUIDField(read_only=True)
+    project = serializers.CharField(source="project.slug", read_only=True)
+    gpu_class = serializers.CharField(source="gpu_class.name", read_only=True)
+    tier = serializers.CharField(source="tier.name", read_only=True)
+    billed_seconds = serializers.DecimalField(
+        max_digits=24,
+        decimal_places=6,
+        read_only=True,
+        help_text="The interval's amount times the seconds this line bills of it.",
+    )
+
+    class Meta:
+        model = UsageInterval
+        fields = [
+            "id",
+            "workload",
+            "workload_id",
+            "project",
+            "pool",
+            "gpu_class",
+            "mig_profile",
+            "resource",
+            "amount",
+            "tier",
+            "started_at",
+            "ended_at",
+            "billed_seconds",
+        ]

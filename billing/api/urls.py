@@ -3,6 +3,7 @@ from django.urls import path
 from . import views
 
 orders = "organizations/<slug:org_slug>/orders"
+invoices = "organizations/<slug:org_slug>/invoices"
 
 urlpatterns = [
     path("organizations/<slug:org_slug>/catalog/", views.CatalogListApi.as_view(), name="catalog"),
@@ -19,5 +20,22 @@ urlpatterns = [
         "organizations/<slug:org_slug>/reservations/<str:reservation_id>/cancellation-charge/",
         views.ReservationCancellationChargeApi.as_view(),
         name="reservation-cancellation-charge",
+    ),
+    path(f"{invoices}/", views.InvoiceCollectionApi.as_view(), name="invoices"),
+    path(f"{invoices}/<str:invoice_id>/", views.InvoiceDetailApi.as_view(), name="invoice"),
+    path(
+        f"{invoices}/<str:invoice_id>/export/<slug:kind>/",
+        views.InvoiceExportApi.as_view(),
+        name="invoice-export",
+    ),
+    path(
+        f"{invoices}/<str:invoice_id>/lines/<str:line_id>/usage/",
+        views.InvoiceLineUsageApi.as_view(),
+        name="invoice-line-usage",
+    ),
+    path(
+        "invoices/<int:year>/<int:month>/export/csv/",
+        views.MonthExportApi.as_view(),
+        name="invoices-month-export",
     ),
 ]

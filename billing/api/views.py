@@ -1,18 +1,28 @@
 """REST endpoints of billing: the catalog with the prices that apply to the caller, and orders."""
 
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from billing import selectors, services
-from billing.models import CancellationCharge, CatalogItem, Order
+from billing import exports, selectors, services
+from billing.models import CancellationCharge, CatalogItem, Invoice, Order, UsageInterval
 from portal.api.views import ApiView, CollectionApiView, list_response
+from portal.errors import NotFound
 from scheduling import clock
 from scheduling import selectors as scheduling_selectors
 from tenants import selectors as tenant_selectors
 from tenants.permissions import caller_of
 
-from .serializers import CancellationChargeOutput, CatalogItemOutput, OrderInput, OrderOutput
+from .serializers import (
+    CancellationChargeOutput,
+    CatalogItemOutput,
+    InvoiceOutput,
+    OrderInput,
+    OrderOutput,
+    UsageIntervalOutput,
+)
 
 
 class CatalogListApi(CollectionApiView):
@@ -140,3 +150,77 @@ class ReservationCancellationChargeApi(ApiView):
         )
         charge = selectors.cancellation_charge_of(reservation=reservation, now=clock.now())
         return Response(CancellationChargeOutput(charge).data)
+
+
+class InvoiceCollectionApi(CollectionApiView):
+    queryset = Invoice.objects.none()
+    ordering_fields = ["period_start", "number"]
+
+    @extend_schema(
+        operation_id="invoices_list",
+        responses=InvoiceOutput(many=True),
+        description="The organization's invoices and credit notes (owners and admins).",
+    )
+    def get(self, request, org_slug: str):
+        return list_response(
+            view=self,
+            queryset=selectors.invoice_list(
+                caller=caller_of(request), organization=_organization(request, org_slug)
+            ),
+            serializer_class=InvoiceOutput,
+        )
+
+
+def _invoice(request, org_slug: str, invoice_id: str) -> Invoice:
+    return selectors.invoice_get(
+        caller=caller_of(request), organization=_organization(request, org_slug), pk=invoice_id
+    )
+
+
+class InvoiceDetailApi(ApiView):
+    @extend_schema(operation_id="invoices_get", responses=InvoiceOutput)
+    def get(self, request, org_slug: str, invoice_id: str):
+        return Response(InvoiceOutput(_invoice(request, org_slug, invoice_id)).data)
+
+
+class InvoiceExportApi(ApiView):
+    @extend_schema(
+        operation_id="invoices_export",
+        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
+        description="The invoice as `csv`, `json` or `pdf`.",
+    )
+    def get(self, request, org_slug: str, invoice_id: str, kind: str):
+        return exports.invoice_file(_invoice(request, org_slug, invoice_id), kind)
+
+
+class InvoiceLineUsageApi(CollectionApiView):
+    queryset = UsageInterval.objects.none()
+    ordering_fields = ["started_at"]
+
+    @extend_schema(
+        operation_id="invoices_line_usage",
+        responses=UsageIntervalOutput(many=True),
+        description="The usage intervals behind one line, each with the seconds it bills.",
+    )
+    def get(self, request, org_slug: str, invoice_id: str, line_id: str):
+        invoice = _invoice(request, org_slug, invoice_id)
+        return list_response(
+            view=self,
+            queryset=selectors.invoice_line_usage(invoice=invoice, line_pk=line_id),
+            serializer_class=UsageIntervalOutput,
+        )
+
+
+class MonthExportApi(ApiView):
+    @extend_schema(
+        operation_id="invoices_month_export",
+        responses={(200, "text/csv"): OpenApiTypes.BINARY},
+        description="Finance (operators): every line of every invoice of a month, as CSV.",
+    )
+    def get(self, request, year: int, month: int):
+        if not 1 <= month <= 12:
+            raise NotFound("No such month.")
+        invoices = selectors.invoices_of_month(caller=caller_of(request), year=year, month=month)
+        response = HttpResponse(exports.month_csv(invoices), content_type="text/csv")
+        response["Content-Disposition"] = f'attachment; filename="invoices-{year}-{month:02d}.csv"'
+        return response

@@ -261,6 +261,7 @@ TASK_QUEUES = {
     "billing.tasks.billing_reconcile": "sync",
     "billing.tasks.usage_meter": "sync",
     "billing.tasks.usage_reconcile_yesterday": "sync",
+    "billing.tasks.invoices_draft": "sync",
 }
 
 
@@ -342,6 +343,8 @@ CELERY_BEAT_SCHEDULE = {
     "usage-meter": every(60, "billing.tasks.usage_meter"),
     # Placed against billed GPU-seconds of the day before, once a day.
     "usage-reconcile": every(24 * 3600, "billing.tasks.usage_reconcile_yesterday"),
+    # This month's and last month's invoice drafts, from what is rated.
+    "invoices-draft": every(3600, "billing.tasks.invoices_draft"),
     # Fulfils orders whose task was lost and charges cancellations whose event was.
     "billing-reconcile": every(
         max(1, PORTAL_RECONCILE_SECONDS // 2), "billing.tasks.billing_reconcile"
