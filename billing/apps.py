@@ -6,11 +6,14 @@ class BillingConfig(AppConfig):
     verbose_name = "Billing"
 
     def ready(self) -> None:
-        from portal.events import Event, subscribe
+        from portal.events import Event, ExtensionPoint, check_register, subscribe
 
-        from . import tasks
+        from . import services, tasks
 
         subscribe(Event.ORDER_APPROVED, tasks.order_fulfil.delay)
         subscribe(Event.ORDER_CHANGED, tasks.order_email_send.delay)
         # A cancelled reservation is charged by its terms (billing_reconcile catches up if lost).
         subscribe(Event.RESERVATION_CHANGED, tasks.cancellation_charge_record.delay)
+        subscribe(Event.BUDGET_THRESHOLD_CROSSED, tasks.budget_alert_email_send.delay)
+        # A spent hard-stop budget refuses new work; scheduling only runs the check.
+        check_register(ExtensionPoint.WORKLOAD_SUBMISSION, services.budget_submission_check)

@@ -9,6 +9,7 @@ from .models import CatalogItem
 SECONDS_PER_HOUR = 3600
 MONTH = timedelta(days=30)
 CENT = Decimal("0.01")
+MILLI_PER_GPU = Decimal(1000)
 
 
 def period_units(item: CatalogItem, starts_at: datetime, ends_at: datetime) -> Decimal:
@@ -21,3 +22,10 @@ def period_units(item: CatalogItem, starts_at: datetime, ends_at: datetime) -> D
 
 def to_cents(amount: Decimal) -> Decimal:
     return amount.quantize(CENT, ROUND_HALF_UP)
+
+
+def billed_hours(quantity_seconds: Decimal, resource: str) -> Decimal:
+    """What a unit price multiplies for ``quantity_seconds`` of ``resource``: GPU-hours (a
+    share's milli-GPU counted as its fraction of a GPU) or MIG instance-hours."""
+    hours = quantity_seconds / SECONDS_PER_HOUR
+    return hours / MILLI_PER_GPU if resource == "shared" else hours

@@ -16,16 +16,18 @@ from django.db.models import (
     Sum,
     When,
 )
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, TruncDate
 
 from portal.db import one_or_not_found
 from portal.errors import Conflict
+from scheduling import clock
 from scheduling.models import QuotaRequest, Reservation
 from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize, require_operator
 
 from .models import (
     BillingRecord,
+    Budget,
     CancellationCharge,
     CatalogItem,
     Invoice,
@@ -34,7 +36,7 @@ from .models import (
     UsageInterval,
     UsageReconciliation,
 )
-from .pricing import period_units, to_cents
+from .pricing import billed_hours, period_units, to_cents
 
 # The price columns as the model stores them (SQLite answers a price with more places: pages
 # show 4).
@@ -321,3 +323,105 @@ def invoices_of_month(*, caller: Caller, year: int, month: int) -> QuerySet[Invo
     require_operator(caller)
     start = datetime(year, month, 1, tzinfo=UTC)
     return Invoice.objects.filter(period_start=start).order_by("number", "organization__slug")
+
+
+def budget_get(*, caller: Caller, organization: Organization, pk) -> Budget:
+    authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
+    budgets = Budget.objects.filter(organization=organization).select_related("organization")
+    return one_or_not_found(budgets, pk, "budget")
+
+
+def budget_list(*, caller: Caller, organization: Organization) -> list[Budget]:
+    """The organization's budgets, each with ``spent`` this month, for its owners and
+    admins."""
+    authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
+    now = clock.now()
+    budgets = Budget.objects.filter(organization=organization).select_related("project")
+    return [budget_spent(budget, at=now) for budget in budgets]
+
+
+def budget_spent(budget: Budget, *, at: datetime) -> Budget:
+    """``budget`` with ``spent``: its scope's spend in ``at``'s month."""
+    budget.spent = spend(
+        organization_id=budget.organization_id, project_id=budget.project_id, at=at
+    )
+    return budget
+
+
+def month_of(moment: datetime) -> tuple[datetime, datetime]:
+    """The UTC month ``moment`` falls in, as [start, end)."""
+    start = datetime(moment.year, moment.month, 1, tzinfo=UTC)
+    return start, datetime(start.year + start.month // 12, start.month % 12 + 1, 1, tzinfo=UTC)
+
+
+def spend(*, organization_id, project_id=None, at: datetime) -> Decimal:
+    """What the organization (or one project of it) has spent in ``at``'s month so far."""
+    start, end = month_of(at)
+    records = BillingRecord.objects.filter(
+        organization=organization_id, starts_at__gte=start, starts_at__lt=end
+    )
+    if project_id is not None:
+        records = records.filter(project=project_id)
+    total = records.aggregate(total=Sum("cost"))["total"] or Decimal(0)
+    if project_id is None:
+        total += CancellationCharge.objects.filter(
+            organization=organization_id, cancelled_at__gte=start, cancelled_at__lt=end
+        ).aggregate(total=Sum("amount"))["total"] or Decimal(0)
+    return to_cents(total)
+
+
+@dataclass(frozen=True)
+class UsageSummary:
+    rows: list[dict]
+    gpu_hours: Decimal
+    cost: Decimal
+    # This month's cost so far and where the current run rate takes it by the month's end
+    # (None when the period asked for is not the current month).
+    month_to_date: Decimal | None
+    forecast: Decimal | None
+
+
+def usage_summary(
+    *, caller: Caller, organization: Organization, starts_at: datetime, ends_at: datetime
+) -> UsageSummary:
+    """GPU-hours (MIG instance-hours for MIG rows) and cost per day, class, profile, tier and
+    project over [starts_at, ends_at), as rated, and a forecast to the end of the month from
+    the run rate so far when the period is the current month."""
+    authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
+    groups = (
+        BillingRecord.objects.filter(
+            organization=organization, starts_at__gte=starts_at, starts_at__lt=ends_at
+        )
+        .annotate(day=TruncDate("starts_at", tzinfo=UTC))
+        .values("day", "gpu_class__name", "mig_profile", "resource", "tier__name", "project__slug")
+        .annotate(seconds=Sum("quantity_seconds"), cost=Sum("cost"))
+        .order_by("day", "gpu_class__name", "mig_profile", "tier__name", "project__slug")
+    )
+    rows = []
+    for group in groups:
+        hours = billed_hours(group["seconds"], group["resource"])
+        rows.append(
+            {
+                "day": group["day"],
+                "gpu_class": group["gpu_class__name"],
+                "mig_profile": group["mig_profile"],
+                "tier": group["tier__name"],
+                "project": group["project__slug"],
+                "gpu_hours": hours.quantize(Decimal("0.0001")),
+                "cost": to_cents(group["cost"] or Decimal(0)),
+            }
+        )
+    now = clock.now()
+    month_start, month_end = month_of(now)
+    month_to_date = forecast = None
+    if (starts_at, ends_at) == (month_start, month_end):
+        month_to_date = spend(organization_id=organization.pk, at=now)
+        elapsed = (now - month_start) / (month_end - month_start)
+        forecast = to_cents(month_to_date / Decimal(elapsed)) if elapsed > 0 else month_to_date
+    return UsageSummary(
+        rows=rows,
+        gpu_hours=sum((r["gpu_hours"] for r in rows), Decimal(0)),
+        cost=sum((r["cost"] for r in rows), Decimal(0)),
+        month_to_date=month_to_date,
+        forecast=forecast,
+    )

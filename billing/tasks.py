@@ -53,3 +53,13 @@ def invoices_draft() -> int:
         services.invoices_draft_month(year=moment.year, month=moment.month)
         for moment in (last, today)
     )
+
+
+@shared_task(**RETRY)
+def budgets_check() -> int:
+    return services.budgets_check()
+
+
+@shared_task(**RETRY)
+def budget_alert_email_send(alert_id: int) -> bool:
+    return services.budget_alert_email_send(alert_id=alert_id)

@@ -43,6 +43,8 @@ class Event(StrEnum):
     ORDER_APPROVED = "order_approved"
     # billing: an order was made or changed state; payload order_id.
     ORDER_CHANGED = "order_changed"
+    # billing: a budget's spend crossed one of its thresholds; payload alert_id.
+    BUDGET_THRESHOLD_CROSSED = "budget_threshold_crossed"
 
 
 class ExtensionPoint(StrEnum):

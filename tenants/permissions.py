@@ -46,6 +46,7 @@ class Action(StrEnum):
     ORDER_MANAGE = "order.manage"
     # Invoices and what they charge.
     INVOICE_VIEW = "invoice.view"
+    BUDGET_MANAGE = "budget.manage"
 
 
 _EVERYONE = frozenset(Role)
@@ -79,6 +80,7 @@ PERMISSIONS: dict[Action, frozenset[Role]] = {
     Action.QUOTA_REQUEST: _MANAGERS,
     Action.ORDER_MANAGE: _MANAGERS,
     Action.INVOICE_VIEW: _MANAGERS,
+    Action.BUDGET_MANAGE: _MANAGERS,
 }
 
 # Actions that change nothing: allowed to read-only tokens and in suspended organizations.

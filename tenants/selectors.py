@@ -9,7 +9,7 @@ from django.db.models.functions import Coalesce
 
 from portal.errors import NotFound
 
-from .models import ApiToken, AuditEvent, Invitation, Membership, Organization, Project
+from .models import ApiToken, AuditEvent, Invitation, Membership, Organization, Project, Role
 from .permissions import (
     Action,
     Caller,
@@ -164,3 +164,18 @@ def project_get_by_slugs(*, caller: Caller, org_slug: str, project_slug: str) ->
         organization_get(caller=caller, slug=org_slug)
         raise NotFound("No such project.")
     return project
+
+
+def manager_emails(*, organization: Organization) -> list[str]:
+    """The e-mail addresses of the organization's active owners and admins, for what they
+    must hear of (a budget crossed)."""
+    return list(
+        Membership.objects.filter(
+            organization=organization,
+            role__in=[Role.OWNER, Role.ADMIN],
+            user__is_active=True,
+        )
+        .exclude(user__email="")
+        .order_by("user__email")
+        .values_list("user__email", flat=True)
+    )

@@ -1,9 +1,12 @@
+from decimal import Decimal
+
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from billing.models import (
+    Budget,
     CancellationCharge,
     CatalogItem,
     Invoice,
@@ -229,3 +232,77 @@ class UsageIntervalOutput(serializers.ModelSerializer):
             "ended_at",
             "billed_seconds",
         ]
+
+
+class BudgetOutput(serializers.ModelSerializer):
+    project = serializers.CharField(
+        source="project.slug", default=None, read_only=True, allow_null=True
+    )
+    currency = CurrencyField()
+    spent = serializers.DecimalField(
+        max_digits=16, decimal_places=2, read_only=True, help_text="This month (UTC), as rated."
+    )
+
+    class Meta:
+        model = Budget
+        fields = [
+            "id",
+            "project",
+            "monthly_amount",
+            "currency",
+            "thresholds",
+            "hard_stop",
+            "spent",
+            "updated_at",
+        ]
+
+
+class BudgetInput(InputSerializer):
+    project = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
+    monthly_amount = serializers.DecimalField(
+        max_digits=14, decimal_places=2, min_value=Decimal("0.01")
+    )
+    thresholds = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=1000),
+        min_length=1,
+        max_length=10,
+        default=[50, 80, 100],
+        help_text="Percentages of the amount whose crossing is mailed.",
+    )
+    hard_stop = serializers.BooleanField(
+        default=False, help_text="Refuse new submissions once the month's budget is spent."
+    )
+
+
+class UsageRowOutput(serializers.Serializer):
+    day = serializers.DateField()
+    gpu_class = serializers.CharField()
+    mig_profile = serializers.CharField()
+    tier = serializers.CharField()
+    project = serializers.CharField()
+    gpu_hours = serializers.DecimalField(max_digits=18, decimal_places=4)
+    cost = serializers.DecimalField(max_digits=16, decimal_places=2)
+
+
+class UsageOutput(serializers.Serializer):
+    currency = CurrencyField()
+    rows = UsageRowOutput(many=True)
+    gpu_hours = serializers.DecimalField(max_digits=18, decimal_places=4)
+    cost = serializers.DecimalField(max_digits=16, decimal_places=2)
+    month_to_date = serializers.DecimalField(max_digits=16, decimal_places=2, allow_null=True)
+    forecast = serializers.DecimalField(
+        max_digits=16,
+        decimal_places=2,
+        allow_null=True,
+        help_text="This month's cost at the run rate so far (only for the current month).",
+    )
+
+
+class UsageQuery(serializers.Serializer):
+    start = serializers.DateField(required=False, help_text="First day (UTC); this month's first.")
+    end = serializers.DateField(required=False, help_text="Last day, included; today.")
+
+    def validate(self, data):
+        if data.get("start") and data.get("end") and data["end"] < data["start"]:
+            raise serializers.ValidationError({"end": ["The period ends before it starts."]})
+        return data

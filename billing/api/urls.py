@@ -38,4 +38,15 @@ urlpatterns = [
         views.MonthExportApi.as_view(),
         name="invoices-month-export",
     ),
+    path(
+        "organizations/<slug:org_slug>/budgets/",
+        views.BudgetCollectionApi.as_view(),
+        name="budgets",
+    ),
+    path(
+        "organizations/<slug:org_slug>/budgets/<str:budget_id>/",
+        views.BudgetDetailApi.as_view(),
+        name="budget",
+    ),
+    path("organizations/<slug:org_slug>/usage/", views.UsageApi.as_view(), name="usage"),
 ]

@@ -1,4 +1,7 @@
-"""REST endpoints of billing: the catalog with the prices that apply to the caller, and orders."""
+"""REST endpoints of billing: the catalog with the prices that apply to the caller, orders,
+cancellation charges, invoices, budgets and usage."""
+
+from datetime import UTC, datetime, time, timedelta
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -16,12 +19,16 @@ from tenants import selectors as tenant_selectors
 from tenants.permissions import caller_of
 
 from .serializers import (
+    BudgetInput,
+    BudgetOutput,
     CancellationChargeOutput,
     CatalogItemOutput,
     InvoiceOutput,
     OrderInput,
     OrderOutput,
     UsageIntervalOutput,
+    UsageOutput,
+    UsageQuery,
 )
 
 
@@ -224,3 +231,71 @@ class MonthExportApi(ApiView):
         response = HttpResponse(exports.month_csv(invoices), content_type="text/csv")
         response["Content-Disposition"] = f'attachment; filename="invoices-{year}-{month:02d}.csv"'
         return response
+
+
+class BudgetCollectionApi(ApiView):
+    @extend_schema(
+        operation_id="budgets_list",
+        responses=BudgetOutput(many=True),
+        description="The organization's budgets with what each has spent this month.",
+    )
+    def get(self, request, org_slug: str):
+        budgets = selectors.budget_list(
+            caller=caller_of(request), organization=_organization(request, org_slug)
+        )
+        return Response(BudgetOutput(budgets, many=True).data)
+
+    @extend_schema(
+        operation_id="budgets_set",
+        request=BudgetInput,
+        responses=BudgetOutput,
+        description="Set the budget of the organization (no `project`) or of one project,"
+        " replacing the one it had.",
+    )
+    def put(self, request, org_slug: str):
+        caller = caller_of(request)
+        organization = _organization(request, org_slug)
+        serializer = BudgetInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        budget = services.budget_save(
+            caller=caller, organization=organization, **serializer.validated_data
+        )
+        return Response(BudgetOutput(selectors.budget_spent(budget, at=clock.now())).data)
+
+
+class BudgetDetailApi(ApiView):
+    @extend_schema(operation_id="budgets_delete", responses={204: None})
+    def delete(self, request, org_slug: str, budget_id: str):
+        caller = caller_of(request)
+        budget = selectors.budget_get(
+            caller=caller, organization=_organization(request, org_slug), pk=budget_id
+        )
+        services.budget_delete(caller=caller, budget=budget)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class UsageApi(ApiView):
+    @extend_schema(
+        operation_id="usage_summary",
+        parameters=[UsageQuery],
+        responses=UsageOutput,
+        description="GPU-hours and cost per day, class, tier and project over a period of"
+        " whole UTC days (this month by default), as rated, with a forecast to the month's"
+        " end from the run rate when the period is the current month.",
+    )
+    def get(self, request, org_slug: str):
+        organization = _organization(request, org_slug)
+        query = UsageQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        month_start, month_end = selectors.month_of(clock.now())
+        first = query.validated_data.get("start")
+        last = query.validated_data.get("end")
+        starts_at = datetime.combine(first, time(), UTC) if first else month_start
+        ends_at = datetime.combine(last, time(), UTC) + timedelta(days=1) if last else month_end
+        summary = selectors.usage_summary(
+            caller=caller_of(request),
+            organization=organization,
+            starts_at=starts_at,
+            ends_at=ends_at,
+        )
+        return Response(UsageOutput(summary).data)

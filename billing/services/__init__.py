@@ -2,8 +2,16 @@
 - commerce: the catalog and its prices, orders to their fulfilment, cancellation charges
 - metering: usage intervals from placements, rated into billing records, reconciled
 - invoicing: monthly invoices from the records, issued, paid, voided, credited
+- budgets: monthly limits, their alerts and their hard stop
 """
 
+from .budgets import (
+    budget_alert_email_send,
+    budget_delete,
+    budget_save,
+    budget_submission_check,
+    budgets_check,
+)
 from .commerce import (
     OrderRequest,
     billing_reconcile,
@@ -40,6 +48,11 @@ from .metering import (
 __all__ = [
     "OrderRequest",
     "billing_reconcile",
+    "budget_alert_email_send",
+    "budget_delete",
+    "budget_save",
+    "budget_submission_check",
+    "budgets_check",
     "cancellation_charge_record",
     "catalog_item_save",
     "credit_note_issue",

@@ -19,18 +19,15 @@ from tenants.models import Organization, Project
 from tenants.permissions import Caller, require_operator
 from tenants.services import audit_record
 
+from .. import selectors
 from ..models import BillingRecord, CancellationCharge, Invoice, InvoiceCounter, InvoiceLine
-from ..pricing import to_cents
+from ..pricing import billed_hours, to_cents
 
-SECONDS_PER_HOUR = Decimal(3600)
-MILLI_PER_GPU = Decimal(1000)
 HOURS = Decimal("0.0001")
 
 
 def month_bounds(year: int, month: int) -> tuple[datetime, datetime]:
-    start = datetime(year, month, 1, tzinfo=UTC)
-    end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
-    return start, end
+    return selectors.month_of(datetime(year, month, 1, tzinfo=UTC))
 
 
 def invoice_draft(*, organization: Organization, year: int, month: int) -> Invoice:
@@ -87,9 +84,7 @@ def _usage_lines(invoice: Invoice) -> list[InvoiceLine]:
     classes = GpuClass.objects.in_bulk({g["gpu_class"] for g in groups})
     lines = []
     for group in groups:
-        hours = group["seconds"] / SECONDS_PER_HOUR
-        if group["resource"] == "shared":
-            hours /= MILLI_PER_GPU
+        hours = billed_hours(group["seconds"], group["resource"])
         what = classes[group["gpu_class"]].name + (
             f" {group['mig_profile']} instances" if group["mig_profile"] else ""
         )

@@ -24,11 +24,10 @@ from tenants.models import Organization
 
 from .. import selectors
 from ..models import BillingRecord, CatalogItem, PriceVersion, UsageInterval, UsageReconciliation
+from ..pricing import billed_hours
 
 BATCH = 2_000
 HOUR = timedelta(hours=1)
-SECONDS_PER_HOUR = Decimal(3600)
-MILLI_PER_GPU = Decimal(1000)
 MICROSECOND = Decimal("0.000001")
 
 
@@ -216,10 +215,7 @@ def _record(interval, start, end, item, version) -> BillingRecord:
     unit_price = version.unit_price if version else None
     cost = Decimal(0)
     if unit_price is not None:
-        hours = quantity_seconds / SECONDS_PER_HOUR
-        if interval.resource == UsageInterval.Resource.SHARED:
-            hours /= MILLI_PER_GPU
-        cost = unit_price * hours
+        cost = unit_price * billed_hours(quantity_seconds, interval.resource)
     return BillingRecord(
         interval=interval,
         organization_id=interval.organization_id,

@@ -262,6 +262,8 @@ TASK_QUEUES = {
     "billing.tasks.usage_meter": "sync",
     "billing.tasks.usage_reconcile_yesterday": "sync",
     "billing.tasks.invoices_draft": "sync",
+    "billing.tasks.budgets_check": "sync",
+    "billing.tasks.budget_alert_email_send": "mail",
 }
 
 
@@ -345,6 +347,8 @@ CELERY_BEAT_SCHEDULE = {
     "usage-reconcile": every(24 * 3600, "billing.tasks.usage_reconcile_yesterday"),
     # This month's and last month's invoice drafts, from what is rated.
     "invoices-draft": every(3600, "billing.tasks.invoices_draft"),
+    # Budgets' thresholds crossed by this month's spend, mailed once each.
+    "budgets-check": every(300, "billing.tasks.budgets_check"),
     # Fulfils orders whose task was lost and charges cancellations whose event was.
     "billing-reconcile": every(
         max(1, PORTAL_RECONCILE_SECONDS // 2), "billing.tasks.billing_reconcile"

@@ -185,16 +185,21 @@ SHARES_470_320 = (
 SHARE_320 = Demand(cpu_milli=1000, gpus=1, gpu_milli=320)
 
 
-def test_fgd_cpu_waste_leaves_the_gap_a_popular_share_fills():
+def test_fgd_cpu_waste_reach_leaves_the_gap_a_popular_share_fills():
     # 530 free would end at 210, which no share fits; 680 at 360, which a 320 fits.
     nodes = [node("a", free=[530]), node("b", free=[680])]
     assert place(nodes, SHARE_320, policy="fgd_cpu_keep_hosts", workload=SHARES_470_320).node == "a"
-    assert place(nodes, SHARE_320, policy="fgd_cpu_waste", workload=SHARES_470_320).node == "b"
+    assert (
+        place(nodes, SHARE_320, policy="fgd_cpu_waste_reach", workload=SHARES_470_320).node == "b"
+    )
 
 
-def test_fgd_cpu_waste_puts_a_share_on_the_gpu_whose_leftover_fills_best():
+def test_fgd_cpu_waste_reach_puts_a_share_on_the_gpu_whose_leftover_fills_best():
     placed = place(
-        [node("a", free=[530, 680])], SHARE_320, policy="fgd_cpu_waste", workload=SHARES_470_320
+        [node("a", free=[530, 680])],
+        SHARE_320,
+        policy="fgd_cpu_waste_reach",
+        workload=SHARES_470_320,
     )
     assert placed.gpu_indices == (1,)
 

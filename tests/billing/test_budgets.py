@@ -1,0 +1,224 @@
+"""Budgets: thresholds mailed once per month, a hard stop that refuses new work with a 409
+through the submission check, and the usage API with its forecast."""
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.core import mail
+
+from billing import services
+from billing.models import BudgetAlert
+from portal.errors import Conflict
+from scheduling import clock
+from scheduling import services as scheduling
+from scheduling.models import GpuClass, QuotaGrant
+from tenants.models import AuditEvent
+from tenants.permissions import Caller
+
+from ..factories import ProjectFactory
+from .test_metering import DAY, ran
+
+pytestmark = pytest.mark.django_db
+
+BUDGETS = "/api/v1/organizations/acme/budgets/"
+USAGE = "/api/v1/organizations/acme/usage/"
+
+
+@pytest.fixture
+def vision(acme):
+    return ProjectFactory(organization=acme, slug="vision")
+
+
+@pytest.fixture
+def on_demand(offer, cluster):
+    return offer(slug="h100-on-demand", kind="on_demand", price="2.9000")
+
+
+def hours_ago(hours: float) -> float:
+    """``ran``'s hours (after tomorrow's midnight) for a moment ``hours`` before now."""
+    return (clock.now() - DAY) / timedelta(hours=1) - hours
+
+
+def spent_today(project, euros_of_h100_hours: int) -> None:
+    """8 H100s (23.20 an hour) over the hours before now, metered: 23.20 x hours."""
+    ran(project, start=hours_ago(euros_of_h100_hours + 0.5), end=hours_ago(0.5))
+    services.usage_meter()
+
+
+def budget(alice, acme, amount, **fields):
+    return services.budget_save(
+        caller=Caller(user=alice),
+        organization=acme,
+        project=fields.pop("project", None),
+        monthly_amount=Decimal(amount),
+        **fields,
+    )
+
+
+def submit_more(user, project):
+    return scheduling.workload_submit(
+        caller=Caller(user=user),
+        project=project,
+        request=scheduling.WorkloadRequest(
+            name="more",
+            kind="training",
+            tier="training",
+            image="pytorch:latest",
+            gpu_classes=("H100-80GB",),
+            gpus=8,
+        ),
+    )
+
+
+@pytest.fixture(autouse=True)
+def mid_month(on_demand):
+    """Noon on the 15th of next month, once the prices are added: spend of the hours before
+    now stays in one month and one day, at the prices in force."""
+    now = clock.now()
+    first = now.replace(day=1, hour=12, minute=0, second=0, microsecond=0) + timedelta(days=32)
+    clock.advance(seconds=(first.replace(day=15) - now).total_seconds())
+
+
+@pytest.fixture
+def h100_quota(acme, cluster):
+    QuotaGrant.objects.create(
+        organization=acme, gpu_class=GpuClass.objects.get(name="H100-80GB"), guarantee=8, limit=8
+    )
+
+
+def test_each_threshold_crossed_is_recorded_once(on_demand, alice, acme, vision):
+    budget(alice, acme, "50")
+    spent_today(vision, 2)  # 46.40 of 50: past 50% and 80%
+    services.budgets_check()
+    services.budgets_check()
+    assert sorted(BudgetAlert.objects.values_list("threshold", flat=True)) == [50, 80]
+
+
+def test_a_crossed_threshold_is_audited(on_demand, alice, acme, vision):
+    budget(alice, acme, "50")
+    spent_today(vision, 2)
+    services.budgets_check()
+    assert AuditEvent.objects.filter(action="budget.threshold").count() == 2
+
+
+def test_a_crossed_threshold_is_mailed_to_owners_and_admins(
+    on_demand, alice, adam, mia, acme, vision
+):
+    budget(alice, acme, "50", thresholds=[80])
+    spent_today(vision, 2)
+    services.budgets_check()
+    services.budget_alert_email_send(alert_id=BudgetAlert.objects.get().pk)
+    [message] = mail.outbox
+    assert (sorted(message.to), "80% of the monthly budget" in message.subject) == (
+        sorted([alice.email, adam.email]),
+        True,
+    )
+
+
+def test_a_project_budget_counts_only_its_project(on_demand, alice, acme, vision):
+    web = ProjectFactory(organization=acme, slug="web")
+    budget(alice, acme, "50", project="web")
+    spent_today(vision, 2)
+    services.budgets_check()
+    assert (BudgetAlert.objects.count(), web.slug) == (0, "web")
+
+
+def test_a_spent_hard_stop_budget_refuses_new_work(
+    on_demand, h100_quota, alice, acme, vision, ai_dev, mia
+):
+    budget(alice, acme, "20", hard_stop=True)
+    spent_today(vision, 1)  # 23.20 of 20
+    with pytest.raises(Conflict) as refused:
+        submit_more(mia, ai_dev)
+    assert refused.value.code == "budget_exhausted"
+
+
+def test_a_budget_without_a_hard_stop_only_warns(
+    on_demand, h100_quota, alice, acme, vision, ai_dev, mia
+):
+    budget(alice, acme, "20")
+    spent_today(vision, 1)
+    assert submit_more(mia, ai_dev).state == "Pending"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"monthly_amount": "0"}, "monthly_amount"),
+        ({"monthly_amount": "-5"}, "monthly_amount"),
+        ({"monthly_amount": "abc"}, "monthly_amount"),
+        ({"monthly_amount": "10", "thresholds": [0]}, "thresholds.0"),
+        ({"monthly_amount": "10", "thresholds": []}, "thresholds"),
+        ({"monthly_amount": "10", "project": "web"}, "project"),
+        ({"monthly_amount": "10", "colour": "red"}, "colour"),
+    ],
+)
+def test_bad_budget_input_is_a_400_naming_the_field(alice, api_as, body, field):
+    response = api_as(alice).put(BUDGETS, body, format="json")
+    assert (response.status_code, field in response.json()["error"]["fields"]) == (400, True)
+
+
+@pytest.mark.parametrize(
+    ("caller", "status"),
+    [
+        ("owner", 200),
+        ("admin", 200),
+        ("member", 403),
+        ("viewer", 403),
+        ("foreign", 404),
+        ("outsider", 404),
+        ("anonymous", 401),
+    ],
+)
+def test_owners_and_admins_set_budgets_and_others_get_what_their_role_allows(
+    actors, api_as, caller, status
+):
+    response = api_as(actors.get(caller)).put(BUDGETS, {"monthly_amount": "100"}, format="json")
+    assert response.status_code == status
+
+
+def test_the_api_answers_a_budget_with_what_it_spent(on_demand, alice, vision, api_as):
+    spent_today(vision, 1)
+    api_as(alice).put(BUDGETS, {"monthly_amount": "100", "hard_stop": True}, format="json")
+    [listed] = api_as(alice).get(BUDGETS).json()
+    assert (listed["monthly_amount"], listed["spent"], listed["hard_stop"]) == (
+        "100.00",
+        "23.20",
+        True,
+    )
+
+
+def test_a_budget_is_deleted_and_another_tenants_is_a_404(alice, bruno, acme, api_as):
+    made = budget(alice, acme, "10")
+    foreign = api_as(bruno).delete(f"/api/v1/organizations/globex/budgets/{made.pk}/")
+    mine = api_as(alice).delete(f"{BUDGETS}{made.pk}/")
+    assert (foreign.status_code, mine.status_code) == (404, 204)
+
+
+def test_usage_answers_gpu_hours_and_cost_by_day_class_tier_and_project(
+    on_demand, alice, vision, api_as
+):
+    spent_today(vision, 2)
+    usage = api_as(alice).get(USAGE).json()
+    # Two hours before now may straddle midnight: a row a day, of the same class and project.
+    assert (
+        {(r["project"], r["gpu_class"], r["tier"]) for r in usage["rows"]},
+        usage["gpu_hours"],
+        usage["cost"],
+    ) == ({("vision", "H100-80GB", "training")}, "16.0000", "46.40")
+
+
+def test_usage_forecasts_the_month_from_the_run_rate(on_demand, alice, vision, api_as):
+    spent_today(vision, 1)
+    usage = api_as(alice).get(USAGE).json()
+    assert Decimal(usage["forecast"]) >= Decimal(usage["month_to_date"]) == Decimal("23.20")
+
+
+def test_a_usage_period_ending_before_it_starts_is_a_400(alice, api_as):
+    response = api_as(alice).get(USAGE, {"start": "2026-12-10", "end": "2026-12-01"})
+    assert response.status_code == 400
+
+
+def test_a_member_gets_no_usage(mia, api_as):
+    assert api_as(mia).get(USAGE).status_code == 403
