@@ -307,6 +307,8 @@ PORTAL_EVICTION_BACKOFF_SECONDS = int(os.environ.get("PORTAL_EVICTION_BACKOFF_SE
 # How often beat runs the scheduling cycle and follows workloads, in seconds (whole seconds:
 # django-celery-beat's intervals are).
 PORTAL_CYCLE_SECONDS = int(os.environ.get("PORTAL_CYCLE_SECONDS", "5"))
+# How often beat turns placements into usage intervals and rates them.
+PORTAL_METER_SECONDS = int(os.environ.get("PORTAL_METER_SECONDS", "60"))
 # How long a workload may stay admitted but not launched, or ended with its objects still in
 # the cluster, before the reconciler does the lost task's work (seconds).
 PORTAL_RECONCILE_SECONDS = int(os.environ.get("PORTAL_RECONCILE_SECONDS", "60"))
@@ -342,7 +344,7 @@ CELERY_BEAT_SCHEDULE = {
     # Expires undecided quota requests and reverts temporary increases at their end.
     "quota-requests-advance": every(60, "scheduling.tasks.quota_requests_advance"),
     # Usage intervals from placements, rated into billing records.
-    "usage-meter": every(60, "billing.tasks.usage_meter"),
+    "usage-meter": every(PORTAL_METER_SECONDS, "billing.tasks.usage_meter"),
     # Placed against billed GPU-seconds of the day before, once a day.
     "usage-reconcile": every(24 * 3600, "billing.tasks.usage_reconcile_yesterday"),
     # This month's and last month's invoice drafts, from what is rated.

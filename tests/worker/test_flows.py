@@ -19,11 +19,12 @@ from django.db import connection
 from django_celery_beat.models import PeriodicTask
 
 from billing import services as billing
-from billing.models import CancellationCharge, CatalogItem, Order
+from billing.models import CancellationCharge, CatalogItem, Order, UsageInterval
 from scheduling import clock, services
 from scheduling.cluster.simulated import SimulatedBackend
 from scheduling.models import (
     GpuClass,
+    Placement,
     ProvisioningRecord,
     QuotaGrant,
     Reservation,
@@ -360,3 +361,96 @@ def test_an_order_fulfilment_killed_with_its_worker_is_finished_once_by_the_reco
     finally:
         stop_worker(second)
     assert Reservation.objects.filter(organization=acme).count() == 1
+
+
+def until_running(name: str) -> None:
+    """Wait for ``name`` to run, moving the simulated clock on meanwhile (a launched pod
+    starts once simulated time has passed)."""
+
+    def started() -> bool:
+        if state_of(name) == "Running":
+            return True
+        clock.advance(seconds=5)
+        return False
+
+    wait_for(started, state=workloads)
+
+
+def test_a_preempted_and_requeued_workload_is_billed_once_for_each_second_it_ran(
+    simulated, acme, alice, bruno, globex, api_as, tmp_path
+):
+    """acme's training gang runs, is evicted by globex's production service, waits requeued,
+    runs again once the service is cancelled and succeeds; the worker's beat meters both runs:
+    the invoice's line for its project bills exactly the GPU-seconds its placements held."""
+    vision = ProjectFactory(organization=acme, slug="vision")
+    serving = ProjectFactory(organization=acme, slug="serving")
+    web = ProjectFactory(organization=globex, slug="web")
+    for project in (vision, serving, web):
+        services.project_provision(project_id=project.pk, backend=simulated)
+    fast = {"PORTAL_METER_SECONDS": "1", "PORTAL_EVICTION_BACKOFF_SECONDS": "1"}
+    worker, _ = start_worker(tmp_path, beat=True, **fast)
+    try:
+        client = api_as(alice)
+        submit(client, "train", env={"SIMULATED_RUNTIME_SECONDS": "600"})
+        for n in range(7):  # firm work fills the rest of the pool: only "train" may be evicted
+            response = client.post(
+                "/api/v1/organizations/acme/projects/serving/workloads/",
+                {
+                    "name": f"fill-{n}",
+                    "kind": "inference",
+                    "tier": "inference-prod",
+                    "image": "triton:latest",
+                    "gpu_classes": ["H100-80GB"],
+                    "gpus": 8,
+                },
+                format="json",
+            )
+            assert response.status_code == 201, response.content
+        wait_for(lambda: Workload.objects.filter(launched_at__isnull=False).count() == 8)
+        until_running("train")
+        clock.advance(seconds=120)  # "train" runs two simulated minutes, then is evicted
+        serve = api_as(bruno).post(
+            "/api/v1/organizations/globex/projects/web/workloads/",
+            {
+                "name": "serve",
+                "kind": "inference",
+                "tier": "inference-prod",
+                "image": "triton:latest",
+                "gpu_classes": ["H100-80GB"],
+                "gpus": 8,
+            },
+            format="json",
+        )
+        assert serve.status_code == 201
+        wait_for(lambda: Workload.objects.get(name="train").evictions == 1, state=workloads)
+        until_running("serve")
+        assert (
+            api_as(bruno)
+            .post("/api/v1/organizations/globex/projects/web/workloads/serve/cancel/")
+            .status_code
+            == 200
+        )
+        until_running("train")
+        clock.advance(seconds=700)
+        wait_for(lambda: state_of("train") == "Succeeded", state=workloads)
+        placements = Placement.objects.filter(workload__name="train")
+        wait_for(
+            lambda: (
+                UsageInterval.objects.filter(workload__name="train", ended_at__isnull=False).count()
+                == placements.filter(running_at__isnull=False).count()
+                == 2
+            )
+        )
+        time.sleep(3)  # more meter passes, which must bill nothing more
+    finally:
+        stop_worker(worker)
+    placed = sum(
+        (Decimal(8) * Decimal((p.ended_at - p.running_at) // timedelta(microseconds=1)) / 10**6)
+        for p in placements
+        if p.running_at
+    )
+    invoice = billing.invoice_draft(
+        organization=acme, year=clock.now().year, month=clock.now().month
+    )
+    [line] = invoice.lines.filter(project=vision)
+    assert line.hours == (placed / 3600).quantize(Decimal("0.0001"))
