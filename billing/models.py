@@ -258,6 +258,11 @@ class UsageInterval(models.Model):
     resource = models.CharField(max_length=8, choices=Resource.choices)
     amount = models.PositiveIntegerField()
     tier = models.ForeignKey(PriorityTier, on_delete=models.PROTECT, related_name="+")
+    # The reservation it ran inside, if its capacity covered it when it started: its use there
+    # is not charged again.
+    reservation = models.ForeignKey(
+        Reservation, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     started_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)
 
@@ -282,21 +287,35 @@ class UsageInterval(models.Model):
 
 
 class BillingRecord(models.Model):
-    """One interval's use within one hour (or the part of it under one price version), rated:
-    the deterministic key (interval, start) is unique in the database, so rating twice, or
-    again after a worker died half way, writes each record once."""
+    """One interval's use within one hour (or the part of it under one price version), or one
+    reservation's capacity within one hour, rated: the deterministic key (interval or
+    reservation, start) is unique in the database, so rating twice, or again after a worker
+    died half way, writes each record once."""
 
     class Charge(models.TextChoices):
         ON_DEMAND = "on_demand", "On-demand use"
+        RESERVED_USE = "reserved_use", "Use inside a reservation (included)"
+        RESERVATION = "reservation", "Reserved capacity"
 
     id = models.BigAutoField(primary_key=True)
-    interval = models.ForeignKey(UsageInterval, on_delete=models.PROTECT, related_name="records")
+    interval = models.ForeignKey(
+        UsageInterval, null=True, blank=True, on_delete=models.PROTECT, related_name="records"
+    )
+    # For reserved capacity: the reservation whose window this is.
+    reservation = models.ForeignKey(
+        Reservation, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="+")
-    project = models.ForeignKey("tenants.Project", on_delete=models.PROTECT, related_name="+")
+    # None for a reservation held for the whole organization.
+    project = models.ForeignKey(
+        "tenants.Project", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     gpu_class = models.ForeignKey(GpuClass, on_delete=models.PROTECT, related_name="+")
     mig_profile = models.CharField(max_length=20, blank=True)
     resource = models.CharField(max_length=8, choices=UsageInterval.Resource.choices)
-    tier = models.ForeignKey(PriorityTier, on_delete=models.PROTECT, related_name="+")
+    tier = models.ForeignKey(
+        PriorityTier, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     charge = models.CharField(max_length=16, choices=Charge.choices, default=Charge.ON_DEMAND)
     starts_at = models.DateTimeField()
     ends_at = models.DateTimeField()
@@ -318,7 +337,20 @@ class BillingRecord(models.Model):
         ordering = ["starts_at", "id"]
         indexes = [models.Index(fields=["organization", "starts_at"], name="record_org_start")]
         constraints = [
-            models.UniqueConstraint(fields=["interval", "starts_at"], name="record_one_per_piece"),
+            models.UniqueConstraint(
+                fields=["interval", "starts_at"],
+                condition=Q(interval__isnull=False),
+                name="record_one_per_piece",
+            ),
+            models.UniqueConstraint(
+                fields=["reservation", "starts_at"],
+                condition=Q(interval__isnull=True),
+                name="record_one_per_reserved_hour",
+            ),
+            models.CheckConstraint(
+                condition=Q(interval__isnull=False) | Q(reservation__isnull=False),
+                name="record_of_use_or_reservation",
+            ),
             models.CheckConstraint(
                 condition=Q(ends_at__gt=models.F("starts_at")), name="record_ends_after_start"
             ),

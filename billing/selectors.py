@@ -183,7 +183,7 @@ def order_of_reservation(reservation: Reservation) -> Order | None:
     )
 
 
-def _reservation_terms(
+def reservation_terms(
     reservation: Reservation,
 ) -> tuple[Order | None, CatalogItem | None, Decimal]:
     """The order that bought the reservation (if any), the item whose terms apply, and the
@@ -213,7 +213,7 @@ def cancellation_quote(*, reservation: Reservation, at: datetime) -> Cancellatio
     ``free_cancellation_hours`` before the window, then its ``cancellation_charge_percent`` of
     the price of what is left of the window (the part already begun is billed as reserved
     use). Rounded half up to cents."""
-    order, item, value = _reservation_terms(reservation)
+    order, item, value = reservation_terms(reservation)
     length = reservation.ends_at - reservation.starts_at
     left = max(reservation.ends_at - max(at, reservation.starts_at), timedelta(0))
     remaining = to_cents(value * Decimal(left / length))

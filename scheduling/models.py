@@ -2,6 +2,7 @@
 
 import re
 import uuid
+from datetime import datetime
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -361,6 +362,8 @@ class Reservation(models.Model):
     HOLDING_STATES = (State.REQUESTED, State.APPROVED, State.ACTIVE)
     # What the engine sees: approved windows (upcoming or open) and active ones.
     SCHEDULED_STATES = (State.APPROVED, State.ACTIVE)
+    # Whose windows are charged as they pass (a cancelled one only up to its cancellation).
+    BILLED_STATES = (State.APPROVED, State.ACTIVE, State.COMPLETED)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(
@@ -419,6 +422,13 @@ class Reservation(models.Model):
     @property
     def unit(self) -> str:
         return f"{self.mig_profile} instances" if self.mig_profile else "GPUs"
+
+    @property
+    def held_until(self) -> datetime:
+        """The end of its window, or of what was used of it when it was cancelled."""
+        if self.state == self.State.CANCELLED and self.cancelled_at is not None:
+            return max(self.starts_at, min(self.ends_at, self.cancelled_at))
+        return self.ends_at
 
     @property
     def held_gpus(self) -> int:

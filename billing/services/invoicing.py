@@ -90,15 +90,17 @@ def _usage_lines(invoice: Invoice) -> list[InvoiceLine]:
         )
         if group["resource"] == "shared":
             what += " shares"
+        project = projects.get(group["project"])
+        charge = BillingRecord.Charge(group["charge"]).label.lower()
         lines.append(
             InvoiceLine(
                 invoice=invoice,
-                project=projects[group["project"]],
+                project=project,
                 gpu_class=classes[group["gpu_class"]],
                 mig_profile=group["mig_profile"],
                 resource=group["resource"],
                 charge=group["charge"],
-                description=f"{projects[group['project']].slug}: {what}, on demand",
+                description=f"{project.slug if project else 'organization'}: {what}, {charge}",
                 hours=hours.quantize(HOURS),
                 unit_price=group["unit_price"],
                 amount=to_cents(group["cost"] or Decimal(0)),

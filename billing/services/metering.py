@@ -19,7 +19,7 @@ from django.db.models import F, OuterRef, Q, Subquery, Sum
 
 from scheduling import clock
 from scheduling import selectors as scheduling_selectors
-from scheduling.models import Placement
+from scheduling.models import Placement, Reservation
 from tenants.models import Organization
 
 from .. import selectors
@@ -55,9 +55,9 @@ def usage_intervals_sync() -> dict[str, int]:
     )
     opened = 0
     for chunk in _batches(missing.iterator(chunk_size=BATCH)):
-        made = UsageInterval.objects.bulk_create(
-            [_interval(placement) for placement in chunk], ignore_conflicts=True
-        )
+        intervals = [_interval(placement) for placement in chunk]
+        _attribute_reservations(intervals)
+        made = UsageInterval.objects.bulk_create(intervals, ignore_conflicts=True)
         opened += len(made)
     ends = scheduling_selectors.placements_ended().filter(pk=OuterRef("placement_id"))
     closing = UsageInterval.objects.filter(ended_at__isnull=True).filter(
@@ -84,6 +84,46 @@ def _interval(placement: Placement) -> UsageInterval:
         started_at=placement.running_at,
         ended_at=placement.ended_at,
     )
+
+
+def _attribute_reservations(intervals: list[UsageInterval]) -> None:
+    """Give each new interval the reservation it runs inside: one of its organization's (a
+    project's own before the organization's) holding the same resource in its pool at its
+    start, whose capacity the intervals already inside it at that moment leave room for. Use
+    beyond a reservation's capacity or window is on demand."""
+    inside: list[UsageInterval] = []  # of this batch, already given one
+    for interval in intervals:
+        if interval.resource == UsageInterval.Resource.SHARED:
+            continue
+        start = interval.started_at
+        covering = Reservation.objects.filter(
+            Q(project__isnull=True) | Q(project=interval.project_id),
+            organization=interval.organization_id,
+            pool__name=interval.pool,
+            gpu_class=interval.gpu_class_id,
+            mig_profile=interval.mig_profile,
+            state__in=Reservation.BILLED_STATES,
+            starts_at__lte=start,
+            ends_at__gt=start,
+        )
+        for reservation in sorted(covering, key=lambda r: r.project_id is None):
+            running_inside = (
+                UsageInterval.objects.filter(
+                    Q(ended_at__isnull=True) | Q(ended_at__gt=start),
+                    reservation=reservation,
+                    started_at__lte=start,
+                ).aggregate(amount=Sum("amount"))["amount"]
+                or 0
+            )
+            running_inside += sum(
+                i.amount
+                for i in inside
+                if i.reservation_id == reservation.pk and (i.ended_at is None or i.ended_at > start)
+            )
+            if running_inside + interval.amount <= reservation.held_gpus:
+                interval.reservation = reservation
+                inside.append(interval)
+                break
 
 
 def hour_floor(moment: datetime) -> datetime:
@@ -168,7 +208,7 @@ def usage_rate(*, now: datetime | None = None) -> int:
     book = PriceBook()
     written = 0
     for queryset in (closed, running):
-        intervals = queryset.select_related("organization").order_by("pk")
+        intervals = queryset.select_related("organization", "reservation").order_by("pk")
         for chunk in _batches(intervals.iterator(chunk_size=BATCH)):
             records = [
                 record
@@ -177,6 +217,61 @@ def usage_rate(*, now: datetime | None = None) -> int:
             ]
             with transaction.atomic():
                 written += len(BillingRecord.objects.bulk_create(records, ignore_conflicts=True))
+    return written + _reservations_rate(horizon=horizon, now=now or clock.now())
+
+
+def _reservations_rate(*, horizon: datetime, now: datetime) -> int:
+    """Charge reserved capacity hour by hour for the whole window at the reservation's price
+    (its order's total, or its item's price when asked for), spread evenly over the window:
+    an open window to the last whole hour, a finished one to its end, a cancelled one to its
+    cancellation (what is left is the cancellation charge's)."""
+    rated_to = (
+        BillingRecord.objects.filter(reservation=OuterRef("pk"), interval__isnull=True)
+        .order_by("-ends_at")
+        .values("ends_at")[:1]
+    )
+    windows = (
+        Reservation.objects.filter(
+            Q(state__in=Reservation.BILLED_STATES) | Q(state=Reservation.State.CANCELLED),
+            starts_at__lt=horizon,
+        )
+        .annotate(rated_to=Subquery(rated_to))
+        .select_related("organization", "gpu_class")
+        .order_by("pk")
+    )
+    written = 0
+    for reservation in windows.iterator(chunk_size=BATCH):
+        end = reservation.held_until
+        until = end if end <= now else min(end, horizon)
+        start = reservation.rated_to or reservation.starts_at
+        if until <= start:
+            continue
+        _, _, value = selectors.reservation_terms(reservation)
+        length = (reservation.ends_at - reservation.starts_at) // timedelta(microseconds=1)
+        bounds = [start, *_hours_between(start, until), until]
+        records = [
+            BillingRecord(
+                reservation=reservation,
+                organization_id=reservation.organization_id,
+                project_id=reservation.project_id,
+                gpu_class_id=reservation.gpu_class_id,
+                mig_profile=reservation.mig_profile,
+                resource=UsageInterval.Resource.MIG
+                if reservation.mig_profile
+                else UsageInterval.Resource.GPUS,
+                charge=BillingRecord.Charge.RESERVATION,
+                starts_at=piece_start,
+                ends_at=piece_end,
+                quantity_seconds=_quantity_seconds(reservation.gpus, piece_start, piece_end),
+                unit_price=(value * 3600 * 10**6 / (reservation.gpus * length)).quantize(
+                    Decimal("0.0001")
+                ),
+                cost=value * ((piece_end - piece_start) // timedelta(microseconds=1)) / length,
+            )
+            for piece_start, piece_end in pairwise(bounds)
+        ]
+        with transaction.atomic():
+            written += len(BillingRecord.objects.bulk_create(records, ignore_conflicts=True))
     return written
 
 
@@ -187,9 +282,15 @@ def _pieces(interval: UsageInterval, *, horizon: datetime, book: PriceBook) -> l
     item = book.item(interval)
     prices = book.in_force(item, interval.organization_id, start, end) if item else [(start, None)]
     hours = [start, *_hours_between(start, end), end]
-    bounds = sorted({*hours, *(moment for moment, _ in prices)})
+    window = interval.reservation
+    window_end = window.held_until if window else None
+    edges = [t for t in (window.starts_at, window_end) if start < t < end] if window else []
+    bounds = sorted({*hours, *(moment for moment, _ in prices), *edges})
     records = []
     for piece_start, piece_end in pairwise(bounds):
+        if window and window.starts_at <= piece_start < window_end:
+            records.append(_record(interval, piece_start, piece_end, None, None, reserved=True))
+            continue
         version = next(v for moment, v in reversed(prices) if moment <= piece_start)
         records.append(_record(interval, piece_start, piece_end, item, version))
     return records
@@ -210,14 +311,17 @@ def _quantity_seconds(amount: int, start: datetime, end: datetime) -> Decimal:
     return (amount * Decimal(microseconds) / 10**6).quantize(MICROSECOND)
 
 
-def _record(interval, start, end, item, version) -> BillingRecord:
+def _record(interval, start, end, item, version, *, reserved: bool = False) -> BillingRecord:
+    """A piece of the interval, priced by ``version`` (None: unpriced); ``reserved``: inside
+    its reservation, whose capacity is charged instead (at no cost here)."""
     quantity_seconds = _quantity_seconds(interval.amount, start, end)
-    unit_price = version.unit_price if version else None
+    unit_price = Decimal(0) if reserved else (version.unit_price if version else None)
     cost = Decimal(0)
     if unit_price is not None:
         cost = unit_price * billed_hours(quantity_seconds, interval.resource)
     return BillingRecord(
         interval=interval,
+        charge=BillingRecord.Charge.RESERVED_USE if reserved else BillingRecord.Charge.ON_DEMAND,
         organization_id=interval.organization_id,
         project_id=interval.project_id,
         gpu_class_id=interval.gpu_class_id,
@@ -263,7 +367,9 @@ def usage_reconcile(
             placed[key] = placed.get(key, Decimal(0)) + _quantity_seconds(amount, start, end)
     billed = {
         (row["organization_id"], row["resource"]): row["seconds"].quantize(MICROSECOND)
-        for row in BillingRecord.objects.filter(starts_at__gte=starts_at, ends_at__lte=ends_at)
+        for row in BillingRecord.objects.filter(
+            interval__isnull=False, starts_at__gte=starts_at, ends_at__lte=ends_at
+        )
         .values("organization_id", "resource")
         .annotate(seconds=Sum("quantity_seconds"))
     }

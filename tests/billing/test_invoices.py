@@ -57,7 +57,7 @@ def test_a_draft_has_a_line_per_project_class_and_price_with_its_hours(on_demand
     metered((vision, {"start": 1, "end": 3}))
     [line] = draft(acme).lines.all()
     assert (line.description, line.hours, line.unit_price, line.amount) == (
-        "vision: H100-80GB, on demand",
+        "vision: H100-80GB, on-demand use",
         Decimal("16.0000"),
         Decimal("2.9000"),
         Decimal("46.40"),

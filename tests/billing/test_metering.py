@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from billing import services
 from billing.models import BillingRecord, UsageInterval
-from scheduling.models import GpuClass, Node, Placement, PriorityTier, Workload
+from scheduling import services as scheduling
+from scheduling.models import GpuClass, Node, Placement, PriorityTier, Reservation, Workload
 from tenants.permissions import Caller
 
 from ..factories import ProjectFactory
@@ -336,3 +337,98 @@ def test_the_operators_page_shows_the_last_difference(on_demand, vision, operato
 def test_a_tenant_gets_no_metering_page(alice, client):
     client.force_login(alice)
     assert client.get(reverse("billing:metering")).status_code == 403
+
+
+# Reserved capacity: charged for the whole window; use inside it not charged again.
+
+
+@pytest.fixture
+def reserved_item(offer, cluster):
+    """Reserved H100-hours at 2.4650."""
+    return offer(slug="h100-reserved", kind="reservation", price="2.4650")
+
+
+def reserve(user, organization, operator, *, start, end, gpus=8):
+    """An approved reservation of the dgx-h100 pool from ``start`` to ``end`` (hours)."""
+    [held] = scheduling.reservations_request(
+        caller=Caller(user=user),
+        organization=organization,
+        request=scheduling.ReservationRequest(
+            gpu_class="H100-80GB", gpus=gpus, starts_at=at(start), ends_at=at(end), pool="dgx-h100"
+        ),
+    )
+    return scheduling.reservation_approve(caller=Caller(user=operator), reservation=held)
+
+
+def charges() -> list[tuple]:
+    return list(
+        BillingRecord.objects.filter(interval__isnull=False)
+        .order_by("starts_at")
+        .values_list("starts_at", "ends_at", "charge", "cost")
+    )
+
+
+def test_use_inside_a_reservation_is_not_charged_again_and_beyond_it_is_on_demand(
+    on_demand, reserved_item, alice, acme, operator, vision
+):
+    reserve(alice, acme, operator, start=1, end=2)
+    ran(vision, start=1, end=3)
+    services.usage_meter(now=at(24))
+    assert charges() == [
+        (at(1), at(2), "reserved_use", Decimal(0)),
+        (at(2), at(3), "on_demand", Decimal("23.2")),
+    ]
+
+
+def test_use_beyond_a_reservations_capacity_is_on_demand(
+    on_demand, reserved_item, alice, acme, operator, vision
+):
+    reserve(alice, acme, operator, start=1, end=2)
+    ran(vision, start=1, end=2, name="first")
+    ran(vision, start=1, end=2, name="second")
+    services.usage_meter(now=at(24))
+    assert sorted(charge for _, _, charge, _ in charges()) == ["on_demand", "reserved_use"]
+
+
+def test_reserved_capacity_is_charged_hour_by_hour_for_the_whole_window_used_or_not(
+    reserved_item, alice, acme, operator
+):
+    reserve(alice, acme, operator, start=1, end=5)  # 8 x 4 h x 2.4650 = 78.88
+    services.usage_meter(now=at(24))
+    records = BillingRecord.objects.filter(charge="reservation")
+    assert (records.count(), records.aggregate(total=Sum("cost"))["total"]) == (
+        4,
+        Decimal("78.88"),
+    )
+
+
+def test_an_open_window_is_charged_to_the_last_whole_hour(reserved_item, alice, acme, operator):
+    reserve(alice, acme, operator, start=1, end=5)
+    services.usage_meter(now=at(3.5))
+    records = BillingRecord.objects.filter(charge="reservation")
+    assert list(records.values_list("ends_at", flat=True)) == [at(2), at(3)]
+
+
+def test_a_cancelled_window_is_charged_until_its_cancellation_and_use_after_on_demand(
+    on_demand, reserved_item, alice, acme, operator, vision
+):
+    held = reserve(alice, acme, operator, start=1, end=5)
+    ran(vision, start=1, end=3)
+    services.usage_intervals_sync()  # attributed while the reservation holds
+    Reservation.objects.filter(pk=held.pk).update(state="cancelled", cancelled_at=at(2))
+    services.usage_meter(now=at(24))
+    reserved = BillingRecord.objects.filter(charge="reservation")
+    assert (
+        list(reserved.values_list("ends_at", flat=True)),
+        [charge for _, _, charge, _ in charges()],
+    ) == ([at(2)], ["reserved_use", "on_demand"])
+
+
+def test_reserved_capacity_does_not_unbalance_the_reconciliation(
+    on_demand, reserved_item, alice, acme, operator, vision
+):
+    reserve(alice, acme, operator, start=1, end=2)
+    ran(vision, start=1, end=3)
+    services.usage_meter(now=at(12))
+    result = services.usage_reconcile(starts_at=at(0), ends_at=at(24), now=at(12))
+    assert result.balanced

@@ -6,9 +6,10 @@ of those GPUs will never host one. GPU-sharing tasks ask the most CPU per GPU in
 (13 cores against 12 per GPU on its most common node), so for sharing types
 ``fgd_cpu_reach`` also counts as fragmented every GPU past the number of shares the node's
 free CPU allows. The score stays FGD's integer one; equal scores go to ``fgd_used_first``'s
-order. ``fgd_cpu_waste`` also counts the idle milli the opened GPUs are expected to end
-with (``waste_curve``). Measured in bench/RESULTS.md ("Placement beyond FGD"), with the
-variants tried (bench/placement_trials.py).
+order. ``fgd_cpu_waste_reach`` also counts the idle milli the opened GPUs are expected to
+end with (``waste_curve``; all of it past the node's CPU reach). Measured in
+bench/RESULTS.md ("Placement beyond FGD"), with the variants tried
+(bench/placement_trials.py).
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ def waste_curve(
 class StateTables:
     """Per node state ``(class id, free CPU, sorted free GPU milli)`` and per task type: the
     fragmentation F_n(m) in milli-GPU and how many tasks of the type the node can take; per
-    state, the expected waste of its GPUs (``waste``, from ``waste_curve`` when given).
+    state, the expected waste of its GPUs (``waste``, when ``waste_curve`` is given: its
+    W(f) for the GPUs within reach of ``share_cpu`` milli-CPU each, the freest first, and
+    all their free milli for the others; W(f) for all when ``share_cpu`` is 0).
 
     ``row`` hands out a state's row at once; ``flush`` computes every new row in one batch."""
 
@@ -73,10 +76,12 @@ class StateTables:
         share_mode: str = "plain",
         whole_mode: str = "plain",
         waste_curve: np.ndarray | None = None,
+        share_cpu: int = 0,
     ) -> None:
         self.share_mode = share_mode
         self.whole_mode = whole_mode
-        self.waste_curve = np.zeros(MILLI_PER_GPU + 1) if waste_curve is None else waste_curve
+        self.waste_curve = waste_curve
+        self.share_cpu = share_cpu
         self.cpu = np.array([t.cpu_milli for t in tasks], dtype=np.int64)
         self.gpus = np.array([t.gpus for t in tasks], dtype=np.int64)
         self.milli = np.array([t.gpu_milli if t.gpus else 0 for t in tasks], dtype=np.int64)
@@ -146,7 +151,19 @@ class StateTables:
         self.frag[rows] = np.where(fits, fragmented, idle)
         tasks = np.minimum(by_cpu, np.where(self.shared, shares, whole))
         self.capacity[rows] = np.where(runs, tasks, 0)
-        self.waste[rows] = self.waste_curve[frees].sum(axis=1)
+        if self.waste_curve is not None:
+            self.waste[rows] = self.expected_waste(frees, cpu_free)
+
+    def expected_waste(self, frees: np.ndarray, cpu_free: np.ndarray) -> np.ndarray:
+        """``waste`` of each state from its ascending free GPU milli and free CPU."""
+        assert self.waste_curve is not None
+        expected = self.waste_curve[frees]
+        if not self.share_cpu:
+            return expected.sum(axis=1)
+        idle = frees > 0
+        rank = np.cumsum(idle[:, ::-1], axis=1)[:, ::-1]  # 1: the freest GPU
+        stranded = idle & (rank > cpu_free // self.share_cpu)
+        return np.where(stranded, frees, expected).sum(axis=1)
 
     def fragmented(
         self,
@@ -184,9 +201,11 @@ class TableScores:
     scale: ClassVar[float] = 1000.0  # milli-GPU of fragmentation per sigmoid unit (FGD's)
     tables: ClassVar[type[StateTables]] = StateTables
     # Milli-GPU of fragmentation per milli of expected waste added to the score's delta (0:
-    # FGD's delta alone), and ``waste_curve``'s competition.
+    # FGD's delta alone), ``waste_curve``'s competition, and whether GPUs past the CPU reach
+    # of the mix's mean share count as wasted.
     waste_weight: ClassVar[float] = 0.0
     competition: ClassVar[float] = 0.05
+    waste_cpu_reach: ClassVar[bool] = True
 
     def _init_tables(self, workload: Sequence[tuple[TaskType, float]]) -> None:
         self._mix = tuple(task for task, _ in workload)
@@ -204,23 +223,31 @@ class TableScores:
 
     def _sync(self, cluster: ClusterState) -> StateTables:
         if self._state_tables is None:
-            curve = (
-                waste_curve(tasks=self._mix, weights=self._weights, competition=self.competition)
-                if self.waste_weight
-                else None
-            )
             self._state_tables = self.tables(
                 tasks=self._mix,
                 class_names=cluster.class_names,
                 share_mode=self.share_mode,
                 whole_mode=self.whole_mode,
-                waste_curve=curve,
+                **self._waste_parts(),
             )
         known = len(self._table_rows)
         if known < len(cluster.state_keys):
             rows = [self._state_tables.row(key) for key in cluster.state_keys[known:]]
             self._table_rows = np.concatenate((self._table_rows, rows)).astype(np.int64)
         return self._state_tables
+
+    def _waste_parts(self) -> dict:
+        """``StateTables``' waste arguments: none unless the score counts waste."""
+        if not self.waste_weight:
+            return {}
+        curve = waste_curve(tasks=self._mix, weights=self._weights, competition=self.competition)
+        if not self.waste_cpu_reach:
+            return {"waste_curve": curve}
+        shares = np.array([t.gpus == 1 and 0 < t.gpu_milli < MILLI_PER_GPU for t in self._mix])
+        weights = np.where(shares, self._weights, 0.0)
+        cpu = np.array([t.cpu_milli for t in self._mix])
+        mean_cpu = float(weights @ cpu) / max(float(weights.sum()), 1e-12)
+        return {"waste_curve": curve, "share_cpu": max(int(mean_cpu), 1)}
 
     def _outcomes(
         self, cluster: ClusterState, state: int, demand: Demand
@@ -390,8 +417,11 @@ class CpuReachHostsKeptPolicy(TableScores, ScarceNodesKeptFragmentationPolicy):
 
 class CpuReachWastePolicy(CpuReachHostsKeptPolicy):
     """Ours: ``fgd_cpu_keep_hosts`` whose fragmentation delta also counts twice the change in
-    the expected waste of the node's opened GPUs (``waste_curve``), so a share goes where
-    its leftover is likely to be filled well, and the GPU it takes is chosen the same way."""
+    the expected waste of the node's GPUs: W(f) (``waste_curve``; 0 for a whole GPU) for
+    those the node's free CPU can still serve (at the mix's mean CPU per share, the freest
+    first), all their free milli for the others. A share goes, node and GPU, where its
+    leftover is likely to be filled well; any replica avoids taking the CPU that idle GPUs
+    need."""
 
-    name = "fgd_cpu_waste"
+    name = "fgd_cpu_waste_reach"
     waste_weight = 2.0
