@@ -36,7 +36,7 @@ from .models import (
     UsageInterval,
     UsageReconciliation,
 )
-from .pricing import billed_hours, period_units, to_cents
+from .pricing import MONTH, billed_hours, period_units, to_cents
 
 # The price columns as the model stores them (SQLite answers a price with more places: pages
 # show 4).
@@ -355,7 +355,9 @@ def month_of(moment: datetime) -> tuple[datetime, datetime]:
 
 
 def spend(*, organization_id, project_id=None, at: datetime) -> Decimal:
-    """What the organization (or one project of it) has spent in ``at``'s month so far."""
+    """What the organization (or one project of it) has spent in ``at``'s month so far: its
+    rated use and reserved capacity, its quota packages' months, and (for the organization)
+    its cancellation charges."""
     start, end = month_of(at)
     records = BillingRecord.objects.filter(
         organization=organization_id, starts_at__gte=start, starts_at__lt=end
@@ -367,6 +369,10 @@ def spend(*, organization_id, project_id=None, at: datetime) -> Decimal:
         total += CancellationCharge.objects.filter(
             organization=organization_id, cancelled_at__gte=start, cancelled_at__lt=end
         ).aggregate(total=Sum("amount"))["total"] or Decimal(0)
+    packages = package_charges(organization_id=organization_id, starts_at=start, ends_at=end)
+    total += sum(
+        (c.amount for c in packages if project_id in (None, c.order.project_id)), Decimal(0)
+    )
     return to_cents(total)
 
 
@@ -425,3 +431,35 @@ def usage_summary(
         month_to_date=month_to_date,
         forecast=forecast,
     )
+
+
+@dataclass(frozen=True)
+class PackageCharge:
+    """One month (30 days) of a fulfilled quota package order, charged in the invoice month
+    it starts in."""
+
+    order: Order
+    starts_at: datetime
+    amount: Decimal
+
+
+def package_charges(*, organization_id, starts_at: datetime, ends_at: datetime) -> list:
+    """The months of the organization's fulfilled quota packages that start in
+    [starts_at, ends_at), each at the order's unit price times its quantity."""
+    orders = Order.objects.filter(
+        organization=organization_id,
+        state=Order.State.FULFILLED,
+        item__kind=CatalogItem.Kind.QUOTA_PACKAGE,
+        starts_at__lt=ends_at,
+        ends_at__gt=starts_at - MONTH,
+    ).select_related("item", "project")
+    charges = []
+    for order in orders:
+        months = int(period_units(order.item, order.starts_at, order.ends_at))
+        for month in range(months):
+            begins = order.starts_at + MONTH * month
+            if starts_at <= begins < ends_at:
+                charges.append(
+                    PackageCharge(order, begins, to_cents(order.unit_price * order.quantity))
+                )
+    return charges

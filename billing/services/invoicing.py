@@ -20,7 +20,15 @@ from tenants.permissions import Caller, require_operator
 from tenants.services import audit_record
 
 from .. import selectors
-from ..models import BillingRecord, CancellationCharge, Invoice, InvoiceCounter, InvoiceLine
+from ..models import (
+    BillingRecord,
+    CancellationCharge,
+    CatalogItem,
+    Invoice,
+    InvoiceCounter,
+    InvoiceLine,
+    Order,
+)
 from ..pricing import billed_hours, to_cents
 
 HOURS = Decimal("0.0001")
@@ -59,7 +67,7 @@ def _draft(organization: Organization, start: datetime, end: datetime) -> Invoic
             currency=settings.PORTAL_CURRENCY,
         )
     invoice.lines.all().delete()
-    lines = _usage_lines(invoice) + _cancellation_lines(invoice)
+    lines = _usage_lines(invoice) + _cancellation_lines(invoice) + _package_lines(invoice)
     InvoiceLine.objects.bulk_create(lines)
     _total(invoice, lines, tax_rate=settings.PORTAL_TAX_RATE)
     invoice.save()
@@ -128,6 +136,30 @@ def _cancellation_lines(invoice: Invoice) -> list[InvoiceLine]:
                 f" {charge.reservation.pool.name}, {charge.reservation.starts_at:%Y-%m-%d %H:%M}"
                 f" UTC: {charge.percent}% of {charge.remaining_value}"
             ),
+            amount=charge.amount,
+        )
+        for charge in charges
+    ]
+
+
+def _package_lines(invoice: Invoice) -> list[InvoiceLine]:
+    charges = selectors.package_charges(
+        organization_id=invoice.organization_id,
+        starts_at=invoice.period_start,
+        ends_at=invoice.period_end,
+    )
+    return [
+        InvoiceLine(
+            invoice=invoice,
+            project=charge.order.project,
+            gpu_class=charge.order.item.gpu_class,
+            mig_profile=charge.order.item.mig_profile,
+            charge="quota_package",
+            description=(
+                f"{charge.order.quantity} x {charge.order.item.name}, the month from"
+                f" {charge.starts_at:%Y-%m-%d} (order {charge.order.pk})"
+            ),
+            unit_price=charge.order.unit_price,
             amount=charge.amount,
         )
         for charge in charges
@@ -250,14 +282,27 @@ def _audited(caller: Caller, invoice: Invoice, action: str) -> None:
 def invoices_draft_month(*, year: int, month: int) -> int:
     """Draft (or refresh the drafts of) every organization billed in the month."""
     start, end = month_bounds(year, month)
-    billed = set(
-        BillingRecord.objects.filter(starts_at__gte=start, starts_at__lt=end)
-        .values_list("organization", flat=True)
-        .distinct()
-    ) | set(
-        CancellationCharge.objects.filter(cancelled_at__gte=start, cancelled_at__lt=end)
-        .values_list("organization", flat=True)
-        .distinct()
+    billed = (
+        set(
+            BillingRecord.objects.filter(starts_at__gte=start, starts_at__lt=end)
+            .values_list("organization", flat=True)
+            .distinct()
+        )
+        | set(
+            CancellationCharge.objects.filter(cancelled_at__gte=start, cancelled_at__lt=end)
+            .values_list("organization", flat=True)
+            .distinct()
+        )
+        | set(
+            Order.objects.filter(
+                state=Order.State.FULFILLED,
+                item__kind=CatalogItem.Kind.QUOTA_PACKAGE,
+                starts_at__lt=end,
+                ends_at__gt=start,
+            )
+            .values_list("organization", flat=True)
+            .distinct()
+        )
     )
     for organization in Organization.objects.filter(pk__in=billed):
         invoice_draft(organization=organization, year=year, month=month)

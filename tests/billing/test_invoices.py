@@ -5,6 +5,7 @@ taken away as CSV, JSON and PDF."""
 import csv
 import io
 import json
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
@@ -238,3 +239,23 @@ def test_the_months_csv_has_every_invoices_lines(on_demand, acme, globex, vision
     services.invoices_draft_month(year=YEAR, month=MONTH)
     rows = list(csv.DictReader(io.StringIO(exports.month_csv(Invoice.objects.all()))))
     assert sorted(r["organization"] for r in rows) == ["acme", "globex"]
+
+
+def test_a_quota_packages_months_are_lines_of_the_months_they_start_in(
+    offer, cluster, alice, acme, operator
+):
+    offer(slug="h100-package", kind="quota_package", quantity=8, price="10000")
+    start = DAY
+    made = services.order_create(
+        caller=Caller(user=alice),
+        organization=acme,
+        request=services.OrderRequest(
+            item="h100-package", quantity=1, starts_at=start, ends_at=start + timedelta(days=30)
+        ),
+    )
+    services.order_approve(caller=Caller(user=operator), order=made)
+    services.order_fulfil(order_id=str(made.pk))
+    invoice = services.invoice_draft(organization=acme, year=start.year, month=start.month)
+    assert [(line.charge, line.amount) for line in invoice.lines.all()] == [
+        ("quota_package", Decimal("10000.00"))
+    ]
