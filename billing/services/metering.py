@@ -91,21 +91,35 @@ def _attribute_reservations(intervals: list[UsageInterval]) -> None:
     project's own before the organization's) holding the same resource in its pool at its
     start, whose capacity the intervals already inside it at that moment leave room for. Use
     beyond a reservation's capacity or window is on demand."""
+    starts = [i.started_at for i in intervals]
+    # One read of the reservations any of the batch could run inside.
+    reservations = (
+        list(
+            Reservation.objects.filter(
+                organization__in={i.organization_id for i in intervals},
+                state__in=Reservation.BILLED_STATES,
+                starts_at__lte=max(starts, default=None),
+                ends_at__gt=min(starts, default=None),
+            ).select_related("pool")
+        )
+        if intervals
+        else []
+    )
     inside: list[UsageInterval] = []  # of this batch, already given one
     for interval in intervals:
         if interval.resource == UsageInterval.Resource.SHARED:
             continue
         start = interval.started_at
-        covering = Reservation.objects.filter(
-            Q(project__isnull=True) | Q(project=interval.project_id),
-            organization=interval.organization_id,
-            pool__name=interval.pool,
-            gpu_class=interval.gpu_class_id,
-            mig_profile=interval.mig_profile,
-            state__in=Reservation.BILLED_STATES,
-            starts_at__lte=start,
-            ends_at__gt=start,
-        )
+        covering = [
+            r
+            for r in reservations
+            if r.organization_id == interval.organization_id
+            and r.project_id in (None, interval.project_id)
+            and r.pool.name == interval.pool
+            and r.gpu_class_id == interval.gpu_class_id
+            and r.mig_profile == interval.mig_profile
+            and r.starts_at <= start < r.ends_at
+        ]
         for reservation in sorted(covering, key=lambda r: r.project_id is None):
             running_inside = (
                 UsageInterval.objects.filter(

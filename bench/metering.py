@@ -1,0 +1,178 @@
+"""Metering at volume: N placements over a month for 100 organizations, turned into usage
+intervals, rated into billing records and drafted into invoices, on the database of
+DATABASE_URL (a test database made for the run and dropped after).
+
+Prints one JSON line per size: seconds of each step, records written, the process's peak
+resident memory, and whether billed GPU-seconds equal placed GPU-seconds exactly. The issue's
+target is 1,000,000 intervals in under 60 s with flat memory; rating is per interval in Python
+today, so run it at sizes that finish (the figures say how far that is).
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/portal \
+        nice python bench/metering.py --sizes 10000,100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.test")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.db import connection  # noqa: E402
+from django.db.models import Sum  # noqa: E402
+from django.test.utils import setup_test_environment  # noqa: E402
+
+from bench.results import append_results, calibration_seconds  # noqa: E402
+from billing import services  # noqa: E402
+from billing.models import BillingRecord, CatalogItem, PriceVersion  # noqa: E402
+from scheduling.models import (  # noqa: E402
+    GpuClass,
+    Node,
+    NodePool,
+    Placement,
+    PriorityTier,
+    Workload,
+)
+from tenants.models import Organization, Project  # noqa: E402
+
+MONTH_START = datetime(2026, 11, 1, tzinfo=UTC)
+MONTH = timedelta(days=30)
+BATCH = 5_000
+
+
+def seed(*, placements: int, organizations: int, seed: int) -> Decimal:
+    """The rows: organizations with one project and workload each, placements that ran for 1
+    minute to 10 hours inside the month, an on-demand price with a change mid-month. Returns
+    the GPU-seconds placed."""
+    rng = random.Random(seed)
+    h100 = GpuClass.objects.create(name="H100-80GB", memory_gib=80)
+    tier = PriorityTier.objects.create(name="training", value=1, preemptible=True)
+    pool = NodePool.objects.create(name="dgx", gpu_class=h100, purpose="training")
+    nodes = Node.objects.bulk_create(
+        Node(name=f"n{i:04d}", pool=pool, gpu_count=8, cpu_milli=224_000, memory_mib=2_000_000)
+        for i in range(1_000)
+    )
+    item = CatalogItem.objects.create(
+        slug="h100", name="H100", kind="on_demand", gpu_class=h100, active_from=MONTH_START
+    )
+    PriceVersion.objects.bulk_create(
+        [
+            PriceVersion(item=item, unit_price=Decimal("2.9000"), effective_from=MONTH_START),
+            PriceVersion(
+                item=item, unit_price=Decimal("3.1000"), effective_from=MONTH_START + MONTH / 2
+            ),
+        ]
+    )
+    workloads = []
+    for n in range(organizations):
+        organization = Organization.objects.create(slug=f"org-{n:03d}", name=f"Org {n}")
+        project = Project.objects.create(
+            organization=organization, slug="p", name="p", namespace=f"org-{n:03d}-p"
+        )
+        workloads.append(
+            Workload.objects.create(
+                project=project,
+                name="w",
+                kind="training",
+                tier=tier,
+                gpus=8,
+                image="pytorch:latest",
+                gpu_class=h100,
+                state=Workload.State.SUCCEEDED,
+            )
+        )
+    placed = 0
+    for start in range(0, placements, BATCH):
+        rows = []
+        for n in range(start, min(start + BATCH, placements)):
+            running = MONTH_START + timedelta(seconds=rng.randrange(int(MONTH.total_seconds())))
+            ended = min(running + timedelta(seconds=rng.randrange(60, 36_000)), MONTH_START + MONTH)
+            gpus = rng.choice((1, 2, 4, 8))
+            placed += gpus * int((ended - running).total_seconds())
+            rows.append(
+                Placement(
+                    workload=workloads[n % organizations],
+                    replica=n % 30_000,
+                    node=nodes[n % len(nodes)],
+                    gpu_indices=list(range(gpus)),
+                    gpu_milli=1000,
+                    started_at=running,
+                    running_at=running,
+                    ended_at=ended,
+                )
+            )
+        Placement.objects.bulk_create(rows)
+    return Decimal(placed)
+
+
+def peak_mib() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def timed(step) -> tuple[float, object]:
+    started = time.perf_counter()
+    result = step()
+    return round(time.perf_counter() - started, 2), result
+
+
+def run(size: int, organizations: int, seed_value: int) -> dict:
+    placed = seed(placements=size, organizations=organizations, seed=seed_value)
+    after = MONTH_START + MONTH + timedelta(days=1)
+    sync_s, _ = timed(services.usage_intervals_sync)
+    rate_s, records = timed(lambda: services.usage_rate(now=after))
+    invoice_s, _ = timed(lambda: services.invoices_draft_month(year=2026, month=11))
+    billed = BillingRecord.objects.aggregate(total=Sum("quantity_seconds"))["total"]
+    return {
+        "intervals": size,
+        "organizations": organizations,
+        "sync_s": sync_s,
+        "rate_s": rate_s,
+        "invoices_s": invoice_s,
+        "records": records,
+        "total_s": round(sync_s + rate_s + invoice_s, 2),
+        "peak_rss_mib": peak_mib(),
+        "seconds_equal": billed == placed,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000", help="placements, comma-separated")
+    parser.add_argument("--organizations", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
+    args = parser.parse_args()
+    setup_test_environment()
+    for size in (int(s) for s in args.sizes.split(",")):
+        database = connection.creation.create_test_db(verbosity=0, autoclobber=True)
+        try:
+            figures = run(size, args.organizations, args.seed)
+        finally:
+            connection.creation.destroy_test_db(database, verbosity=0)
+        line = {
+            "bench": "metering",
+            "calibration_s": calibration_seconds(),
+            "database": connection.vendor,
+            **figures,
+        }
+        print(json.dumps(line), flush=True)
+        if not args.no_results:
+            append_results(bench="metering", argv=sys.argv, figures=line)
+
+
+if __name__ == "__main__":
+    main()
