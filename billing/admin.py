@@ -2,11 +2,17 @@
 only ever added (none in the past), never edited or deleted."""
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.http import HttpResponse
 
 from scheduling import clock
-from scheduling.admin import ReadOnlyAdmin, RejectionForm, decide_with_form, requested_first
+from scheduling.admin import (
+    ReadOnlyAdmin,
+    RejectionForm,
+    act_on_each,
+    decide_with_form,
+    requested_first,
+)
 from tenants.permissions import Caller
 
 from . import exports, services
@@ -111,11 +117,13 @@ class OrderAdmin(admin.ModelAdmin):
 
     @admin.action(description="Approve the submitted (fulfilled by the worker)")
     def approve(self, request, queryset):
-        caller = Caller(user=request.user)
-        submitted = queryset.filter(state=Order.State.SUBMITTED)
-        for order in submitted:
-            services.order_approve(caller=caller, order=order)
-        self.message_user(request, f"Approved {len(submitted)}.", messages.SUCCESS)
+        act_on_each(
+            self,
+            request,
+            queryset.filter(state=Order.State.SUBMITTED),
+            lambda caller, it: services.order_approve(caller=caller, order=it),
+            done="Approved",
+        )
 
     @admin.action(description="Reject the submitted, with a reason")
     def reject(self, request, queryset):
@@ -132,11 +140,13 @@ class OrderAdmin(admin.ModelAdmin):
 
     @admin.action(description="Retry the fulfilment of failed orders")
     def retry(self, request, queryset):
-        caller = Caller(user=request.user)
-        failed = queryset.filter(state__in=[Order.State.FAILED, Order.State.FULFILLING])
-        for order in failed:
-            services.order_fulfil_retry(caller=caller, order=order)
-        self.message_user(request, f"Queued {len(failed)} again.", messages.SUCCESS)
+        act_on_each(
+            self,
+            request,
+            queryset.filter(state__in=[Order.State.FAILED, Order.State.FULFILLING]),
+            lambda caller, it: services.order_fulfil_retry(caller=caller, order=it),
+            done="Queued again:",
+        )
 
 
 @admin.register(CancellationCharge)
@@ -204,19 +214,23 @@ class InvoiceAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Issue the drafts (numbered, then never changed)")
     def issue(self, request, queryset):
-        caller = Caller(user=request.user)
-        drafts = queryset.filter(state=Invoice.State.DRAFT)
-        for invoice in drafts:
-            services.invoice_issue(caller=caller, invoice=invoice)
-        self.message_user(request, f"Issued {len(drafts)}.", messages.SUCCESS)
+        act_on_each(
+            self,
+            request,
+            queryset.filter(state=Invoice.State.DRAFT),
+            lambda caller, it: services.invoice_issue(caller=caller, invoice=it),
+            done="Issued",
+        )
 
     @admin.action(description="Mark the issued as paid")
     def mark_paid(self, request, queryset):
-        caller = Caller(user=request.user)
-        issued = queryset.filter(state=Invoice.State.ISSUED)
-        for invoice in issued:
-            services.invoice_mark_paid(caller=caller, invoice=invoice)
-        self.message_user(request, f"Marked {len(issued)} paid.", messages.SUCCESS)
+        act_on_each(
+            self,
+            request,
+            queryset.filter(state=Invoice.State.ISSUED),
+            lambda caller, it: services.invoice_mark_paid(caller=caller, invoice=it),
+            done="Marked paid:",
+        )
 
     @admin.action(description="Void the issued, with a reason")
     def void(self, request, queryset):

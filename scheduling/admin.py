@@ -278,11 +278,13 @@ class ReservationAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Approve the requested")
     def approve(self, request, queryset):
-        caller = Caller(user=request.user)
-        requested = queryset.filter(state=Reservation.State.REQUESTED)
-        for reservation in requested:
-            services.reservation_approve(caller=caller, reservation=reservation)
-        self.message_user(request, f"Approved {len(requested)}.", messages.SUCCESS)
+        act_on_each(
+            self,
+            request,
+            queryset.filter(state=Reservation.State.REQUESTED),
+            lambda caller, it: services.reservation_approve(caller=caller, reservation=it),
+            done="Approved",
+        )
 
     @admin.action(description="Reject the requested, with a reason")
     def reject(self, request, queryset):
@@ -362,6 +364,15 @@ def requested_first(queryset, requested: str, *order):
     """Requests waiting for an operator before the rest."""
     waiting_first = Case(When(state=requested, then=Value(0)), default=Value(1))
     return queryset.order_by(waiting_first, *order)
+
+
+def act_on_each(model_admin, request, selected, act, *, done: str) -> None:
+    """Apply ``act(caller, object)`` to each selected object through its service, then say
+    how many (``done``: "Approved", "Issued")."""
+    caller = Caller(user=request.user)
+    for item in selected:
+        act(caller, item)
+    model_admin.message_user(request, f"{done} {len(selected)}.", messages.SUCCESS)
 
 
 def decide_with_form(model_admin, request, requested, *, action, form_class, decide):

@@ -13,7 +13,7 @@ from scheduling.cluster.simulated import SimulatedBackend
 from scheduling.models import GpuClass
 from tenants.permissions import Caller
 
-from ..factories import UserFactory
+from ..factories import ProjectFactory, UserFactory
 
 
 @pytest.fixture
@@ -58,3 +58,15 @@ def offer(operator, h100):
         return item
 
     return make
+
+
+@pytest.fixture
+def vision(acme):
+    """A project of acme's besides the demo's."""
+    return ProjectFactory(organization=acme, slug="vision")
+
+
+@pytest.fixture
+def on_demand(offer, cluster):
+    """H100 on demand at 2.9000 per GPU-hour, for every tier."""
+    return offer(slug="h100-on-demand", kind="on_demand", price="2.9000")

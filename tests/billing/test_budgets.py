@@ -25,16 +25,6 @@ BUDGETS = "/api/v1/organizations/acme/budgets/"
 USAGE = "/api/v1/organizations/acme/usage/"
 
 
-@pytest.fixture
-def vision(acme):
-    return ProjectFactory(organization=acme, slug="vision")
-
-
-@pytest.fixture
-def on_demand(offer, cluster):
-    return offer(slug="h100-on-demand", kind="on_demand", price="2.9000")
-
-
 def hours_ago(hours: float) -> float:
     """``ran``'s hours (after tomorrow's midnight) for a moment ``hours`` before now."""
     return (clock.now() - DAY) / timedelta(hours=1) - hours

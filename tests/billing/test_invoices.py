@@ -29,16 +29,6 @@ pytestmark = pytest.mark.django_db
 YEAR, MONTH = DAY.year, DAY.month
 
 
-@pytest.fixture
-def vision(acme):
-    return ProjectFactory(organization=acme, slug="vision")
-
-
-@pytest.fixture
-def on_demand(offer, cluster):
-    return offer(slug="h100-on-demand", kind="on_demand", price="2.9000")
-
-
 def metered(*runs):
     """Run each (project, fields) and meter them."""
     for project, fields in runs:

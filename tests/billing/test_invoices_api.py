@@ -13,22 +13,12 @@ from billing import tasks
 from billing.models import Invoice
 from scheduling import clock
 
-from ..factories import ProjectFactory, UserFactory
+from ..factories import UserFactory
 from .test_invoices import MONTH, YEAR, draft, metered
 
 pytestmark = pytest.mark.django_db
 
 LIST = "/api/v1/organizations/acme/invoices/"
-
-
-@pytest.fixture
-def vision(acme):
-    return ProjectFactory(organization=acme, slug="vision")
-
-
-@pytest.fixture
-def on_demand(offer, cluster):
-    return offer(slug="h100-on-demand", kind="on_demand", price="2.9000")
 
 
 @pytest.fixture

@@ -20,8 +20,6 @@ from scheduling import services as scheduling
 from scheduling.models import GpuClass, Node, Placement, PriorityTier, Reservation, Workload
 from tenants.permissions import Caller
 
-from ..factories import ProjectFactory
-
 pytestmark = pytest.mark.django_db
 
 # Tomorrow at midnight UTC: after the prices the fixtures add, which start now.
@@ -30,17 +28,6 @@ DAY = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0) + timede
 
 def at(hours: float):
     return DAY + timedelta(hours=hours)
-
-
-@pytest.fixture
-def vision(acme):
-    return ProjectFactory(organization=acme, slug="vision")
-
-
-@pytest.fixture
-def on_demand(offer, cluster):
-    """H100 on demand at 2.9000 per GPU-hour, for every tier."""
-    return offer(slug="h100-on-demand", kind="on_demand", price="2.9000")
 
 
 def ran(project, *, start, end=None, gpus=8, gpu_milli=0, mig=None, tier="training", name="w"):
