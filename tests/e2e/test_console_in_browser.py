@@ -102,7 +102,9 @@ def test_an_owner_reserves_gpus_on_a_phone_without_sideways_scrolling(alice, acm
         ("alice@acme.example", "/orgs/acme/reservations/"),
         ("alice@acme.example", "/orgs/acme/catalog/"),
         ("alice@acme.example", "/orgs/acme/orders/"),
+        ("alice@acme.example", "/orgs/acme/invoices/"),
         ("ops@example.com", "/staff/approvals/"),
+        ("ops@example.com", "/staff/metering/"),
     ],
 )
 def test_the_demos_commercial_pages_fit_a_phone(page, email, path):

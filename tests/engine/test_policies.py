@@ -7,7 +7,7 @@ from scheduling.engine import TaskType
 from scheduling.engine.free_capacity import ClusterState, Demand
 from scheduling.engine.placement import place_replica
 from scheduling.engine.policies import PLACEMENT_POLICIES, make_policy
-from scheduling.engine.policies.cpu_aware import waste_curve
+from scheduling.engine.policies.cpu_aware import StateTables, waste_curve
 
 from .builders import node
 
@@ -220,3 +220,13 @@ def test_waste_curve_expects_the_shares_that_fit_to_fill_a_gap():
 def test_waste_curve_counts_a_whole_gpu_as_no_waste():
     tasks, weights = zip(*SHARES_470_320, strict=True)
     assert waste_curve(tasks=tasks, weights=np.array(weights), competition=0.05)[1000] == 0
+
+
+def test_expected_waste_counts_a_gpu_past_the_cpu_reach_of_shares_as_idle_for_good():
+    tasks, weights = zip(*SHARES_470_320, strict=True)
+    curve = waste_curve(tasks=tasks, weights=np.array(weights), competition=0.05)
+    tables = StateTables(tasks=tasks, class_names=["H100-80GB"], waste_curve=curve, share_cpu=4000)
+    # 4 cores reach one share: the freest GPU keeps its expected waste, the other is lost.
+    row = tables.row((0, 4000, (530, 800)))
+    tables.flush()
+    assert tables.waste[row] == pytest.approx(curve[800] + 530)

@@ -7,7 +7,13 @@ import io
 import pytest
 from django.core.management import call_command
 
-from billing.models import CancellationCharge, CatalogItem, Order
+from billing.models import (
+    CancellationCharge,
+    CatalogItem,
+    Invoice,
+    Order,
+    UsageReconciliation,
+)
 from scheduling.models import QuotaRequest, Reservation
 
 pytestmark = pytest.mark.django_db
@@ -38,3 +44,8 @@ def test_the_demos_cancelled_reservation_is_charged_half_its_price():
     call_command("seed_demo", stdout=io.StringIO())
     charge = CancellationCharge.objects.get()
     assert (charge.percent, charge.amount) == (50, charge.remaining_value / 2)
+
+
+def test_the_demo_has_an_invoice_draft_and_a_metering_comparison():
+    call_command("seed_demo", stdout=io.StringIO())
+    assert (Invoice.objects.count(), UsageReconciliation.objects.count()) == (1, 1)

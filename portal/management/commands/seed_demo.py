@@ -64,6 +64,7 @@ class Command(BaseCommand):
         self._catalog(Caller(user=operator))
         self._order(acme, owner_caller, Caller(user=operator))
         self._cancellation(acme, owner_caller)
+        self._billing()
         if not acme.quota_requests.exists():
             scheduling.quota_request_create(
                 caller=owner_caller,
@@ -201,6 +202,15 @@ class Command(BaseCommand):
         )
         billing.order_approve(caller=operator_caller, order=order)
         billing.order_fulfil(order_id=str(order.pk))
+
+    def _billing(self):
+        """What beat does in time, done once so that the pages are filled from the start:
+        meter, draft this month's invoices, compare yesterday's placed with billed seconds."""
+        now = clock.now()
+        billing.usage_meter(now=now)
+        billing.invoices_draft_month(year=now.year, month=now.month)
+        today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        billing.usage_reconcile(starts_at=today - timedelta(days=1), ends_at=today, now=now)
 
     def _cancellation(self, acme, owner_caller):
         """8 H100s reserved from in 6 hours and cancelled at once, within 24 hours of the
