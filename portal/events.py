@@ -48,8 +48,8 @@ class Event(StrEnum):
 
 
 class ExtensionPoint(StrEnum):
-    # scheduling: a submission is about to be accepted; context caller, project, workload
-    # (unsaved).
+    # scheduling: a submission (one workload, or a batch) is about to be accepted; context
+    # caller, project, workloads (unsaved); checked once however many.
     WORKLOAD_SUBMISSION = "workload_submission"
 
 

@@ -257,11 +257,20 @@ class BudgetOutput(serializers.ModelSerializer):
         ]
 
 
+@extend_schema_field(
+    {"type": "string", "format": "decimal", "pattern": r"^\d{1,12}(?:\.\d{1,2})?$"}
+)
+class MoneyInputField(serializers.DecimalField):
+    """An amount of money in a request: digits, with at most two decimals (DRF's own schema
+    lets an empty string through its pattern)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_digits=14, decimal_places=2, min_value=Decimal("0.01"), **kwargs)
+
+
 class BudgetInput(InputSerializer):
     project = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
-    monthly_amount = serializers.DecimalField(
-        max_digits=14, decimal_places=2, min_value=Decimal("0.01")
-    )
+    monthly_amount = MoneyInputField()
     thresholds = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=1000),
         min_length=1,
@@ -301,6 +310,15 @@ class UsageOutput(serializers.Serializer):
 class UsageQuery(serializers.Serializer):
     start = serializers.DateField(required=False, help_text="First day (UTC); this month's first.")
     end = serializers.DateField(required=False, help_text="Last day, included; today.")
+
+    def to_internal_value(self, data):
+        # DRF reads a blank query parameter as absent; the schema says a date.
+        blank = [name for name in self.fields if data.get(name, None) == ""]
+        if blank:
+            raise serializers.ValidationError(
+                {name: ["A date (YYYY-MM-DD) is required."] for name in blank}
+            )
+        return super().to_internal_value(data)
 
     def validate(self, data):
         if data.get("start") and data.get("end") and data["end"] < data["start"]:

@@ -148,7 +148,7 @@ def budget_alert_email_send(*, alert_id: int) -> bool:
     return True
 
 
-def budget_submission_check(*, caller: Caller, project: Project, workload) -> None:
+def budget_submission_check(*, caller: Caller, project: Project, workloads) -> None:
     """Registered with scheduling's submission: a hard-stop budget of the project or its
     organization that is spent refuses new work (409) until raised or the month ends."""
     stops = list(

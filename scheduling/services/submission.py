@@ -246,10 +246,9 @@ def _submit(
         workloads.append(workload)
     if errors:
         raise ValidationError(errors)
-    for workload in workloads:
-        checks_run(
-            ExtensionPoint.WORKLOAD_SUBMISSION, caller=caller, project=project, workload=workload
-        )
+    checks_run(
+        ExtensionPoint.WORKLOAD_SUBMISSION, caller=caller, project=project, workloads=workloads
+    )
     _insert(workloads, field_of=field_of)
     WorkloadEvent.objects.bulk_create(
         workload_event(workload, "submitted", f"Submitted by {caller.user.email}.", at=now)

@@ -138,6 +138,7 @@ def test_a_budget_without_a_hard_stop_only_warns(
         ({"monthly_amount": "0"}, "monthly_amount"),
         ({"monthly_amount": "-5"}, "monthly_amount"),
         ({"monthly_amount": "abc"}, "monthly_amount"),
+        ({"monthly_amount": ""}, "monthly_amount"),
         ({"monthly_amount": "10", "thresholds": [0]}, "thresholds.0"),
         ({"monthly_amount": "10", "thresholds": []}, "thresholds"),
         ({"monthly_amount": "10", "project": "web"}, "project"),
@@ -203,6 +204,12 @@ def test_usage_forecasts_the_month_from_the_run_rate(on_demand, alice, vision, a
     spent_today(vision, 1)
     usage = api_as(alice).get(USAGE).json()
     assert Decimal(usage["forecast"]) >= Decimal(usage["month_to_date"]) == Decimal("23.20")
+
+
+@pytest.mark.parametrize("params", [{"start": ""}, {"end": "2026-13-01"}])
+def test_a_blank_or_malformed_usage_date_is_a_400_naming_it(alice, api_as, params):
+    response = api_as(alice).get(USAGE, params)
+    assert (response.status_code, set(response.json()["error"]["fields"])) == (400, set(params))
 
 
 def test_a_usage_period_ending_before_it_starts_is_a_400(alice, api_as):

@@ -58,8 +58,8 @@ def test_every_registered_check_runs_with_the_context(monkeypatch):
     monkeypatch.setitem(events._checks, ExtensionPoint.WORKLOAD_SUBMISSION, [])
     events.check_register(ExtensionPoint.WORKLOAD_SUBMISSION, lambda **c: seen.append(("a", c)))
     events.check_register(ExtensionPoint.WORKLOAD_SUBMISSION, lambda **c: seen.append(("b", c)))
-    events.checks_run(ExtensionPoint.WORKLOAD_SUBMISSION, workload="w")
-    assert seen == [("a", {"workload": "w"}), ("b", {"workload": "w"})]
+    events.checks_run(ExtensionPoint.WORKLOAD_SUBMISSION, workloads=["w"])
+    assert seen == [("a", {"workloads": ["w"]}), ("b", {"workloads": ["w"]})]
 
 
 def test_the_first_refusing_check_stops_the_others(monkeypatch):
@@ -72,5 +72,5 @@ def test_the_first_refusing_check_stops_the_others(monkeypatch):
     events.check_register(ExtensionPoint.WORKLOAD_SUBMISSION, refuse)
     events.check_register(ExtensionPoint.WORKLOAD_SUBMISSION, lambda **c: seen.append(c))
     with pytest.raises(Conflict):
-        events.checks_run(ExtensionPoint.WORKLOAD_SUBMISSION, workload="w")
+        events.checks_run(ExtensionPoint.WORKLOAD_SUBMISSION, workloads=["w"])
     assert seen == []

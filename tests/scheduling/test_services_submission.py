@@ -106,7 +106,7 @@ def test_a_mig_quota_must_name_a_profile_of_its_class(acme, cluster):
 def test_a_check_registered_for_submissions_can_refuse_one_and_nothing_is_saved(
     submit, monkeypatch
 ):
-    def over_budget(*, caller, project, workload):
+    def over_budget(*, caller, project, workloads):
         raise Conflict(f"{project.slug} is over its budget.", code="budget_exceeded")
 
     monkeypatch.setitem(events._checks, ExtensionPoint.WORKLOAD_SUBMISSION, [over_budget])

@@ -6,8 +6,8 @@ of those GPUs will never host one. GPU-sharing tasks ask the most CPU per GPU in
 (13 cores against 12 per GPU on its most common node), so for sharing types
 ``fgd_cpu_reach`` also counts as fragmented every GPU past the number of shares the node's
 free CPU allows. The score stays FGD's integer one; equal scores go to ``fgd_used_first``'s
-order. ``fgd_cpu_waste_reach`` also counts the idle milli the opened GPUs are expected to
-end with (``waste_curve``; all of it past the node's CPU reach). Measured in
+order. ``fgd_cpu_waste_reach`` also counts the idle milli the node's GPUs are expected to
+end with (``waste_curve``; all their free milli past the node's CPU reach). Measured in
 bench/RESULTS.md ("Placement beyond FGD"), with the variants tried
 (bench/placement_trials.py).
 """
