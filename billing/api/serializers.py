@@ -258,11 +258,15 @@ class BudgetOutput(serializers.ModelSerializer):
 
 
 @extend_schema_field(
-    {"type": "string", "format": "decimal", "pattern": r"^\d{1,12}(?:\.\d{1,2})?$"}
+    {
+        "type": "string",
+        "format": "decimal",
+        "pattern": r"^(?!0*(?:\.0*)?$)\d{1,12}(?:\.\d{1,2})?$",
+    }
 )
 class MoneyInputField(serializers.DecimalField):
-    """An amount of money in a request: digits, with at most two decimals (DRF's own schema
-    lets an empty string through its pattern)."""
+    """A positive amount of money in a request: digits, at most two decimals, not zero (DRF's
+    own schema lets an empty string and 0 through its pattern)."""
 
     def __init__(self, **kwargs):
         super().__init__(max_digits=14, decimal_places=2, min_value=Decimal("0.01"), **kwargs)

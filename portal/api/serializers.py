@@ -4,8 +4,9 @@ from rest_framework import serializers
 def _type_error(field: serializers.Field, value) -> str | None:
     """Why `value` is not of the JSON type that `field` declares, if it is not.
 
-    DRF coerces: its string fields take 5 as "5", its integer fields "5" and 5.0 as 5. The
-    schema says "string" or "integer", so the API takes exactly that.
+    DRF coerces: its string fields take 5 as "5", its integer fields "5" and 5.0 as 5, its
+    boolean fields "yes" and 1 as true. The schema says "string", "integer" or "boolean", so
+    the API takes exactly that.
     """
     if value is None:
         return None  # the field's own allow_null decides
@@ -15,6 +16,8 @@ def _type_error(field: serializers.Field, value) -> str | None:
         isinstance(value, bool) or not isinstance(value, int)
     ):
         return "A valid integer is required."
+    if isinstance(field, serializers.BooleanField) and not isinstance(value, bool):
+        return "Must be true or false."
     if isinstance(field, serializers.ListField) and isinstance(value, list):
         items = ((f"Item {index}", item) for index, item in enumerate(value))
     elif isinstance(field, serializers.DictField) and isinstance(value, dict):

@@ -176,6 +176,16 @@ def test_a_number_where_a_string_is_expected_is_a_400_naming_the_field(
     assert response.json()["error"]["fields"] == {next(iter(change)): [message]}
 
 
+@pytest.mark.parametrize("value", ["yes", 1, "true"])
+def test_a_boolean_must_be_true_or_false(ready, api_as, value):
+    body = {**BODY, "requeue_on_eviction": value}
+    response = api_as(ready["member"]).post(URL, body, format="json")
+    assert (response.status_code, response.json()["error"]["fields"]) == (
+        400,
+        {"requeue_on_eviction": ["Must be true or false."]},
+    )
+
+
 def test_the_list_filters_by_state(ready, submit, api_as):
     submit(name="a")
     submit(name="b")
