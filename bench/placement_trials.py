@@ -1,7 +1,8 @@
 """Placement policies tried for issue 9 and rejected, kept so their figures can be rerun.
 
-Importing this module registers them (names start with ``trial_``, but for ``fgd_cpu_aware``,
-named as in its first runs); ``bench/trace_replay.py --trials`` does, e.g.
+Importing this module registers them (names start with ``trial_``, but for ``fgd_cpu_aware``
+and ``fgd_cpu_waste``, named as in their recorded runs); ``bench/trace_replay.py --trials``
+does, e.g.
 
     nice .venv/bin/python bench/trace_replay.py --trials --policies trial_scarcity_1 --no-results
 """
@@ -14,10 +15,10 @@ import numpy as np
 
 from scheduling.engine.free_capacity import ClusterState, Demand
 from scheduling.engine.model import TaskType
-from scheduling.engine.policies.base import MAX_SCORE
 from scheduling.engine.policies.cpu_aware import (
     CpuReachFragmentationPolicy,
     CpuReachHostsKeptPolicy,
+    CpuReachWastePolicy,
     StateTables,
     TableScores,
 )
@@ -161,88 +162,54 @@ class ReachScarceHostsKeptOne(CpuReachHostsKeptPolicy):
     penalty = 1.0
 
 
-class WasteTables(StateTables):
-    """Adds ``waste``: per state, the milli-GPU its opened GPUs are expected to leave idle
-    for good (``waste_curve`` of each GPU's free milli; a GPU still whole counts 0)."""
+class PlainWaste(CpuReachWastePolicy):
+    """``fgd_cpu_waste_reach`` with W(f) for every opened GPU, whatever the node's free CPU.
+    Named as in its recorded runs (2026-12-01 01:07-01:35 UTC; tried as ``trial_waste_b2_c05``)."""
 
-    waste_curve: np.ndarray | None = None
-
-    def flush(self) -> None:
-        keys = list(self._pending)
-        first = len(self._rows) - len(keys)
-        super().flush()
-        if not hasattr(self, "waste") or len(self.waste) < len(self.frag):
-            grown = np.zeros(len(self.frag))
-            if hasattr(self, "waste"):
-                grown[: len(self.waste)] = self.waste
-            self.waste = grown
-        assert self.waste_curve is not None
-        for i, (_, _, frees) in enumerate(keys):
-            self.waste[first + i] = self.waste_curve[list(frees)].sum()
+    name = "fgd_cpu_waste"
+    waste_cpu_reach = False
 
 
-def waste_curve(mix: Sequence[TaskType], weights: np.ndarray, competition: float) -> np.ndarray:
-    """W(f): the idle milli a GPU with ``f`` free is expected to end with, if each share that
-    fits comes next in proportion to its popularity and the gap is filled at all with
-    probability P_f / (P_f + competition) (P_f: the popularity of the shares that fit)."""
-    sizes = np.array([t.gpu_milli if t.gpus == 1 else 0 for t in mix])
-    share = (sizes > 0) & (sizes < 1000)
-    gpu_weight = weights[np.array([t.gpus > 0 for t in mix])].sum()
-    sizes, q = sizes[share], weights[share] / max(gpu_weight, 1e-12)
-    curve = np.zeros(1001)
-    for free in range(1, 1000):
-        fits = sizes <= free
-        total = q[fits].sum()
-        if not total:
-            curve[free] = free
-            continue
-        expected = (q[fits] * curve[free - sizes[fits]]).sum() / total
-        filled = total / (total + competition)
-        curve[free] = (1 - filled) * free + filled * expected
-    return curve
+class WasteWeightHalf(PlainWaste):
+    """``fgd_cpu_waste`` with the expected waste weighed 0.5 instead of 2 (``_1``: 1, ``_4``:
+    4); ``_c0``, ``_c02``: weight 1, competition 0 or 0.2 instead of 0.05."""
+
+    name = "trial_waste_b05_c05"
+    waste_weight = 0.5
 
 
-class WasteBlend(CpuReachHostsKeptPolicy):
-    """``fgd_cpu_keep_hosts`` whose fragmentation delta also counts ``blend`` times the
-    change in expected waste (``waste_curve``) of the node's opened GPUs."""
-
+class WasteWeightOne(PlainWaste):
     name = "trial_waste_b1_c05"
-    tables = WasteTables
-    blend = 1.0
-    competition = 0.05
-
-    def _sync(self, cluster: ClusterState) -> StateTables:
-        tables = super()._sync(cluster)
-        if tables.waste_curve is None:
-            tables.waste_curve = waste_curve(self._mix, self._weights, self.competition)
-        return tables
-
-    def _integer_scores(self, before: np.ndarray, after: np.ndarray) -> np.ndarray:
-        tables = self._state_tables
-        tables.flush()
-        delta = (tables.frag[before] - tables.frag[after]) @ self._weights
-        delta = delta + self.blend * (tables.waste[before] - tables.waste[after])
-        return np.floor(MAX_SCORE / (1.0 + np.exp(-delta / self.scale)))
+    waste_weight = 1.0
 
 
-class WasteBlendC0(WasteBlend):
+class WasteWeightFour(PlainWaste):
+    name = "trial_waste_b4_c05"
+    waste_weight = 4.0
+
+
+class WasteNoCompetition(PlainWaste):
     name = "trial_waste_b1_c0"
+    waste_weight = 1.0
     competition = 0.0
 
 
-class WasteBlendC02(WasteBlend):
+class WasteCompetition02(PlainWaste):
     name = "trial_waste_b1_c02"
+    waste_weight = 1.0
     competition = 0.2
 
 
-class WasteBlendHalf(WasteBlend):
-    name = "trial_waste_b05_c05"
-    blend = 0.5
+class WasteCompetition01(PlainWaste):
+    """``fgd_cpu_waste`` with competition 0.1 (``_c002``: 0.02) instead of 0.05."""
+
+    name = "trial_waste_b2_c01"
+    competition = 0.1
 
 
-class WasteBlendTwo(WasteBlend):
-    name = "trial_waste_b2_c05"
-    blend = 2.0
+class WasteCompetition002(PlainWaste):
+    name = "trial_waste_b2_c002"
+    competition = 0.02
 
 
 def gap_counts(cluster: ClusterState) -> np.ndarray:
@@ -301,18 +268,43 @@ class SumOfSquaresTies(SumOfSquaresGpu):
         return ranked + 0.4 * order / len(levels)
 
 
-class WasteBlendFour(WasteBlend):
-    name = "trial_waste_b4_c05"
-    blend = 4.0
+class OpenedReachWasteTables(StateTables):
+    """``waste`` where only opened GPUs count in the CPU reach: a whole GPU past it wastes 0."""
+
+    def expected_waste(self, frees: np.ndarray, cpu_free: np.ndarray) -> np.ndarray:
+        assert self.waste_curve is not None
+        opened = (frees > 0) & (frees < 1000)
+        rank = np.cumsum(opened[:, ::-1], axis=1)[:, ::-1]
+        stranded = opened & (rank > cpu_free // self.share_cpu)
+        return np.where(stranded, frees, self.waste_curve[frees]).sum(axis=1)
 
 
-class WasteBlendTwoC01(WasteBlend):
-    name = "trial_waste_b2_c01"
-    blend = 2.0
-    competition = 0.1
+class WasteCpuReach(CpuReachWastePolicy):
+    """``fgd_cpu_waste_reach`` with only opened GPUs in the CPU reach (``_b1``, ``_b4``: the
+    expected waste weighed 1 or 4 instead of 2)."""
+
+    name = "trial_waste_cpu_reach"
+    tables = OpenedReachWasteTables
 
 
-class WasteBlendTwoC002(WasteBlend):
-    name = "trial_waste_b2_c002"
-    blend = 2.0
-    competition = 0.02
+class WasteCpuReachOne(WasteCpuReach):
+    name = "trial_waste_cpu_reach_b1"
+    waste_weight = 1.0
+
+
+class WasteCpuReachFour(WasteCpuReach):
+    name = "trial_waste_cpu_reach_b4"
+    waste_weight = 4.0
+
+
+class WasteWholeReach(CpuReachWastePolicy):
+    """``fgd_cpu_waste_reach`` under the name it was tried as (2026-12-01, seeds 52-56)."""
+
+    name = "trial_waste_reach_whole"
+
+
+class WasteWholeReachFour(CpuReachWastePolicy):
+    """``fgd_cpu_waste_reach`` with the expected waste weighed 4 instead of 2."""
+
+    name = "trial_waste_reach_whole_b4"
+    waste_weight = 4.0
