@@ -32,8 +32,10 @@ MAX_EXAMPLES = 10
 # invitation link that names none, an expiry in the past, a tier or GPU class the catalog does
 # not have, more than the quota or the largest node, a name twice in a batch, a reservation
 # window in the past or ending before it starts, a quota request's end in the past, an order
-# of an item not offered or for a period in the past. Every other status stays checked.
+# of an item not offered or for a period in the past, a budget for a project the organization
+# does not have. Every other status stays checked.
 RULES_BEYOND_THE_SCHEMA = [
+    "budgets_set",
     "invitations_accept",
     "invitations_create",
     "orders_create",
