@@ -381,8 +381,8 @@ class UsageSummary:
     rows: list[dict]
     gpu_hours: Decimal
     cost: Decimal
-    # This month's cost so far and where the current run rate takes it by the month's end
-    # (None when the period asked for is not the current month).
+    # This month's cost so far and where the run rate of its rated use takes it by the
+    # month's end, one-off charges added once (None unless the period is the current month).
     month_to_date: Decimal | None
     forecast: Decimal | None
 
@@ -422,8 +422,16 @@ def usage_summary(
     month_to_date = forecast = None
     if (starts_at, ends_at) == (month_start, month_end):
         month_to_date = spend(organization_id=organization.pk, at=now)
-        elapsed = (now - month_start) / (month_end - month_start)
-        forecast = to_cents(month_to_date / Decimal(elapsed)) if elapsed > 0 else month_to_date
+        # Only what is rated runs at a rate; one-off charges (cancellations, packages) stay.
+        rated = to_cents(
+            BillingRecord.objects.filter(
+                organization=organization, starts_at__gte=month_start, starts_at__lt=month_end
+            ).aggregate(total=Sum("cost"))["total"]
+            or Decimal(0)
+        )
+        elapsed = Decimal((now - month_start) / (month_end - month_start))
+        rate_part = to_cents(rated / elapsed) if elapsed > 0 else rated
+        forecast = rate_part + month_to_date - rated
     return UsageSummary(
         rows=rows,
         gpu_hours=sum((r["gpu_hours"] for r in rows), Decimal(0)),

@@ -62,9 +62,11 @@ def submit_more(user, project):
 
 
 @pytest.fixture(autouse=True)
-def mid_month(on_demand):
-    """Noon on the 15th of next month, once the prices are added: spend of the hours before
-    now stays in one month and one day, at the prices in force."""
+def mid_month(on_demand, offer):
+    """Noon on the 15th of next month, once the prices (on demand, and reserved H100-hours at
+    2.4650) are added: spend of the hours before now stays in one month and one day, at the
+    prices in force."""
+    offer(slug="h100-reserved", kind="reservation", price="2.4650")
     now = clock.now()
     first = now.replace(day=1, hour=12, minute=0, second=0, microsecond=0) + timedelta(days=32)
     clock.advance(seconds=(first.replace(day=15) - now).total_seconds())
@@ -219,3 +221,18 @@ def test_a_usage_period_ending_before_it_starts_is_a_400(alice, api_as):
 
 def test_a_member_gets_no_usage(mia, api_as):
     assert api_as(mia).get(USAGE).status_code == 403
+
+
+def test_a_one_off_charge_is_forecast_once_not_at_the_run_rate(on_demand, alice, acme, api_as):
+    start = clock.now() + timedelta(hours=6)
+    [held] = scheduling.reservations_request(
+        caller=Caller(user=alice),
+        organization=acme,
+        request=scheduling.ReservationRequest(
+            gpu_class="H100-80GB", gpus=8, starts_at=start, ends_at=start + timedelta(hours=2)
+        ),
+    )
+    scheduling.reservation_cancel(caller=Caller(user=alice), reservation=held)
+    services.cancellation_charge_record(reservation_id=str(held.pk))
+    usage = api_as(alice).get(USAGE).json()
+    assert (usage["month_to_date"], usage["forecast"]) == ("19.72", "19.72")
