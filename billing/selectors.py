@@ -302,8 +302,6 @@ def invoice_line_usage(*, invoice: Invoice, line_pk) -> QuerySet[UsageInterval]:
         charge=line.charge,
         unit_price=line.unit_price,
     )
-    if line.unit_price is None:
-        records = records.filter(unit_price__isnull=True)
     billed = records.filter(interval=OuterRef("pk")).values("interval")
     return (
         UsageInterval.objects.filter(pk__in=records.values("interval"))
