@@ -2,13 +2,15 @@
 to cents, once per amount)."""
 
 from datetime import datetime, timedelta
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 from .models import CatalogItem
 
 SECONDS_PER_HOUR = 3600
 MONTH = timedelta(days=30)
 CENT = Decimal("0.01")
+# A billing record keeps its cost to 10 places; invoices round lines to cents.
+RECORD_PLACES = Decimal("1E-10")
 MILLI_PER_GPU = Decimal(1000)
 
 
@@ -29,3 +31,11 @@ def billed_hours(quantity_seconds: Decimal, resource: str) -> Decimal:
     share's milli-GPU counted as its fraction of a GPU) or MIG instance-hours."""
     hours = quantity_seconds / SECONDS_PER_HOUR
     return hours / MILLI_PER_GPU if resource == "shared" else hours
+
+
+def usage_cost(unit_price: Decimal, quantity_seconds: Decimal, resource: str) -> Decimal:
+    """A record's cost: the unit price times its billed hours, to 10 places, half up, rounded
+    once (exactly as the rating in SQL rounds)."""
+    per_hour = SECONDS_PER_HOUR * (MILLI_PER_GPU if resource == "shared" else 1)
+    with localcontext(prec=60):
+        return (unit_price * quantity_seconds / per_hour).quantize(RECORD_PLACES, ROUND_HALF_UP)

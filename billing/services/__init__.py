@@ -42,7 +42,6 @@ from .metering import (
     usage_meter,
     usage_rate,
     usage_reconcile,
-    usage_resource,
 )
 
 __all__ = [
@@ -76,5 +75,4 @@ __all__ = [
     "usage_meter",
     "usage_rate",
     "usage_reconcile",
-    "usage_resource",
 ]

@@ -14,8 +14,26 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from itertools import islice, pairwise
 
-from django.db import transaction
-from django.db.models import F, OuterRef, Q, Subquery, Sum
+from django.db import connection, transaction
+from django.db.models import (
+    Case,
+    CharField,
+    DateTimeField,
+    Exists,
+    F,
+    Func,
+    IntegerField,
+    Max,
+    Min,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce, NullIf
 
 from scheduling import clock
 from scheduling import selectors as scheduling_selectors
@@ -23,8 +41,16 @@ from scheduling.models import Placement, Reservation
 from tenants.models import Organization
 
 from .. import selectors
-from ..models import BillingRecord, CatalogItem, PriceVersion, UsageInterval, UsageReconciliation
-from ..pricing import billed_hours
+from ..models import (
+    USAGE_UNRATED,
+    BillingRecord,
+    CatalogItem,
+    PriceVersion,
+    UsageInterval,
+    UsageReconciliation,
+)
+from ..pricing import usage_cost
+from . import rating_sql
 
 BATCH = 2_000
 HOUR = timedelta(hours=1)
@@ -37,28 +63,64 @@ def _batches(items: Iterable, size: int = BATCH) -> Iterator[list]:
         yield batch
 
 
-def usage_resource(placement: Placement) -> tuple[str, int]:
-    """The resource a placement holds and how much: MIG instances, milli-GPU of a share, or
-    whole GPUs."""
-    if placement.mig_count:
-        return UsageInterval.Resource.MIG, placement.mig_count
-    if placement.workload.gpu_milli:
-        return UsageInterval.Resource.SHARED, placement.gpu_milli
-    return UsageInterval.Resource.GPUS, len(placement.gpu_indices) or placement.workload.gpus
+class JsonArrayLength(Func):
+    """The length of a JSON array column, on either database."""
+
+    function = "json_array_length"
+    output_field = IntegerField()
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        return self.as_sql(compiler, connection, function="jsonb_array_length", **extra_context)
+
+
+# What a placement holds and how much, in SQL: MIG instances, milli-GPU of a share, or whole
+# GPUs (the indices it was given, else its workload's count).
+PLACEMENT_RESOURCE = Case(
+    When(mig_count__gt=0, then=Value(UsageInterval.Resource.MIG)),
+    When(workload__gpu_milli__gt=0, then=Value(UsageInterval.Resource.SHARED)),
+    default=Value(UsageInterval.Resource.GPUS),
+    output_field=CharField(),
+)
+PLACEMENT_AMOUNT = Case(
+    When(mig_count__gt=0, then=F("mig_count")),
+    When(workload__gpu_milli__gt=0, then=F("gpu_milli")),
+    default=Coalesce(NullIf(JsonArrayLength("gpu_indices"), 0), F("workload__gpus")),
+    output_field=IntegerField(),
+)
+
+# The interval's columns and the placement's values for them, in one order.
+INTERVAL_FROM_PLACEMENT = {
+    "placement_id": F("pk"),
+    "organization_id": F("workload__project__organization_id"),
+    "project_id": F("workload__project_id"),
+    "workload_id": F("workload_id"),
+    "pool": F("node__pool__name"),
+    "gpu_class_id": F("workload__gpu_class_id"),
+    "mig_profile": F("mig_profile"),
+    "resource": PLACEMENT_RESOURCE,
+    "amount": PLACEMENT_AMOUNT,
+    "tier_id": F("workload__tier_id"),
+    "started_at": F("running_at"),
+    "ended_at": F("ended_at"),
+}
+SYNC_CHUNK = 50_000  # placements per statement and transaction
 
 
 def usage_intervals_sync() -> dict[str, int]:
     """Open an interval for every placement that ran and has none, and close every open one
-    whose placement ended. Counts of each."""
-    missing = scheduling_selectors.placements_ran().exclude(
-        pk__in=UsageInterval.objects.values("placement_id")
+    whose placement ended. Counts of each.
+
+    Set-based: one ``INSERT … SELECT`` per range of placements, in a transaction with the
+    reservation attribution of what it inserted (a crash loses the whole range, which the next
+    pass inserts again; a concurrent pass inserts nothing twice)."""
+    missing = scheduling_selectors.placements_ran().filter(
+        ~Exists(UsageInterval.objects.filter(placement_id=OuterRef("pk")))
     )
+    bounds = missing.aggregate(first=Min("pk"), last=Max("pk"))
     opened = 0
-    for chunk in _batches(missing.iterator(chunk_size=BATCH)):
-        intervals = [_interval(placement) for placement in chunk]
-        _attribute_reservations(intervals)
-        made = UsageInterval.objects.bulk_create(intervals, ignore_conflicts=True)
-        opened += len(made)
+    if bounds["first"] is not None:
+        for first in range(bounds["first"], bounds["last"] + 1, SYNC_CHUNK):
+            opened += _intervals_insert(missing.filter(pk__gte=first, pk__lt=first + SYNC_CHUNK))
     ends = scheduling_selectors.placements_ended().filter(pk=OuterRef("placement_id"))
     closing = UsageInterval.objects.filter(ended_at__isnull=True).filter(
         placement_id__in=scheduling_selectors.placements_ended().values("pk")
@@ -67,22 +129,48 @@ def usage_intervals_sync() -> dict[str, int]:
     return {"opened": opened, "closed": closed}
 
 
-def _interval(placement: Placement) -> UsageInterval:
-    workload = placement.workload
-    resource, amount = usage_resource(placement)
-    return UsageInterval(
-        placement=placement,
-        organization_id=workload.project.organization_id,
-        project_id=workload.project_id,
-        workload=workload,
-        pool=placement.node.pool.name,
-        gpu_class_id=workload.gpu_class_id,
-        mig_profile=placement.mig_profile,
-        resource=resource,
-        amount=amount,
-        tier_id=workload.tier_id,
-        started_at=placement.running_at,
-        ended_at=placement.ended_at,
+def _intervals_insert(placements: QuerySet[Placement]) -> int:
+    """Insert the intervals of ``placements`` and attribute the new ones to reservations; the
+    number inserted."""
+    # Aliased: several columns share a placement field's name, which an annotation may not.
+    aliased = {f"new_{column}": value for column, value in INTERVAL_FROM_PLACEMENT.items()}
+    select = placements.order_by().annotate(**aliased).values(*aliased)
+    sql, params = select.query.sql_with_params()
+    table = connection.ops.quote_name(UsageInterval._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(column) for column in INTERVAL_FROM_PLACEMENT)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} ({columns}) {sql} ON CONFLICT DO NOTHING RETURNING id", params
+        )
+        inserted = {row[0] for row in cursor.fetchall()}
+        _reservations_attribute(inserted)
+    return len(inserted)
+
+
+def _reservations_attribute(inserted: set[int]) -> None:
+    """Give the inserted intervals that started inside one of their organization's
+    reservations the reservation whose capacity covers them, if any."""
+    if not inserted:
+        return
+    candidates = (
+        UsageInterval.objects.filter(pk__gte=min(inserted), pk__lte=max(inserted))
+        .exclude(resource=UsageInterval.Resource.SHARED)
+        .filter(
+            Exists(
+                Reservation.objects.filter(
+                    organization=OuterRef("organization"),
+                    state__in=Reservation.BILLED_STATES,
+                    starts_at__lte=OuterRef("started_at"),
+                    ends_at__gt=OuterRef("started_at"),
+                )
+            )
+        )
+        .order_by("started_at", "pk")
+    )
+    intervals = [interval for interval in candidates if interval.pk in inserted]
+    _attribute_reservations(intervals)
+    UsageInterval.objects.bulk_update(
+        [interval for interval in intervals if interval.reservation_id], ["reservation"]
     )
 
 
@@ -200,38 +288,48 @@ def _version_at(versions: list[PriceVersion], organization_id, at: datetime) -> 
     return (own or listed or [None])[-1]
 
 
+RATE_CHUNK = 100_000  # interval ids per rating statement and transaction
+
+
 def usage_rate(*, now: datetime | None = None) -> int:
     """Rate what is left to rate of every interval: a closed one to its end, a running one to
-    the last whole hour. The number of records written."""
-    horizon = hour_floor(now or clock.now())
-    rated_to = (
-        BillingRecord.objects.filter(interval=OuterRef("pk"))
-        .order_by("-ends_at")
-        .values("ends_at")[:1]
-    )
-    closed = (
-        UsageInterval.objects.annotate(rated_to=Subquery(rated_to))
-        .filter(ended_at__isnull=False, ended_at__gt=F("started_at"))
-        .filter(Q(rated_to__isnull=True) | Q(rated_to__lt=F("ended_at")))
-    )
-    running = (
-        UsageInterval.objects.annotate(rated_to=Subquery(rated_to))
-        .filter(ended_at__isnull=True, started_at__lt=horizon)
-        .filter(Q(rated_to__isnull=True) | Q(rated_to__lt=horizon))
+    the last whole hour. The number of records written.
+
+    By ranges of interval ids, a transaction each: on PostgreSQL in one statement a range
+    (``rating_sql``), elsewhere (SQLite, the demo's) interval by interval in Python."""
+    now = now or clock.now()
+    horizon = hour_floor(now)
+    bounds = UsageInterval.objects.filter(USAGE_UNRATED).aggregate(first=Min("pk"), last=Max("pk"))
+    rate = rating_sql.intervals_rate if connection.vendor == "postgresql" else _intervals_rate
+    written = 0
+    if bounds["first"] is not None:
+        for first in range(bounds["first"], bounds["last"] + 1, RATE_CHUNK):
+            with transaction.atomic():
+                written += rate(first=first, last=first + RATE_CHUNK, horizon=horizon)
+    return written + _reservations_rate(horizon=horizon, now=now)
+
+
+def _intervals_rate(*, first: int, last: int, horizon: datetime) -> int:
+    """``rating_sql.intervals_rate`` in Python: the same rules, interval by interval."""
+    intervals = (
+        UsageInterval.objects.filter(USAGE_UNRATED, pk__gte=first, pk__lt=last)
+        .annotate(
+            from_at=Coalesce("rated_until", "started_at"),
+            to_at=Coalesce("ended_at", Value(horizon, output_field=DateTimeField())),
+        )
+        .filter(from_at__lt=F("to_at"))
+        .select_related("organization", "reservation")
+        .order_by("pk")
     )
     book = PriceBook()
     written = 0
-    for queryset in (closed, running):
-        intervals = queryset.select_related("organization", "reservation").order_by("pk")
-        for chunk in _batches(intervals.iterator(chunk_size=BATCH)):
-            records = [
-                record
-                for interval in chunk
-                for record in _pieces(interval, horizon=horizon, book=book)
-            ]
-            with transaction.atomic():
-                written += len(BillingRecord.objects.bulk_create(records, ignore_conflicts=True))
-    return written + _reservations_rate(horizon=horizon, now=now or clock.now())
+    for chunk in _batches(intervals.iterator(chunk_size=BATCH)):
+        records = [record for interval in chunk for record in _pieces(interval, book=book)]
+        written += len(BillingRecord.objects.bulk_create(records, ignore_conflicts=True))
+        for interval in chunk:
+            interval.rated_until = interval.to_at
+        UsageInterval.objects.bulk_update(chunk, ["rated_until"])
+    return written
 
 
 def _reservations_rate(*, horizon: datetime, now: datetime) -> int:
@@ -289,10 +387,10 @@ def _reservations_rate(*, horizon: datetime, now: datetime) -> int:
     return written
 
 
-def _pieces(interval: UsageInterval, *, horizon: datetime, book: PriceBook) -> list[BillingRecord]:
-    """The records of the interval's unrated part, split at every hour and price change."""
-    start = interval.rated_to or interval.started_at
-    end = interval.ended_at or horizon
+def _pieces(interval: UsageInterval, *, book: PriceBook) -> list[BillingRecord]:
+    """The records of the interval's unrated part (``from_at`` to ``to_at``), split at every
+    hour, price change and edge of its reservation's window."""
+    start, end = interval.from_at, interval.to_at
     item = book.item(interval)
     prices = book.in_force(item, interval.organization_id, start, end) if item else [(start, None)]
     hours = [start, *_hours_between(start, end), end]
@@ -332,7 +430,7 @@ def _record(interval, start, end, item, version, *, reserved: bool = False) -> B
     unit_price = Decimal(0) if reserved else (version.unit_price if version else None)
     cost = Decimal(0)
     if unit_price is not None:
-        cost = unit_price * billed_hours(quantity_seconds, interval.resource)
+        cost = usage_cost(unit_price, quantity_seconds, interval.resource)
     return BillingRecord(
         interval=interval,
         charge=BillingRecord.Charge.RESERVED_USE if reserved else BillingRecord.Charge.ON_DEMAND,
@@ -372,12 +470,14 @@ def usage_reconcile(
     held = scheduling_selectors.placements_ran().filter(
         Q(ended_at__isnull=True) | Q(ended_at__gt=starts_at), running_at__lt=horizon
     )
-    for placement in held.iterator(chunk_size=BATCH):
-        start = max(placement.running_at, starts_at)
-        end = min(placement.ended_at or horizon, horizon)
+    held = held.annotate(resource=PLACEMENT_RESOURCE, amount=PLACEMENT_AMOUNT).values_list(
+        "workload__project__organization_id", "resource", "amount", "running_at", "ended_at"
+    )
+    for organization, resource, amount, running_at, ended_at in held.iterator(chunk_size=BATCH):
+        start = max(running_at, starts_at)
+        end = min(ended_at or horizon, horizon)
         if end > start:
-            resource, amount = usage_resource(placement)
-            key = (placement.workload.project.organization_id, str(resource))
+            key = (organization, resource)
             placed[key] = placed.get(key, Decimal(0)) + _quantity_seconds(amount, start, end)
     billed = {
         (row["organization_id"], row["resource"]): row["seconds"].quantize(MICROSECOND)

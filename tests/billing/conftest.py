@@ -70,3 +70,9 @@ def vision(acme):
 def on_demand(offer, cluster):
     """H100 on demand at 2.9000 per GPU-hour, for every tier."""
     return offer(slug="h100-on-demand", kind="on_demand", price="2.9000")
+
+
+@pytest.fixture
+def reserved_item(offer, cluster):
+    """Reserved H100-hours at 2.4650."""
+    return offer(slug="h100-reserved", kind="reservation", price="2.4650")

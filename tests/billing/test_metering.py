@@ -329,12 +329,6 @@ def test_a_tenant_gets_no_metering_page(alice, client):
 # Reserved capacity: charged for the whole window; use inside it not charged again.
 
 
-@pytest.fixture
-def reserved_item(offer, cluster):
-    """Reserved H100-hours at 2.4650."""
-    return offer(slug="h100-reserved", kind="reservation", price="2.4650")
-
-
 def reserve(user, organization, operator, *, start, end, gpus=8):
     """An approved reservation of the dgx-h100 pool from ``start`` to ``end`` (hours)."""
     [held] = scheduling.reservations_request(
