@@ -37,6 +37,11 @@ def _line_row(line) -> dict:
     }
 
 
+def _local(moment, invoice: Invoice):
+    """``moment`` in the invoice's organization's time zone, where its month is."""
+    return moment.astimezone(invoice.organization.zone)
+
+
 def _lines(invoice: Invoice):
     return invoice.lines.select_related("project", "gpu_class")
 
@@ -48,6 +53,7 @@ def invoice_json(invoice: Invoice) -> dict:
         "organization": invoice.organization.slug,
         "period_start": invoice.period_start.isoformat(),
         "period_end": invoice.period_end.isoformat(),
+        "time_zone": invoice.organization.time_zone or "UTC",
         "state": invoice.state,
         "corrects": invoice.corrects.number if invoice.corrects_id else None,
         "currency": invoice.currency,
@@ -76,7 +82,7 @@ def month_csv(invoices) -> str:
         head = {
             "number": invoice.number or "draft",
             "organization": invoice.organization.slug,
-            "period_start": invoice.period_start.date().isoformat(),
+            "period_start": _local(invoice.period_start, invoice).date().isoformat(),
             "state": invoice.state,
             "currency": invoice.currency,
         }
@@ -93,8 +99,9 @@ def invoice_pdf(invoice: Invoice) -> bytes:
         Paragraph(f"{title} {invoice.number or '(draft)'}", styles["Title"]),
         Paragraph(f"{invoice.organization.name} ({invoice.organization.slug})", styles["Normal"]),
         Paragraph(
-            f"Period: {invoice.period_start:%Y-%m-%d} to {invoice.period_end:%Y-%m-%d} (UTC,"
-            " end excluded)",
+            f"Period: {_local(invoice.period_start, invoice):%Y-%m-%d} to"
+            f" {_local(invoice.period_end, invoice):%Y-%m-%d}"
+            f" ({invoice.organization.time_zone or 'UTC'}, end excluded)",
             styles["Normal"],
         ),
         Spacer(1, 6 * mm),

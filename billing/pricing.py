@@ -1,7 +1,7 @@
 """The arithmetic of prices: what a unit price multiplies, and the one rounding rule (half up
 to cents, once per amount)."""
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 from .models import CatalogItem
@@ -12,6 +12,26 @@ CENT = Decimal("0.01")
 # A billing record keeps its cost to 10 places; invoices round lines to cents.
 RECORD_PLACES = Decimal("1E-10")
 MILLI_PER_GPU = Decimal(1000)
+
+
+def hour_floor(moment: datetime) -> datetime:
+    """The whole UTC hour ``moment`` falls in: records are rated by UTC hours."""
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def month_of(moment: datetime, zone: tzinfo = UTC) -> tuple[datetime, datetime]:
+    """The month ``moment`` falls in, in ``zone`` (an organization's), as [start, end) in
+    UTC. Records are rated by UTC hours, so a zone whose offset is not whole hours (India's
+    +05:30) has its months begin on the UTC hour before its midnight."""
+    local = moment.astimezone(zone)
+    start = datetime(local.year, local.month, 1, tzinfo=zone)
+    end = datetime(local.year + local.month // 12, local.month % 12 + 1, 1, tzinfo=zone)
+    return hour_floor(start), hour_floor(end)
+
+
+def month_bounds(year: int, month: int, zone: tzinfo = UTC) -> tuple[datetime, datetime]:
+    """Month ``month`` of ``year`` in ``zone``, as ``month_of`` bounds it."""
+    return month_of(datetime(year, month, 15, tzinfo=zone), zone)
 
 
 def period_units(item: CatalogItem, starts_at: datetime, ends_at: datetime) -> Decimal:

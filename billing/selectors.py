@@ -1,7 +1,7 @@
 """Reads of billing, scoped to the caller's organizations; and what waits for operators."""
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -22,7 +22,7 @@ from portal.db import one_or_not_found
 from portal.errors import Conflict
 from scheduling import clock
 from scheduling.models import QuotaRequest, Reservation
-from tenants.models import Organization
+from tenants.models import Organization, zone_named
 from tenants.permissions import Action, Caller, authorize, require_operator
 
 from .models import (
@@ -36,7 +36,7 @@ from .models import (
     UsageInterval,
     UsageReconciliation,
 )
-from .pricing import MONTH, billed_hours, period_units, to_cents
+from .pricing import MONTH, billed_hours, month_bounds, month_of, period_units, to_cents
 
 # The price columns as the model stores them (SQLite answers a price with more places: pages
 # show 4).
@@ -317,10 +317,15 @@ def invoice_line_usage(*, invoice: Invoice, line_pk) -> QuerySet[UsageInterval]:
 
 
 def invoices_of_month(*, caller: Caller, year: int, month: int) -> QuerySet[Invoice]:
-    """Every invoice and credit note of a month, for finance."""
+    """Every invoice and credit note of a month (each organization's, in its time zone), for
+    finance."""
     require_operator(caller)
-    start = datetime(year, month, 1, tzinfo=UTC)
-    return Invoice.objects.filter(period_start=start).order_by("number", "organization__slug")
+    zones = Organization.objects.values_list("time_zone", flat=True).distinct()
+    of_month = Q(pk__in=[])
+    for zone in zones:
+        start, _ = month_bounds(year, month, zone_named(zone))
+        of_month |= Q(organization__time_zone=zone, period_start=start)
+    return Invoice.objects.filter(of_month).order_by("number", "organization__slug")
 
 
 def budget_get(*, caller: Caller, organization: Organization, pk) -> Budget:
@@ -334,29 +339,24 @@ def budget_list(*, caller: Caller, organization: Organization) -> list[Budget]:
     admins."""
     authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
     now = clock.now()
-    budgets = Budget.objects.filter(organization=organization).select_related("project")
+    budgets = Budget.objects.filter(organization=organization).select_related(
+        "organization", "project"
+    )
     return [budget_spent(budget, at=now) for budget in budgets]
 
 
 def budget_spent(budget: Budget, *, at: datetime) -> Budget:
     """``budget`` with ``spent``: its scope's spend in ``at``'s month."""
-    budget.spent = spend(
-        organization_id=budget.organization_id, project_id=budget.project_id, at=at
-    )
+    budget.spent = spend(organization=budget.organization, project_id=budget.project_id, at=at)
     return budget
 
 
-def month_of(moment: datetime) -> tuple[datetime, datetime]:
-    """The UTC month ``moment`` falls in, as [start, end)."""
-    start = datetime(moment.year, moment.month, 1, tzinfo=UTC)
-    return start, datetime(start.year + start.month // 12, start.month % 12 + 1, 1, tzinfo=UTC)
-
-
-def spend(*, organization_id, project_id=None, at: datetime) -> Decimal:
-    """What the organization (or one project of it) has spent in ``at``'s month so far: its
-    rated use and reserved capacity, its quota packages' months, and (for the organization)
-    its cancellation charges."""
-    start, end = month_of(at)
+def spend(*, organization: Organization, project_id=None, at: datetime) -> Decimal:
+    """What the organization (or one project of it) has spent in ``at``'s month (in its time
+    zone) so far: its rated use and reserved capacity, its quota packages' months, and (for
+    the organization) its cancellation charges."""
+    organization_id = organization.pk
+    start, end = month_of(at, organization.zone)
     records = BillingRecord.objects.filter(
         organization=organization_id, starts_at__gte=start, starts_at__lt=end
     )
@@ -396,7 +396,7 @@ def usage_summary(
         BillingRecord.objects.filter(
             organization=organization, starts_at__gte=starts_at, starts_at__lt=ends_at
         )
-        .annotate(day=TruncDate("starts_at", tzinfo=UTC))
+        .annotate(day=TruncDate("starts_at", tzinfo=organization.zone))
         .values("day", "gpu_class__name", "mig_profile", "resource", "tier__name", "project__slug")
         .annotate(seconds=Sum("quantity_seconds"), cost=Sum("cost"))
         .order_by("day", "gpu_class__name", "mig_profile", "tier__name", "project__slug")
@@ -416,10 +416,10 @@ def usage_summary(
             }
         )
     now = clock.now()
-    month_start, month_end = month_of(now)
+    month_start, month_end = month_of(now, organization.zone)
     month_to_date = forecast = None
     if (starts_at, ends_at) == (month_start, month_end):
-        month_to_date = spend(organization_id=organization.pk, at=now)
+        month_to_date = spend(organization=organization, at=now)
         # Only what is rated runs at a rate; one-off charges (cancellations, packages) stay.
         rated = to_cents(
             BillingRecord.objects.filter(

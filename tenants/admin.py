@@ -46,6 +46,7 @@ class OrganizationAdmin(admin.ModelAdmin):
         "slug",
         "name",
         "billing_email",
+        "time_zone",
         "fair_share_weight",
         "status",
         "status_reason",

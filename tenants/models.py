@@ -1,9 +1,12 @@
 """Organizations (tenants), their members, projects, invitations, API tokens and audit trail."""
 
 import uuid
+from datetime import UTC, tzinfo
 from decimal import Decimal
+from zoneinfo import ZoneInfo, available_timezones
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models.functions import Lower
@@ -29,6 +32,18 @@ class Role(models.TextChoices):
     VIEWER = "viewer", "Viewer"
 
 
+def time_zone_validator(value: str) -> None:
+    if value not in available_timezones():
+        raise ValidationError(
+            "Not a time zone of the IANA database, such as Europe/Berlin.", code="invalid"
+        )
+
+
+def zone_named(name: str) -> tzinfo:
+    """An organization's time zone from its name (empty: UTC)."""
+    return ZoneInfo(name) if name else UTC
+
+
 class Organization(models.Model):
     class Status(models.TextChoices):
         ACTIVE = "active", "Active"
@@ -49,6 +64,13 @@ class Organization(models.Model):
         help_text="Relative share of the cluster when tenants compete; set by operators.",
     )
     billing_email = models.EmailField(blank=True)
+    time_zone = models.CharField(
+        max_length=64,
+        blank=True,
+        validators=[time_zone_validator],
+        help_text="IANA time zone of its invoice and budget months, such as Asia/Tokyo; empty:"
+        " UTC.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -62,6 +84,11 @@ class Organization(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    @property
+    def zone(self) -> tzinfo:
+        """Where its months begin and end."""
+        return zone_named(self.time_zone)
 
     @property
     def is_active(self) -> bool:

@@ -1,7 +1,7 @@
 """REST endpoints of billing: the catalog with the prices that apply to the caller, orders,
 cancellation charges, invoices, budgets and usage."""
 
-from datetime import UTC, datetime, time, timedelta
+from datetime import datetime, time, timedelta
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from billing import exports, selectors, services
 from billing.models import CancellationCharge, CatalogItem, Invoice, Order, UsageInterval
+from billing.pricing import hour_floor, month_of
 from portal.api.views import ApiView, CollectionApiView, list_response
 from portal.errors import NotFound
 from scheduling import clock
@@ -280,18 +281,24 @@ class UsageApi(ApiView):
         parameters=[UsageQuery],
         responses=UsageOutput,
         description="GPU-hours and cost per day, class, tier and project over a period of"
-        " whole UTC days (this month by default), as rated, with a forecast to the month's"
-        " end from the run rate when the period is the current month.",
+        " whole days in the organization's time zone (this month by default), as rated, with"
+        " a forecast to the month's end from the run rate when the period is the current"
+        " month.",
     )
     def get(self, request, org_slug: str):
         organization = _organization(request, org_slug)
         query = UsageQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        month_start, month_end = selectors.month_of(clock.now())
+        zone = organization.zone
+        month_start, month_end = month_of(clock.now(), zone)
         first = query.validated_data.get("start")
         last = query.validated_data.get("end")
-        starts_at = datetime.combine(first, time(), UTC) if first else month_start
-        ends_at = datetime.combine(last, time(), UTC) + timedelta(days=1) if last else month_end
+        starts_at = hour_floor(datetime.combine(first, time(), zone)) if first else month_start
+        ends_at = (
+            hour_floor(datetime.combine(last + timedelta(days=1), time(), zone))
+            if last
+            else month_end
+        )
         summary = selectors.usage_summary(
             caller=caller_of(request),
             organization=organization,

@@ -35,7 +35,6 @@ from .invoicing import (
     invoice_mark_paid,
     invoice_void,
     invoices_draft_month,
-    month_bounds,
 )
 from .metering import (
     usage_intervals_sync,
@@ -60,7 +59,6 @@ __all__ = [
     "invoice_mark_paid",
     "invoice_void",
     "invoices_draft_month",
-    "month_bounds",
     "order_approve",
     "order_cancel",
     "order_create",

@@ -24,7 +24,7 @@ from tenants.services import audit_record
 
 from .. import selectors
 from ..models import Budget, BudgetAlert
-from ..pricing import to_cents
+from ..pricing import month_of, to_cents
 
 THRESHOLDS_MAX = 10
 
@@ -95,11 +95,11 @@ def budgets_check(*, now: datetime | None = None) -> int:
     """Record each threshold a budget's spend crossed this month and was not yet recorded for;
     each is audited and mailed once (its row is unique). The number recorded."""
     now = now or clock.now()
-    start, _ = selectors.month_of(now)
     recorded = 0
     for budget in Budget.objects.select_related("organization", "project"):
+        start, _ = month_of(now, budget.organization.zone)
         spent = selectors.spend(
-            organization_id=budget.organization_id, project_id=budget.project_id, at=now
+            organization=budget.organization, project_id=budget.project_id, at=now
         )
         crossed = [t for t in budget.thresholds if spent * 100 >= budget.monthly_amount * t]
         done = set(budget.alerts.filter(period_start=start).values_list("threshold", flat=True))
@@ -156,12 +156,12 @@ def budget_submission_check(*, caller: Caller, project: Project, workloads) -> N
             Q(project__isnull=True) | Q(project=project),
             organization=project.organization_id,
             hard_stop=True,
-        )
+        ).select_related("organization")
     )
     now = clock.now() if stops else None
     for budget in stops:
         spent = selectors.spend(
-            organization_id=budget.organization_id, project_id=budget.project_id, at=now
+            organization=budget.organization, project_id=budget.project_id, at=now
         )
         if spent >= budget.monthly_amount:
             scope = f"project {project.slug}" if budget.project_id else "the organization"

@@ -4,7 +4,7 @@ cents once; issued with a number without gaps per year; never changed once issue
 database refuses too), corrected by credit notes.
 """
 
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 
 from django.conf import settings
@@ -15,7 +15,7 @@ from django.db.models import Sum
 from portal.errors import Conflict
 from scheduling import clock
 from scheduling.models import GpuClass
-from tenants.models import Organization, Project
+from tenants.models import Organization, Project, zone_named
 from tenants.permissions import Caller, require_operator
 from tenants.services import audit_record
 
@@ -29,28 +29,33 @@ from ..models import (
     InvoiceLine,
     Order,
 )
-from ..pricing import billed_hours, to_cents
+from ..pricing import billed_hours, month_bounds, to_cents
 
 HOURS = Decimal("0.0001")
 
 
-def month_bounds(year: int, month: int) -> tuple[datetime, datetime]:
-    return selectors.month_of(datetime(year, month, 1, tzinfo=UTC))
-
-
 def invoice_draft(*, organization: Organization, year: int, month: int) -> Invoice:
-    """Build (or rebuild) the organization's draft for the month from what is rated; an
-    issued invoice for it is returned as it is."""
-    start, end = month_bounds(year, month)
+    """Build (or rebuild) the organization's draft for the month (in its time zone) from what
+    is rated; an issued invoice for it is returned as it is."""
+    start, end = month_bounds(year, month, organization.zone)
+    usage = _usage_groups(Organization.objects.filter(pk=organization.pk), start, end)
+    return _draft_saved(organization, start, end, usage.get(organization.pk, []))
+
+
+def _draft_saved(
+    organization: Organization, start: datetime, end: datetime, usage: list[dict]
+) -> Invoice:
     try:
         with transaction.atomic():
-            return _draft(organization, start, end)
+            return _draft(organization, start, end, usage)
     except IntegrityError:  # another run made the draft meanwhile: rebuild that one
         with transaction.atomic():
-            return _draft(organization, start, end)
+            return _draft(organization, start, end, usage)
 
 
-def _draft(organization: Organization, start: datetime, end: datetime) -> Invoice:
+def _draft(
+    organization: Organization, start: datetime, end: datetime, usage: list[dict]
+) -> Invoice:
     invoice = (
         Invoice.objects.select_for_update()
         .filter(organization=organization, period_start=start, corrects__isnull=True)
@@ -67,27 +72,36 @@ def _draft(organization: Organization, start: datetime, end: datetime) -> Invoic
             currency=settings.PORTAL_CURRENCY,
         )
     invoice.lines.all().delete()
-    lines = _usage_lines(invoice) + _cancellation_lines(invoice) + _package_lines(invoice)
+    lines = _usage_lines(invoice, usage) + _cancellation_lines(invoice) + _package_lines(invoice)
     InvoiceLine.objects.bulk_create(lines)
     _total(invoice, lines, tax_rate=settings.PORTAL_TAX_RATE)
     invoice.save()
     return invoice
 
 
-def _usage_lines(invoice: Invoice) -> list[InvoiceLine]:
+LINE_KEY = ("project", "gpu_class", "mig_profile", "resource", "charge", "unit_price")
+
+
+def _usage_groups(organizations, start: datetime, end: datetime) -> dict[object, list[dict]]:
+    """Per organization of ``organizations``, its records of [start, end) summed per line
+    (project, class, profile, resource, charge and unit price), in one query for all."""
+    groups: dict[object, list[dict]] = {}
+    rows = (
+        BillingRecord.objects.filter(
+            organization__in=organizations, starts_at__gte=start, starts_at__lt=end
+        )
+        .values("organization", *LINE_KEY)
+        .annotate(seconds=Sum("quantity_seconds"), cost=Sum("cost"))
+        .order_by("organization", *LINE_KEY)
+    )
+    for row in rows:
+        groups.setdefault(row.pop("organization"), []).append(row)
+    return groups
+
+
+def _usage_lines(invoice: Invoice, groups: list[dict]) -> list[InvoiceLine]:
     """One line per project, class, profile, resource, charge and unit price: the records'
     hours and cost summed in the database, the cost rounded once."""
-    groups = (
-        BillingRecord.objects.filter(
-            organization=invoice.organization_id,
-            starts_at__gte=invoice.period_start,
-            starts_at__lt=invoice.period_end,
-        )
-        .values("project", "gpu_class", "mig_profile", "resource", "charge", "unit_price")
-        .annotate(seconds=Sum("quantity_seconds"), cost=Sum("cost"))
-        .order_by("project", "gpu_class", "mig_profile", "resource", "charge", "unit_price")
-    )
-    groups = list(groups)
     projects = Project.objects.in_bulk({g["project"] for g in groups})
     classes = GpuClass.objects.in_bulk({g["gpu_class"] for g in groups})
     lines = []
@@ -280,30 +294,31 @@ def _audited(caller: Caller, invoice: Invoice, action: str) -> None:
 
 
 def invoices_draft_month(*, year: int, month: int) -> int:
-    """Draft (or refresh the drafts of) every organization billed in the month."""
-    start, end = month_bounds(year, month)
-    billed = (
-        set(
-            BillingRecord.objects.filter(starts_at__gte=start, starts_at__lt=end)
-            .values_list("organization", flat=True)
-            .distinct()
-        )
-        | set(
-            CancellationCharge.objects.filter(cancelled_at__gte=start, cancelled_at__lt=end)
-            .values_list("organization", flat=True)
-            .distinct()
-        )
-        | set(
-            Order.objects.filter(
-                state=Order.State.FULFILLED,
-                item__kind=CatalogItem.Kind.QUOTA_PACKAGE,
-                starts_at__lt=end,
-                ends_at__gt=start,
+    """Draft (or refresh the drafts of) every organization billed in the month, each in its
+    time zone; the usage of all organizations of a zone is summed in one query."""
+    drafted = 0
+    for zone in Organization.objects.values_list("time_zone", flat=True).distinct():
+        start, end = month_bounds(year, month, zone_named(zone))
+        organizations = Organization.objects.filter(time_zone=zone)
+        usage = _usage_groups(organizations, start, end)
+        billed = (
+            set(usage)
+            | set(
+                CancellationCharge.objects.filter(
+                    organization__in=organizations, cancelled_at__gte=start, cancelled_at__lt=end
+                ).values_list("organization", flat=True)
             )
-            .values_list("organization", flat=True)
-            .distinct()
+            | set(
+                Order.objects.filter(
+                    organization__in=organizations,
+                    state=Order.State.FULFILLED,
+                    item__kind=CatalogItem.Kind.QUOTA_PACKAGE,
+                    starts_at__lt=end,
+                    ends_at__gt=start,
+                ).values_list("organization", flat=True)
+            )
         )
-    )
-    for organization in Organization.objects.filter(pk__in=billed):
-        invoice_draft(organization=organization, year=year, month=month)
-    return len(billed)
+        for organization in organizations.filter(pk__in=billed):
+            _draft_saved(organization, start, end, usage.get(organization.pk, []))
+        drafted += len(billed)
+    return drafted

@@ -10,7 +10,7 @@ whole hours, so a record once written never changes and rating again writes noth
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from itertools import islice, pairwise
 
@@ -49,7 +49,7 @@ from ..models import (
     UsageInterval,
     UsageReconciliation,
 )
-from ..pricing import usage_cost
+from ..pricing import hour_floor, usage_cost
 from . import rating_sql
 
 BATCH = 2_000
@@ -226,10 +226,6 @@ def _attribute_reservations(intervals: list[UsageInterval]) -> None:
                 interval.reservation = reservation
                 inside.append(interval)
                 break
-
-
-def hour_floor(moment: datetime) -> datetime:
-    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from tenants.models import (
     Organization,
     Project,
     Role,
+    time_zone_validator,
 )
 
 SLUG_HELP = (
@@ -53,6 +54,7 @@ class OrganizationOutput(serializers.ModelSerializer):
             "name",
             "status",
             "billing_email",
+            "time_zone",
             "fair_share_weight",
             "my_role",
             "project_count",
@@ -72,6 +74,13 @@ class OrganizationCreateInput(InputSerializer):
 class OrganizationUpdateInput(InputSerializer):
     name = serializers.CharField(max_length=100, required=False)
     billing_email = serializers.EmailField(max_length=254, required=False, allow_blank=True)
+    time_zone = serializers.CharField(
+        max_length=64,
+        required=False,
+        allow_blank=True,
+        validators=[time_zone_validator],
+        help_text="IANA time zone of invoice and budget months, such as Asia/Tokyo; empty: UTC.",
+    )
 
 
 # Members and invitations

@@ -47,9 +47,12 @@ def organization_update(
     organization: Organization,
     name: str | None = None,
     billing_email: str | None = None,
+    time_zone: str | None = None,
 ) -> Organization:
     authorize(caller=caller, organization=organization, action=Action.ORGANIZATION_UPDATE)
-    changes = apply_changes(organization, name=name, billing_email=billing_email)
+    changes = apply_changes(
+        organization, name=name, billing_email=billing_email, time_zone=time_zone
+    )
     if changes:
         validated(organization).save()
         audit_record(

@@ -81,3 +81,24 @@ def test_the_list_counts_projects_and_members(alice, mia, acme, api_as):
         ProjectFactory(organization=acme, slug=slug)
     organization = api_as(alice).get(URL).json()["results"][0]
     assert (organization["project_count"], organization["member_count"]) == (3, 2)
+
+
+def test_an_owner_sets_the_organizations_time_zone(alice, acme, api_as):
+    response = api_as(alice).patch(f"{URL}acme/", {"time_zone": "Asia/Tokyo"}, format="json")
+    acme.refresh_from_db()
+    assert (response.status_code, response.json()["time_zone"], acme.time_zone) == (
+        200,
+        "Asia/Tokyo",
+        "Asia/Tokyo",
+    )
+
+
+def test_an_unknown_time_zone_is_a_400_on_the_field(alice, acme, api_as):
+    response = api_as(alice).patch(f"{URL}acme/", {"time_zone": "Mars/Olympus"}, format="json")
+    assert (response.status_code, list(response.json()["error"]["fields"])) == (400, ["time_zone"])
+
+
+def test_a_member_may_not_set_the_time_zone(mia, acme, api_as):
+    response = api_as(mia).patch(f"{URL}acme/", {"time_zone": "Asia/Tokyo"}, format="json")
+    acme.refresh_from_db()
+    assert (response.status_code, acme.time_zone) == (403, "")
