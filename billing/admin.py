@@ -20,6 +20,7 @@ from .models import (
     BillingRecord,
     CancellationCharge,
     CatalogItem,
+    Credit,
     Invoice,
     InvoiceLine,
     Order,
@@ -90,6 +91,30 @@ class PriceVersionAdmin(admin.ModelAdmin):
             effective_from=obj.effective_from,
             organization=obj.organization,
         )
+
+
+@admin.register(Credit)
+class CreditAdmin(admin.ModelAdmin):
+    """Credit granted to organizations: added, never changed (what invoices took stays
+    explained)."""
+
+    list_display = ["organization", "amount", "reason", "granted_by", "granted_at"]
+    list_filter = ["organization"]
+    fields = ["organization", "amount", "reason"]
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return obj is None
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def save_model(self, request, obj, form, change) -> None:
+        obj.pk = services.credit_grant(
+            caller=Caller(user=request.user),
+            organization=obj.organization,
+            amount=obj.amount,
+            reason=obj.reason,
+        ).pk
 
 
 @admin.register(Order)

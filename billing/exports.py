@@ -37,6 +37,22 @@ def _line_row(line) -> dict:
     }
 
 
+def _rows(invoice: Invoice) -> list[dict]:
+    """Its lines, then the credit it took (if any) as a negative amount: the rows add up to
+    the amount before tax."""
+    rows = [_line_row(line) for line in _lines(invoice)]
+    if invoice.credits:
+        rows.append(
+            {
+                **dict.fromkeys(LINE_COLUMNS, ""),
+                "description": "Credit applied",
+                "charge": "credits",
+                "amount": _money(-invoice.credits),
+            }
+        )
+    return rows
+
+
 def _local(moment, invoice: Invoice):
     """``moment`` in the invoice's organization's time zone, where its month is."""
     return moment.astimezone(invoice.organization.zone)
@@ -59,6 +75,7 @@ def invoice_json(invoice: Invoice) -> dict:
         "currency": invoice.currency,
         "lines": [_line_row(line) for line in _lines(invoice)],
         "subtotal": _money(invoice.subtotal),
+        "credits": _money(invoice.credits),
         "tax_rate": str(invoice.tax_rate),
         "tax": _money(invoice.tax),
         "total": _money(invoice.total),
@@ -69,7 +86,7 @@ def invoice_csv(invoice: Invoice) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=LINE_COLUMNS)
     writer.writeheader()
-    writer.writerows(_line_row(line) for line in _lines(invoice))
+    writer.writerows(_rows(invoice))
     return out.getvalue()
 
 
@@ -82,11 +99,11 @@ def month_csv(invoices) -> str:
         head = {
             "number": invoice.number or "draft",
             "organization": invoice.organization.slug,
-            "period_start": _local(invoice.period_start, invoice).date().isoformat(),
+            "period_start": invoice.month.isoformat(),
             "state": invoice.state,
             "currency": invoice.currency,
         }
-        writer.writerows(head | _line_row(line) for line in _lines(invoice))
+        writer.writerows(head | row for row in _rows(invoice))
     return out.getvalue()
 
 
@@ -116,11 +133,14 @@ def invoice_pdf(invoice: Invoice) -> bytes:
         ]
         for line in _lines(invoice)
     ]
-    rows += [
-        ["Subtotal", "", "", _money(invoice.subtotal)],
+    totals = [["Subtotal", "", "", _money(invoice.subtotal)]]
+    if invoice.credits:
+        totals.append(["Credits", "", "", _money(-invoice.credits)])
+    totals += [
         [f"Tax ({invoice.tax_rate * 100:.2f}%)", "", "", _money(invoice.tax)],
         ["Total", "", "", _money(invoice.total)],
     ]
+    rows += totals
     table = Table(rows, colWidths=[95 * mm, 20 * mm, 30 * mm, 30 * mm], repeatRows=1)
     table.setStyle(
         TableStyle(
@@ -128,7 +148,7 @@ def invoice_pdf(invoice: Invoice) -> bytes:
                 ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold"),
                 ("FONTNAME", (0, -1), (-1, -1), "Helvetica-Bold"),
                 ("LINEBELOW", (0, 0), (-1, 0), 0.5, colors.black),
-                ("LINEABOVE", (0, -3), (-1, -3), 0.5, colors.black),
+                ("LINEABOVE", (0, -len(totals)), (-1, -len(totals)), 0.5, colors.black),
                 ("ALIGN", (1, 0), (-1, -1), "RIGHT"),
                 ("VALIGN", (0, 0), (-1, -1), "TOP"),
             ]

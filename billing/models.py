@@ -6,6 +6,7 @@ up to cents per line.
 """
 
 import uuid
+from datetime import date
 from decimal import Decimal
 
 from django.conf import settings
@@ -469,6 +470,8 @@ class Invoice(models.Model):
     )
     currency = models.CharField(max_length=3)
     subtotal = models.DecimalField(max_digits=16, decimal_places=2, default=Decimal(0))
+    # The organization's credit taken off the subtotal (before tax).
+    credits = models.DecimalField(max_digits=16, decimal_places=2, default=Decimal(0))
     tax_rate = models.DecimalField(max_digits=5, decimal_places=4, default=Decimal(0))
     tax = models.DecimalField(max_digits=16, decimal_places=2, default=Decimal(0))
     total = models.DecimalField(max_digits=16, decimal_places=2, default=Decimal(0))
@@ -497,6 +500,11 @@ class Invoice(models.Model):
     @property
     def is_credit_note(self) -> bool:
         return self.corrects_id is not None
+
+    @property
+    def month(self) -> date:
+        """The first day of its month, in its organization's time zone."""
+        return self.period_start.astimezone(self.organization.zone).date()
 
 
 class InvoiceLine(models.Model):
@@ -570,6 +578,32 @@ class Budget(models.Model):
     def __str__(self) -> str:
         scope = self.project.slug if self.project_id else "whole organization"
         return f"{self.organization.slug} ({scope}): {self.monthly_amount} a month"
+
+
+class Credit(models.Model):
+    """Money an operator grants an organization (a promotion, a service credit for an outage):
+    taken off its invoices' subtotals before tax, as they are issued, until spent. A grant is
+    never changed or deleted: what was applied stays explained."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="+")
+    amount = models.DecimalField(
+        max_digits=16, decimal_places=2, validators=[MinValueValidator(Decimal("0.01"))]
+    )
+    reason = models.CharField(max_length=200)
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    granted_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-granted_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(amount__gt=0), name="credit_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.organization_id}: {self.amount} ({self.reason})"
 
 
 class BudgetAlert(models.Model):

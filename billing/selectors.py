@@ -30,6 +30,7 @@ from .models import (
     Budget,
     CancellationCharge,
     CatalogItem,
+    Credit,
     Invoice,
     Order,
     PriceVersion,
@@ -271,6 +272,24 @@ def usage_reconciliation_last(*, caller: Caller) -> UsageReconciliation | None:
     """The last comparison of placed with billed GPU-seconds, for operators."""
     require_operator(caller)
     return UsageReconciliation.objects.first()
+
+
+def credit_balance(*, organization: Organization) -> Decimal:
+    """The organization's credit not yet spent: granted, less what issued invoices took (a
+    voided one gives its share back)."""
+    granted = Credit.objects.filter(organization=organization).aggregate(total=Sum("amount"))
+    taken = Invoice.objects.filter(
+        organization=organization,
+        corrects__isnull=True,
+        state__in=[Invoice.State.ISSUED, Invoice.State.PAID],
+    ).aggregate(total=Sum("credits"))
+    return to_cents((granted["total"] or Decimal(0)) - (taken["total"] or Decimal(0)))
+
+
+def credit_list(*, caller: Caller, organization: Organization) -> QuerySet[Credit]:
+    """The organization's credit grants, for its owners and admins."""
+    authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
+    return Credit.objects.filter(organization=organization).order_by("-granted_at", "pk")
 
 
 def invoice_list(*, caller: Caller, organization: Organization) -> QuerySet[Invoice]:

@@ -163,6 +163,8 @@ def invoices(request, org_slug: str):
         {
             "organization": organization,
             "invoices": selectors.invoice_list(caller=caller, organization=organization)[:120],
+            "credit_balance": selectors.credit_balance(organization=organization),
+            "currency": settings.PORTAL_CURRENCY,
         },
     )
 

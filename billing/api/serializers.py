@@ -9,6 +9,7 @@ from billing.models import (
     Budget,
     CancellationCharge,
     CatalogItem,
+    Credit,
     Invoice,
     InvoiceLine,
     Order,
@@ -192,6 +193,7 @@ class InvoiceOutput(serializers.ModelSerializer):
             "currency",
             "lines",
             "subtotal",
+            "credits",
             "tax_rate",
             "tax",
             "total",
@@ -240,7 +242,10 @@ class BudgetOutput(serializers.ModelSerializer):
     )
     currency = CurrencyField()
     spent = serializers.DecimalField(
-        max_digits=16, decimal_places=2, read_only=True, help_text="This month (UTC), as rated."
+        max_digits=16,
+        decimal_places=2,
+        read_only=True,
+        help_text="This month (in the organization's time zone), as rated.",
     )
 
     class Meta:
@@ -328,3 +333,22 @@ class UsageQuery(serializers.Serializer):
         if data.get("start") and data.get("end") and data["end"] < data["start"]:
             raise serializers.ValidationError({"end": ["The period ends before it starts."]})
         return data
+
+
+class CreditOutput(serializers.ModelSerializer):
+    currency = CurrencyField()
+
+    class Meta:
+        model = Credit
+        fields = ["id", "amount", "currency", "reason", "granted_at"]
+
+
+class CreditsOutput(serializers.Serializer):
+    balance = serializers.DecimalField(
+        max_digits=16,
+        decimal_places=2,
+        help_text="Granted and not yet taken off an issued invoice; drafts show what they"
+        " would take.",
+    )
+    currency = serializers.CharField()
+    grants = CreditOutput(many=True)

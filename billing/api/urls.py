@@ -49,4 +49,5 @@ urlpatterns = [
         name="budget",
     ),
     path("organizations/<slug:org_slug>/usage/", views.UsageApi.as_view(), name="usage"),
+    path("organizations/<slug:org_slug>/credits/", views.CreditsApi.as_view(), name="credits"),
 ]

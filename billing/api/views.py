@@ -3,6 +3,7 @@ cancellation charges, invoices, budgets and usage."""
 
 from datetime import datetime, time, timedelta
 
+from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -24,6 +25,7 @@ from .serializers import (
     BudgetOutput,
     CancellationChargeOutput,
     CatalogItemOutput,
+    CreditsOutput,
     InvoiceOutput,
     OrderInput,
     OrderOutput,
@@ -232,6 +234,25 @@ class MonthExportApi(ApiView):
         response = HttpResponse(exports.month_csv(invoices), content_type="text/csv")
         response["Content-Disposition"] = f'attachment; filename="invoices-{year}-{month:02d}.csv"'
         return response
+
+
+class CreditsApi(ApiView):
+    @extend_schema(
+        operation_id="credits_get",
+        responses=CreditsOutput,
+        description="The organization's credit grants and the balance its next invoices will"
+        " take off their subtotals (owners and admins).",
+    )
+    def get(self, request, org_slug: str):
+        caller = caller_of(request)
+        organization = _organization(request, org_slug)
+        grants = selectors.credit_list(caller=caller, organization=organization)
+        balance = selectors.credit_balance(organization=organization)
+        return Response(
+            CreditsOutput(
+                {"balance": balance, "currency": settings.PORTAL_CURRENCY, "grants": grants}
+            ).data
+        )
 
 
 class BudgetCollectionApi(ApiView):

@@ -29,6 +29,7 @@ from .commerce import (
     price_version_problems,
 )
 from .invoicing import (
+    credit_grant,
     credit_note_issue,
     invoice_draft,
     invoice_issue,
@@ -53,6 +54,7 @@ __all__ = [
     "budgets_check",
     "cancellation_charge_record",
     "catalog_item_save",
+    "credit_grant",
     "credit_note_issue",
     "invoice_draft",
     "invoice_issue",

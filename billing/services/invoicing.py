@@ -24,6 +24,7 @@ from ..models import (
     BillingRecord,
     CancellationCharge,
     CatalogItem,
+    Credit,
     Invoice,
     InvoiceCounter,
     InvoiceLine,
@@ -74,7 +75,12 @@ def _draft(
     invoice.lines.all().delete()
     lines = _usage_lines(invoice, usage) + _cancellation_lines(invoice) + _package_lines(invoice)
     InvoiceLine.objects.bulk_create(lines)
-    _total(invoice, lines, tax_rate=settings.PORTAL_TAX_RATE)
+    _total(
+        invoice,
+        lines,
+        tax_rate=settings.PORTAL_TAX_RATE,
+        credit=selectors.credit_balance(organization=organization),
+    )
     invoice.save()
     return invoice
 
@@ -180,11 +186,17 @@ def _package_lines(invoice: Invoice) -> list[InvoiceLine]:
     ]
 
 
-def _total(invoice: Invoice, lines: list[InvoiceLine], *, tax_rate: Decimal) -> None:
+def _total(
+    invoice: Invoice, lines: list[InvoiceLine], *, tax_rate: Decimal, credit: Decimal
+) -> None:
+    """Subtotal of the lines, less as much of ``credit`` (the organization's unspent credit)
+    as it covers, plus tax on what is left."""
     invoice.tax_rate = tax_rate
     invoice.subtotal = sum((line.amount for line in lines), Decimal(0))
-    invoice.tax = to_cents(invoice.subtotal * invoice.tax_rate)
-    invoice.total = invoice.subtotal + invoice.tax
+    invoice.credits = max(min(credit, invoice.subtotal), Decimal(0))
+    taxed = invoice.subtotal - invoice.credits
+    invoice.tax = to_cents(taxed * invoice.tax_rate)
+    invoice.total = taxed + invoice.tax
 
 
 def _locked(invoice: Invoice, *states: str) -> Invoice:
@@ -205,15 +217,27 @@ def _number(year: int) -> str:
 
 
 def invoice_issue(*, caller: Caller, invoice: Invoice) -> Invoice:
-    """Finance issues a draft as it stands: numbered, and from then on never changed."""
+    """Finance issues a draft as it stands, with the credit the organization has left now:
+    numbered, and from then on never changed."""
     require_operator(caller)
     with transaction.atomic():
         locked = _locked(invoice, Invoice.State.DRAFT)
+        if not locked.is_credit_note:
+            # Its organization locked: two invoices issued at once never spend one credit.
+            organization = Organization.objects.select_for_update().get(pk=locked.organization_id)
+            _total(
+                locked,
+                list(locked.lines.all()),
+                tax_rate=locked.tax_rate,
+                credit=selectors.credit_balance(organization=organization),
+            )
         now = clock.now()
         locked.number = _number(now.year)
         locked.state = Invoice.State.ISSUED
         locked.issued_at = now
-        locked.save(update_fields=["number", "state", "issued_at"])
+        locked.save(
+            update_fields=["number", "state", "issued_at", "subtotal", "credits", "tax", "total"]
+        )
         _audited(caller, locked, "invoice.issue")
     return locked
 
@@ -259,10 +283,9 @@ def credit_note_issue(*, caller: Caller, invoice: Invoice, amount: Decimal, reas
     with transaction.atomic():
         original = _locked(invoice, Invoice.State.ISSUED, Invoice.State.PAID)
         credited = -(original.credit_notes.aggregate(total=Sum("subtotal"))["total"] or Decimal(0))
-        if amount > original.subtotal - credited:
-            raise ValidationError(
-                {"amount": [f"At most {original.subtotal - credited} is left to credit."]}
-            )
+        left = original.subtotal - original.credits - credited
+        if amount > left:
+            raise ValidationError({"amount": [f"At most {left} is left to credit."]})
         note = Invoice.objects.create(
             organization=original.organization,
             period_start=original.period_start,
@@ -278,7 +301,7 @@ def credit_note_issue(*, caller: Caller, invoice: Invoice, amount: Decimal, reas
             amount=-to_cents(amount),
         )
         line.save()
-        _total(note, [line], tax_rate=original.tax_rate)
+        _total(note, [line], tax_rate=original.tax_rate, credit=Decimal(0))
         note.save()
     return invoice_issue(caller=caller, invoice=note)
 
@@ -322,3 +345,29 @@ def invoices_draft_month(*, year: int, month: int) -> int:
             _draft_saved(organization, start, end, usage.get(organization.pk, []))
         drafted += len(billed)
     return drafted
+
+
+def credit_grant(
+    *, caller: Caller, organization: Organization, amount: Decimal, reason: str
+) -> Credit:
+    """An operator grants the organization credit; its next invoices take it off their
+    subtotals as they are issued."""
+    require_operator(caller)
+    credit = Credit(
+        organization=organization,
+        amount=amount,
+        reason=reason.strip(),
+        granted_by=caller.user,
+        granted_at=clock.now(),
+    )
+    credit.full_clean()
+    with transaction.atomic():
+        credit.save()
+        audit_record(
+            caller=caller,
+            organization=organization,
+            action="credit.grant",
+            target=credit,
+            payload={"amount": str(credit.amount), "reason": credit.reason},
+        )
+    return credit
