@@ -1,10 +1,13 @@
-"""Invoices issued at the same moment on PostgreSQL: consecutive numbers, none twice, no gap."""
+"""Invoices issued at the same moment on PostgreSQL: consecutive numbers, none twice, no gap;
+credit spent once."""
+
+from decimal import Decimal
 
 import pytest
 from django.db import connection
 
 from billing import services
-from billing.models import Invoice
+from billing.models import Invoice, InvoiceLine
 from scheduling import clock
 from tenants.permissions import Caller
 
@@ -43,3 +46,31 @@ def test_twelve_invoices_issued_at_once_get_twelve_consecutive_numbers(operator)
     assert sorted(outcome.number for outcome in outcomes) == [
         f"{year}-{n:06d}" for n in range(1, 13)
     ]
+
+
+def test_two_invoices_issued_at_once_spend_a_credit_once(operator):
+    organization = OrganizationFactory()
+    services.credit_grant(
+        caller=Caller(user=operator), organization=organization, amount=Decimal(50), reason="SLA"
+    )
+    drafts = []
+    for year in (2024, 2025):
+        invoice = Invoice.objects.create(
+            organization=organization,
+            period_start=DAY.replace(year=year),
+            period_end=DAY.replace(year=year),
+            currency="EUR",
+        )
+        InvoiceLine.objects.create(
+            invoice=invoice, charge="on_demand", description="Use", amount=Decimal(40)
+        )
+        drafts.append(invoice)
+    outcomes = run_together(
+        *[
+            lambda invoice=invoice: services.invoice_issue(
+                caller=Caller(user=operator), invoice=invoice
+            )
+            for invoice in drafts
+        ]
+    )
+    assert sorted(outcome.credits for outcome in outcomes) == [Decimal(10), Decimal(40)]
