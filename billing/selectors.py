@@ -339,7 +339,7 @@ def invoices_of_month(*, caller: Caller, year: int, month: int) -> QuerySet[Invo
     """Every invoice and credit note of a month (each organization's, in its time zone), for
     finance."""
     require_operator(caller)
-    zones = Organization.objects.values_list("time_zone", flat=True).distinct()
+    zones = Organization.objects.values_list("time_zone", flat=True).order_by().distinct()
     of_month = Q(pk__in=[])
     for zone in zones:
         start, _ = month_bounds(year, month, zone_named(zone))

@@ -320,7 +320,7 @@ def invoices_draft_month(*, year: int, month: int) -> int:
     """Draft (or refresh the drafts of) every organization billed in the month, each in its
     time zone; the usage of all organizations of a zone is summed in one query."""
     drafted = 0
-    for zone in Organization.objects.values_list("time_zone", flat=True).distinct():
+    for zone in Organization.objects.values_list("time_zone", flat=True).order_by().distinct():
         start, end = month_bounds(year, month, zone_named(zone))
         organizations = Organization.objects.filter(time_zone=zone)
         usage = _usage_groups(organizations, start, end)

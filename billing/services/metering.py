@@ -8,12 +8,14 @@ interval and the start of its piece (unique too), and a running interval is rate
 whole hours, so a record once written never changes and rating again writes nothing new.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from itertools import islice, pairwise
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import (
     Case,
@@ -116,11 +118,11 @@ def usage_intervals_sync() -> dict[str, int]:
     missing = scheduling_selectors.placements_ran().filter(
         ~Exists(UsageInterval.objects.filter(placement_id=OuterRef("pk")))
     )
-    bounds = missing.aggregate(first=Min("pk"), last=Max("pk"))
-    opened = 0
-    if bounds["first"] is not None:
-        for first in range(bounds["first"], bounds["last"] + 1, SYNC_CHUNK):
-            opened += _intervals_insert(missing.filter(pk__gte=first, pk__lt=first + SYNC_CHUNK))
+    opened = _over_ranges(
+        lambda first, last: _intervals_insert(missing.filter(pk__gte=first, pk__lt=last)),
+        missing,
+        SYNC_CHUNK,
+    )
     ends = scheduling_selectors.placements_ended().filter(pk=OuterRef("placement_id"))
     closing = UsageInterval.objects.filter(ended_at__isnull=True).filter(
         placement_id__in=scheduling_selectors.placements_ended().values("pk")
@@ -138,7 +140,7 @@ def _intervals_insert(placements: QuerySet[Placement]) -> int:
     sql, params = select.query.sql_with_params()
     table = connection.ops.quote_name(UsageInterval._meta.db_table)
     columns = ", ".join(connection.ops.quote_name(column) for column in INTERVAL_FROM_PLACEMENT)
-    with transaction.atomic(), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {table} ({columns}) {sql} ON CONFLICT DO NOTHING RETURNING id", params
         )
@@ -188,7 +190,12 @@ def _attribute_reservations(intervals: list[UsageInterval]) -> None:
                 state__in=Reservation.BILLED_STATES,
                 starts_at__lte=max(starts, default=None),
                 ends_at__gt=min(starts, default=None),
-            ).select_related("pool")
+            )
+            .select_related("pool")
+            # Locked: a range inserted at the same time on another connection waits, then
+            # counts what this one put inside them.
+            .select_for_update(of=("self",))
+            .order_by("pk")
         )
         if intervals
         else []
@@ -295,14 +302,41 @@ def usage_rate(*, now: datetime | None = None) -> int:
     (``rating_sql``), elsewhere (SQLite, the demo's) interval by interval in Python."""
     now = now or clock.now()
     horizon = hour_floor(now)
-    bounds = UsageInterval.objects.filter(USAGE_UNRATED).aggregate(first=Min("pk"), last=Max("pk"))
     rate = rating_sql.intervals_rate if connection.vendor == "postgresql" else _intervals_rate
-    written = 0
-    if bounds["first"] is not None:
-        for first in range(bounds["first"], bounds["last"] + 1, RATE_CHUNK):
-            with transaction.atomic():
-                written += rate(first=first, last=first + RATE_CHUNK, horizon=horizon)
+    written = _over_ranges(
+        lambda first, last: rate(first=first, last=last, horizon=horizon),
+        UsageInterval.objects.filter(USAGE_UNRATED),
+        RATE_CHUNK,
+    )
     return written + _reservations_rate(horizon=horizon, now=now)
+
+
+def _over_ranges(work: Callable[[int, int], int], rows: QuerySet, size: int) -> int:
+    """``work(first, last)`` over the ids of ``rows`` in ranges [first, last) of ``size``,
+    each range in a transaction of its own; on PostgreSQL over PORTAL_METER_CONNECTIONS
+    connections at once (the ranges hold disjoint rows). The sum of what ``work`` returns."""
+    bounds = rows.aggregate(first=Min("pk"), last=Max("pk"))
+    if bounds["first"] is None:
+        return 0
+    ranges = [(first, first + size) for first in range(bounds["first"], bounds["last"] + 1, size)]
+    connections = settings.PORTAL_METER_CONNECTIONS if connection.vendor == "postgresql" else 1
+    if connections <= 1 or len(ranges) == 1:
+        return sum(_in_transaction(work, first, last) for first, last in ranges)
+    with ThreadPoolExecutor(max_workers=connections) as pool:
+        return sum(pool.map(lambda bounds: _on_own_connection(work, *bounds), ranges))
+
+
+def _in_transaction(work: Callable[[int, int], int], first: int, last: int) -> int:
+    with transaction.atomic():
+        return work(first, last)
+
+
+def _on_own_connection(work: Callable[[int, int], int], first: int, last: int) -> int:
+    """In a thread of the pool: Django gives it a connection of its own, closed here."""
+    try:
+        return _in_transaction(work, first, last)
+    finally:
+        connection.close()
 
 
 def _intervals_rate(*, first: int, last: int, horizon: datetime) -> int:

@@ -15,6 +15,8 @@ ACCOUNT_DEFAULT_HTTP_PROTOCOL = "http"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / "test.sqlite3")}
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+# A test's rows are uncommitted, which another connection would not see.
+PORTAL_METER_CONNECTIONS = 1
 # Broker queues of their own per test process (pytest-xdist runs several): a Celery worker that a
 # test starts inherits the names, so it only takes the tasks of its own process's tests.
 CELERY_TASK_DEFAULT_QUEUE, CELERY_TASK_QUEUES, CELERY_TASK_ROUTES = celery_queues(

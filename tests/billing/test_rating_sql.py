@@ -6,6 +6,8 @@ from decimal import Decimal
 
 import pytest
 from django.db import connection
+from django.db.models import Sum
+from django.test import override_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -132,3 +134,25 @@ def test_sql_rating_splits_a_day_long_interval_into_hours(on_demand, vision):
     rating_sql.intervals_rate(first=0, last=2**62, horizon=at(48))
     starts = list(BillingRecord.objects.values_list("starts_at", flat=True))
     assert starts == [at(0) + timedelta(hours=h) for h in range(24)]
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(PORTAL_METER_CONNECTIONS=2)
+def test_ranges_metered_on_two_connections_at_once_bill_every_second_once(on_demand, vision):
+    def far_ids(table: str, next_id: int) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), {next_id})")
+
+    placed = []
+    for n, start in enumerate((0, 1, 2, 3)):
+        far_ids("scheduling_placement", 1 + n * metering.SYNC_CHUNK)
+        placed.append(ran(vision, start=start, end=start + 2.5, name=f"w{n}"))
+        if n == 1:
+            services.usage_intervals_sync()
+            far_ids("billing_usageinterval", 2 * metering.RATE_CHUNK)
+    services.usage_intervals_sync()
+    services.usage_rate(now=at(10))
+    assert (
+        UsageInterval.objects.filter(rated_until__isnull=False).count(),
+        BillingRecord.objects.aggregate(total=Sum("quantity_seconds"))["total"],
+    ) == (4, Decimal(4 * 8 * 9000))

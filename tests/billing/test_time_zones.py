@@ -12,6 +12,7 @@ from billing.models import Invoice
 from billing.pricing import month_bounds, month_of
 from tenants.permissions import Caller
 
+from ..factories import ProjectFactory
 from .test_metering import DAY, ran
 
 pytestmark = pytest.mark.django_db
@@ -90,3 +91,11 @@ def test_finance_finds_a_tokyo_invoice_in_its_month(on_demand, acme, vision, ope
     services.invoices_draft_month(year=YEAR, month=MONTH)
     month = selectors.invoices_of_month(caller=Caller(user=operator), year=YEAR, month=MONTH)
     assert [invoice.organization.slug for invoice in month] == ["acme"]
+
+
+def test_a_months_drafting_counts_each_organization_once(on_demand, acme, globex, vision):
+    globex_project = ProjectFactory(organization=globex, slug="lab")
+    ran(vision, start=1, end=2)
+    ran(globex_project, start=1, end=2, name="other")
+    services.usage_meter(now=DAY + timedelta(days=3))
+    assert services.invoices_draft_month(year=YEAR, month=MONTH) == 2
