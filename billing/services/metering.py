@@ -115,12 +115,9 @@ def usage_intervals_sync() -> dict[str, int]:
     Set-based: one ``INSERT … SELECT`` per range of placements, in a transaction with the
     reservation attribution of what it inserted (a crash loses the whole range, which the next
     pass inserts again; a concurrent pass inserts nothing twice)."""
-    missing = scheduling_selectors.placements_ran().filter(
-        ~Exists(UsageInterval.objects.filter(placement_id=OuterRef("pk")))
-    )
     opened = _over_ranges(
-        lambda first, last: _intervals_insert(missing.filter(pk__gte=first, pk__lt=last)),
-        missing,
+        lambda first, last: _intervals_insert(_placements_unmetered(first, last)),
+        _placements_unmetered(),
         SYNC_CHUNK,
     )
     ends = scheduling_selectors.placements_ended().filter(pk=OuterRef("placement_id"))
@@ -129,6 +126,17 @@ def usage_intervals_sync() -> dict[str, int]:
     )
     closed = closing.update(ended_at=Subquery(ends.values("ended_at")[:1]))
     return {"opened": opened, "closed": closed}
+
+
+def _placements_unmetered(first: int | None = None, last: int | None = None) -> QuerySet:
+    """Placements that ran and have no interval, of ids [first, last) if given."""
+    placements = scheduling_selectors.placements_ran()
+    intervals = UsageInterval.objects.filter(placement_id=OuterRef("pk"))
+    if first is not None:
+        placements = placements.filter(pk__gte=first, pk__lt=last)
+        # The range on both sides: the anti-join reads the range's intervals, not all.
+        intervals = intervals.filter(placement_id__gte=first, placement_id__lt=last)
+    return placements.filter(~Exists(intervals))
 
 
 def _intervals_insert(placements: QuerySet[Placement]) -> int:
