@@ -3,6 +3,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from portal.api.errors import api_not_found
+from portal.api.explorers import RedocView
 from portal.views import health
 
 api_v1 = [
@@ -15,6 +16,11 @@ urlpatterns = [
     path("api/v1/", include((api_v1, "api"), namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path(
+        "api/redoc/",
+        RedocView.as_view(url_name="api-schema"),
+        name="api-redoc",
+    ),
     re_path(r"^api/", api_not_found),
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),

@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_celery_beat",
     "allauth",
     "allauth.account",
@@ -185,6 +186,11 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 PORTAL_TOKEN_THROTTLE_RATE = os.environ.get("PORTAL_TOKEN_THROTTLE_RATE", "1200/min")
 
 SPECTACULAR_SETTINGS = {
+    # Swagger UI and ReDoc from the portal's own static files: many GPU clusters have no
+    # internet, and a CDN would leave /api/docs/ blank.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "TITLE": "GPU Cloud Portal API",
     "DESCRIPTION": "Tenancy, GPU quotas, workloads and billing of a multi-tenant GPU cloud.",
     "VERSION": "1.0.0",
