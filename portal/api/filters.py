@@ -36,11 +36,13 @@ class EnumField(ChoiceField):
             raise ValidationError(
                 self.error_messages["invalid_choice"], code="invalid_choice", params={"value": ""}
             )
-        return super().clean(value)
+        by_case = {str(choice).casefold(): choice for choice, _ in self.choices}
+        return super().clean(by_case.get(str(value).casefold(), value))
 
 
 class EnumFilter(django_filters.ChoiceFilter):
-    """One of `choices`; sent empty, a 400 like any other value that is not one."""
+    """One of `choices`, in any case (`running` is `Running`); sent empty, a 400 like any
+    other value that is not one."""
 
     field_class = EnumField
 

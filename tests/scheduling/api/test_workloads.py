@@ -194,6 +194,18 @@ def test_the_list_filters_by_state(ready, submit, api_as):
     assert [w["name"] for w in body["results"]] == ["a"]
 
 
+@pytest.mark.parametrize("state", ["pending", "PENDING", "Pending"])
+def test_the_state_filter_takes_the_value_in_any_case(ready, submit, api_as, state):
+    submit(name="a")
+    body = api_as(ready["viewer"]).get(URL, {"state": state}).json()
+    assert [w["name"] for w in body["results"]] == ["a"]
+
+
+def test_an_unknown_state_is_still_a_400_on_the_filter(ready, api_as):
+    response = api_as(ready["viewer"]).get(URL, {"state": "sleeping"})
+    assert (response.status_code, list(response.json()["error"]["fields"])) == (400, ["state"])
+
+
 def test_a_waiting_workload_shows_why_and_its_queue_position(ready, submit, cycle, api_as):
     submit(name="big", gpus=8, replicas=8)
     submit(name="next", gpus=8)
