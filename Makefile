@@ -21,12 +21,13 @@ demo: install
 	$(MAKE) serve
 
 # The web server and a real Celery worker (with beat: the scheduling cycle, status sync, idle
-# checks) beside it; Ctrl-C stops both.
+# checks) beside it; Ctrl-C stops both. Debug off, as users meet it (DEBUG=1 for Django's
+# debug pages); --insecure: runserver serves the static files all the same.
 serve:
 	@$(BIN)/celery -A portal worker --beat --loglevel=INFO --concurrency=2 & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	echo "Console: http://$(HOST):$(PORT)/   API docs: http://$(HOST):$(PORT)/api/docs/"; \
-	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+	DEBUG=$${DEBUG:-0} $(BIN)/python manage.py runserver --insecure $(HOST):$(PORT)
 
 test: install
 	$(BIN)/python manage.py makemigrations --check --dry-run --settings portal.settings.test

@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from portal.api.errors import api_not_found
 from portal.api.explorers import RedocView
-from portal.views import health
+from portal.views import favicon, health
 
 api_v1 = [
     path("", include(("tenants.api.urls", "tenants"), namespace="tenants")),
@@ -25,11 +25,13 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
     path("healthz", health, name="health"),
+    path("favicon.ico", favicon),
     path("", include(("scheduling.urls", "workloads"), namespace="workloads")),
     path("", include(("billing.urls", "billing"), namespace="billing")),
     path("", include(("tenants.urls", "console"), namespace="console")),
 ]
 
 handler400 = "portal.views.bad_request"
+handler403 = "portal.views.permission_denied"
 handler404 = "portal.views.not_found"
 handler500 = "portal.views.server_error"

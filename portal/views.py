@@ -1,10 +1,29 @@
 from django.db import connection
-from django.http import JsonResponse
-from django.views.defaults import bad_request as html_bad_request
-from django.views.defaults import page_not_found
-from django.views.defaults import server_error as html_server_error
+from django.http import HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.shortcuts import render
+from django.template import loader
+from django.templatetags.static import static
 
 from portal.api.errors import api_bad_request, api_not_found, api_server_error
+
+# What a console page says when it cannot answer, by status: what happened, and what to do.
+ERRORS = {
+    400: ("Bad request", "The portal could not read that request. Go back and try again."),
+    403: (
+        "Not allowed",
+        "Your role does not allow this here. An owner or admin of the organization can do it,"
+        " or change your role.",
+    ),
+    404: (
+        "Not found",
+        "There is no such page, or it belongs to an organization you are not a member of.",
+    ),
+    405: ("Not here", "This page does not take that kind of request; use its forms and links."),
+    500: (
+        "Something went wrong",
+        "The portal could not answer. The operators have the details; try again in a moment.",
+    ),
+}
 
 
 def health(request):
@@ -14,19 +33,53 @@ def health(request):
     return JsonResponse({"status": "ok"})
 
 
+def favicon(request):
+    """Browsers ask for /favicon.ico whatever the page says."""
+    return HttpResponsePermanentRedirect(static("portal/favicon.svg"))
+
+
+def error_page(request, status: int) -> HttpResponse:
+    """The console's page for ``status``, inside its frame."""
+    title, message = ERRORS[status]
+    context = {"status": status, "title": title, "message": message}
+    if status == 500:  # without the request's context: what failed may be behind it
+        return HttpResponse(loader.render_to_string("error.html", context), status=500)
+    return render(request, "error.html", context, status=status)
+
+
 def bad_request(request, exception=None):
     if request.path.startswith("/api/"):
         return api_bad_request(request, exception)
-    return html_bad_request(request, exception)
+    return error_page(request, 400)
+
+
+def permission_denied(request, exception=None):
+    return error_page(request, 403)
 
 
 def not_found(request, exception=None):
     if request.path.startswith("/api/"):
         return api_not_found(request, exception)
-    return page_not_found(request, exception)
+    return error_page(request, 404)
 
 
 def server_error(request):
     if request.path.startswith("/api/"):
         return api_server_error(request)
-    return html_server_error(request)
+    return error_page(request, 500)
+
+
+class StyledMethodNotAllowed:
+    """A console page asked with a method it does not take answers the styled 405 (Django's
+    own is empty); the API answers its own."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if response.status_code != 405 or response.content or request.path.startswith("/api/"):
+            return response
+        styled = error_page(request, 405)
+        styled["Allow"] = response.get("Allow", "")
+        return styled

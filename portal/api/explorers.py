@@ -1,6 +1,7 @@
 """The API explorers, served whole by the portal (drf-spectacular's sidecar): usable on a
 cluster without internet."""
 
+from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularRedocView
 
 # Only the portal's own files: ReDoc would fetch its "powered by" logo from its CDN, which the
@@ -15,6 +16,7 @@ SAME_ORIGIN_ONLY = (
 class RedocView(SpectacularRedocView):
     template_name = "api/redoc.html"
 
+    @extend_schema(exclude=True)
     def get(self, request, *args, **kwargs):
         response = super().get(request, *args, **kwargs)
         response["Content-Security-Policy"] = SAME_ORIGIN_ONLY

@@ -5,6 +5,7 @@ from tenants.models import (
     ORGANIZATION_SLUG_MAX,
     PROJECT_SLUG_MAX,
     SLUG_PATTERN,
+    TIME_ZONES,
     ApiToken,
     AuditEvent,
     Invitation,
@@ -12,7 +13,6 @@ from tenants.models import (
     Organization,
     Project,
     Role,
-    time_zone_validator,
 )
 
 SLUG_HELP = (
@@ -74,11 +74,10 @@ class OrganizationCreateInput(InputSerializer):
 class OrganizationUpdateInput(InputSerializer):
     name = serializers.CharField(max_length=100, required=False)
     billing_email = serializers.EmailField(max_length=254, required=False, allow_blank=True)
-    time_zone = serializers.CharField(
-        max_length=64,
+    time_zone = serializers.ChoiceField(
+        choices=TIME_ZONES,
         required=False,
         allow_blank=True,
-        validators=[time_zone_validator],
         help_text="IANA time zone of invoice and budget months, such as Asia/Tokyo; empty: UTC.",
     )
 
