@@ -1,3 +1,4 @@
+from allauth.account.decorators import secure_admin_login
 from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -5,6 +6,9 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from portal.api.errors import api_not_found
 from portal.api.explorers import RedocView
 from portal.views import favicon, health
+
+# Operators sign in to admin as everyone signs in to the console: by e-mail, through allauth.
+admin.site.login = secure_admin_login(admin.site.login)
 
 api_v1 = [
     path("", include(("tenants.api.urls", "tenants"), namespace="tenants")),
