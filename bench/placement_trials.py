@@ -308,3 +308,7 @@ class WasteWholeReachFour(CpuReachWastePolicy):
 
     name = "trial_waste_reach_whole_b4"
     waste_weight = 4.0
+
+
+# Issue 9, third round (2026-12-01): registered from their own module.
+import bench.placement_trials_lookahead  # noqa: E402, F401

@@ -199,7 +199,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=1_000)
     parser.add_argument("--pending", type=int, default=10_000)
     parser.add_argument("--tenants", type=int, default=100)
-    parser.add_argument("--policy", default="fgd_cpu_waste_reach")
+    parser.add_argument("--policy", default="fgd_cpu_waste_demand")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--repeat", type=int, default=3, help="cycles timed; the median counts")
     parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")

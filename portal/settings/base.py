@@ -295,7 +295,7 @@ PORTAL_SIMULATED_LATENCY_SECONDS = float(os.environ.get("PORTAL_SIMULATED_LATENC
 # Prometheus with NVIDIA DCGM exporter metrics, for idle detection on a real cluster.
 PORTAL_PROMETHEUS_URL = os.environ.get("PORTAL_PROMETHEUS_URL", "")
 # The placement policy of the scheduling engine (see scheduling/engine/policies/).
-PORTAL_PLACEMENT_POLICY = os.environ.get("PORTAL_PLACEMENT_POLICY", "fgd_cpu_waste_reach")
+PORTAL_PLACEMENT_POLICY = os.environ.get("PORTAL_PLACEMENT_POLICY", "fgd_cpu_waste_demand")
 # How long work on borrowed capacity runs before its lender may reclaim it (seconds).
 PORTAL_RECLAIM_AFTER_SECONDS = int(os.environ.get("PORTAL_RECLAIM_AFTER_SECONDS", "600"))
 # How long before a reservation's window its capacity is drained of others' preemptible work,

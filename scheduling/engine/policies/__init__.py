@@ -6,7 +6,7 @@ the engine's own policies, in the order they are registered.
 """
 
 # Imported for their policies' registration, in the order of PLACEMENT_POLICIES.
-from . import baselines, cpu_aware, fgd  # noqa: F401
+from . import baselines, cpu_aware, demand_waste, fgd  # noqa: F401
 from .base import PlacementPolicy, PolicyContext, make_policy, policy_names
 
 PLACEMENT_POLICIES = policy_names()

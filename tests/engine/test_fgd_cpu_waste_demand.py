@@ -134,3 +134,13 @@ def test_the_same_input_gives_the_same_placements():
         return placed
 
     assert run() == run()
+
+
+def test_the_expected_waste_fades_when_the_cpu_still_to_come_exceeds_the_free_cpu():
+    policy = make_policy(name="fgd_cpu_waste_demand", workload=MIX)
+    # The mix asks 1 core per task and 0.788 GPU per task on average.
+    plenty = ClusterState([node("a", [1000] * 8, cpu=64_000)])
+    assert policy.cpu_factor(plenty) == 1.0
+    short = ClusterState([node("a", [1000] * 8, cpu=5_000)])
+    tasks_to_come = 8000 / (0.4 * 470 + 0.2 * 320 + 0.4 * 1000)
+    assert policy.cpu_factor(short) == pytest.approx((5000 / (tasks_to_come * 1000)) ** 2)
