@@ -1,5 +1,5 @@
-"""What each caller gets from an endpoint: one only owners and admins may write to, and one
-every member may read."""
+"""What each caller gets from an endpoint: one only owners and admins may write to, one only
+they may read (money: invoices, budgets, credits), and one every member may read."""
 
 # The actors fixture's names (None's client is anonymous) and their status.
 MANAGING = [
@@ -17,6 +17,16 @@ READING = [
     ("admin", 200),
     ("member", 200),
     ("viewer", 200),
+    ("foreign", 404),
+    ("outsider", 404),
+    ("anonymous", 401),
+]
+
+MANAGERS_READ = [
+    ("owner", 200),
+    ("admin", 200),
+    ("member", 403),
+    ("viewer", 403),
     ("foreign", 404),
     ("outsider", 404),
     ("anonymous", 401),

@@ -17,6 +17,7 @@ from tenants.models import AuditEvent
 from tenants.permissions import Caller
 
 from ..factories import ProjectFactory
+from ..roles import MANAGERS_READ
 from .test_metering import DAY, ran
 
 pytestmark = pytest.mark.django_db
@@ -154,15 +155,7 @@ def test_bad_budget_input_is_a_400_naming_the_field(alice, api_as, body, field):
 
 @pytest.mark.parametrize(
     ("caller", "status"),
-    [
-        ("owner", 200),
-        ("admin", 200),
-        ("member", 403),
-        ("viewer", 403),
-        ("foreign", 404),
-        ("outsider", 404),
-        ("anonymous", 401),
-    ],
+    MANAGERS_READ,
 )
 def test_owners_and_admins_set_budgets_and_others_get_what_their_role_allows(
     actors, api_as, caller, status

@@ -16,6 +16,7 @@ from billing.models import Credit, Invoice, InvoiceLine
 from portal.errors import Forbidden
 from tenants.permissions import Caller
 
+from ..roles import MANAGERS_READ
 from .test_invoices import YEAR, draft, metered
 
 pytestmark = pytest.mark.django_db
@@ -122,15 +123,7 @@ def test_the_pdf_shows_the_credit(used, acme, operator):
 
 @pytest.mark.parametrize(
     ("caller", "status"),
-    [
-        ("owner", 200),
-        ("admin", 200),
-        ("member", 403),
-        ("viewer", 403),
-        ("foreign", 404),
-        ("outsider", 404),
-        ("anonymous", 401),
-    ],
+    MANAGERS_READ,
 )
 def test_owners_and_admins_read_the_credit_and_nobody_else(acme, actors, api_as, caller, status):
     assert api_as(actors.get(caller)).get(URL).status_code == status

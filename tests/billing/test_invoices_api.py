@@ -14,6 +14,7 @@ from billing.models import Invoice
 from scheduling import clock
 
 from ..factories import UserFactory
+from ..roles import MANAGERS_READ
 from .test_invoices import MONTH, YEAR, draft, metered
 
 pytestmark = pytest.mark.django_db
@@ -29,15 +30,7 @@ def invoice(on_demand, acme, vision):
 
 @pytest.mark.parametrize(
     ("caller", "status"),
-    [
-        ("owner", 200),
-        ("admin", 200),
-        ("member", 403),
-        ("viewer", 403),
-        ("foreign", 404),
-        ("outsider", 404),
-        ("anonymous", 401),
-    ],
+    MANAGERS_READ,
 )
 def test_owners_and_admins_read_the_invoices_and_nobody_else(
     invoice, actors, api_as, caller, status
