@@ -153,11 +153,11 @@ def _intervals_insert(placements: QuerySet[Placement]) -> int:
             f"INSERT INTO {table} ({columns}) {sql} ON CONFLICT DO NOTHING RETURNING id", params
         )
         inserted = {row[0] for row in cursor.fetchall()}
-        _reservations_attribute(inserted)
+        _attribute_inserted(inserted)
     return len(inserted)
 
 
-def _reservations_attribute(inserted: set[int]) -> None:
+def _attribute_inserted(inserted: set[int]) -> None:
     """Give the inserted intervals that started inside one of their organization's
     reservations the reservation whose capacity covers them, if any."""
     if not inserted:
