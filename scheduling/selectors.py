@@ -11,6 +11,7 @@ from portal.errors import NotFound
 from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize, require_operator, role_allows
 
+from . import engine
 from .engine.model import quota_resource
 from .models import (
     GpuClass,
@@ -24,6 +25,7 @@ from .models import (
     Workload,
     WorkloadEvent,
 )
+from .specs_from_models import engine_nodes, engine_quotas, engine_running, gpu_tolerations
 
 
 def workload_list(*, caller: Caller, project: Project) -> QuerySet[Workload]:
@@ -98,18 +100,63 @@ def quota_usage(*, caller: Caller, organization: Organization) -> Counter[tuple[
 class QuotaUse:
     grant: QuotaGrant
     in_use: int
+    # For the organization's own grants (None for a project's): what it holds above its
+    # guarantee, and what more it could borrow now, as the next cycle would count them.
+    borrowed: int | None = None
+    borrowable: int | None = None
 
 
 def quota_overview(*, caller: Caller, organization: Organization) -> list[QuotaUse]:
-    """Each of the organization's grants with what its running work holds of it."""
+    """Each of the organization's grants with what its running work holds of it, and for its
+    own grants what it borrows and could still borrow now."""
     usage = quota_usage(caller=caller, organization=organization)
-    return [
-        QuotaUse(
-            grant=grant,
-            in_use=usage[(grant.usage_scope, grant.engine_resource)],
+    grants = list(quota_list(caller=caller, organization=organization))
+    ledger = quota_ledger() if any(grant.project_id is None for grant in grants) else None
+    overview = []
+    for grant in grants:
+        in_use = usage[(grant.usage_scope, grant.engine_resource)]
+        if ledger is None or grant.project_id is not None:
+            overview.append(QuotaUse(grant=grant, in_use=in_use))
+            continue
+        tenant, resource = organization.slug, grant.engine_resource
+        unused_guarantee = max(grant.guarantee - in_use, 0)
+        overview.append(
+            QuotaUse(
+                grant=grant,
+                in_use=in_use,
+                borrowed=ledger.borrowed(tenant=tenant, resource=resource),
+                borrowable=max(
+                    ledger.headroom(tenant=tenant, resource=resource) - unused_guarantee, 0
+                ),
+            )
         )
-        for grant in quota_list(caller=caller, organization=organization)
+    return overview
+
+
+def quota_ledger() -> engine.QuotaLedger:
+    """The engine's quota ledger over the cluster as it is now: every grant, the work that
+    holds GPUs, the ready nodes' capacity (what a scheduling cycle starts from)."""
+    pools = list(NodePool.objects.select_related("gpu_class"))
+    tolerations = gpu_tolerations(pools)
+    placements = list(Placement.objects.filter(ended_at__isnull=True).select_related("node"))
+    by_workload: dict = {}
+    for placement in placements:
+        by_workload.setdefault(placement.workload_id, []).append(placement)
+    active = Workload.objects.filter(state__in=Workload.ACTIVE_STATES).select_related(
+        "project__organization", "tier", "gpu_class"
+    )
+    running = [
+        engine_running(workload, by_workload.get(workload.pk, []), tolerations=tolerations)
+        for workload in active
     ]
+    ready = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
+    return engine.QuotaLedger(
+        quotas=engine_quotas(
+            QuotaGrant.objects.select_related("organization", "project", "gpu_class")
+        ),
+        running=running,
+        capacity=engine.quota_capacity(engine_nodes(ready, placements), running),
+    )
 
 
 def gpu_class_list() -> QuerySet[GpuClass]:

@@ -30,7 +30,7 @@ from .model import (
     TolerationOperator,
 )
 from .policies import PLACEMENT_POLICIES
-from .quota import validate_request
+from .quota import QuotaLedger, quota_capacity, validate_request
 from .schedule import schedule
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "Preemption",
     "PreferredAffinity",
     "Quota",
+    "QuotaLedger",
     "ReplicaPlacement",
     "Request",
     "Reservation",
@@ -60,6 +61,7 @@ __all__ = [
     "TolerationOperator",
     "fragmentation",
     "pool_capacity",
+    "quota_capacity",
     "schedule",
     "typical_workload",
     "validate_request",

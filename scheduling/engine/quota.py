@@ -169,15 +169,7 @@ class QuotaLedger:
                 )
         if used + need <= quota.guarantee:
             return QuotaVerdict(allowed=True)
-        group = (self._group(quota), resource)
-        borrowed = self._group_borrowed[group] - self._borrowing(quota, used)
-        borrowed += self._borrowing(quota, used + need)
-        unused = self._group_unused[group] - self._unused(quota, used)
-        unused += self._unused(quota, used + need)
-        drawn = self._drawn[resource] - max(
-            self._group_borrowed[group] - self._group_unused[group], 0
-        )
-        if drawn + max(borrowed - unused, 0) <= self.pool(resource):
+        if self._borrowing_fits(quota, used=used, need=need):
             return QuotaVerdict(allowed=True, borrowed=True)
         lenders = f"cohort {quota.cohort}'s unused guarantees and " if quota.cohort else ""
         return QuotaVerdict(
@@ -187,6 +179,37 @@ class QuotaLedger:
             f" {amount_label(resource, self.pool(resource))} no guarantee covers are lent out)",
             lent_out=True,
         )
+
+    def _borrowing_fits(self, quota: Quota, *, used: int, need: int) -> bool:
+        """Whether ``need`` more above ``used`` leaves the quota's lending group drawing no
+        more than the shared pool has left."""
+        resource = quota.resource
+        group = (self._group(quota), resource)
+        borrowed = self._group_borrowed[group] - self._borrowing(quota, used)
+        borrowed += self._borrowing(quota, used + need)
+        unused = self._group_unused[group] - self._unused(quota, used)
+        unused += self._unused(quota, used + need)
+        drawn = self._drawn[resource] - max(
+            self._group_borrowed[group] - self._group_unused[group], 0
+        )
+        return drawn + max(borrowed - unused, 0) <= self.pool(resource)
+
+    def headroom(self, *, tenant: str, resource: str) -> int:
+        """How much more of ``resource`` the tenant could hold now (its organization's quota,
+        0 without one): up to its limit, its guarantee and then what is left to borrow."""
+        quota = self._tenant.get((tenant, resource))
+        if quota is None:
+            return 0
+        used = self.tenant_usage[(tenant, resource)]
+        fits, above = 0, max(quota.limit - used, 0)
+        # Whatever fits, less fits too: the most that does, by bisection.
+        while fits < above:
+            need = (fits + above + 1) // 2
+            if used + need <= quota.guarantee or self._borrowing_fits(quota, used=used, need=need):
+                fits = need
+            else:
+                above = need - 1
+        return fits
 
     def most_replicas(self, *, request: Request, gpu_class: str) -> tuple[int, QuotaVerdict]:
         """The most replicas of ``request``, at least its gang's minimum, allowed now, with

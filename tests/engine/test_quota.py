@@ -1,6 +1,6 @@
 """Quotas: guarantees, limits, cohort borrowing and reclaim, rejection at submission."""
 
-from scheduling.engine import ReplicaPlacement, validate_request
+from scheduling.engine import QuotaLedger, ReplicaPlacement, quota_capacity, validate_request
 
 from .builders import admitted, cycle, node, on, quota, reason, request, running
 
@@ -306,3 +306,47 @@ def test_a_mig_request_without_a_profile_quota_is_rejected_at_submission():
     assert errors == {
         "mig_count": [f"1 instance asked, over the quota limit of acme (H100-80GB {MIG}: 0)."]
     }
+
+
+def _ledger(*, quotas, running_work=(), nodes=None):
+    nodes = nodes or [node("a"), node("b")]
+    return QuotaLedger(
+        quotas=quotas, running=running_work, capacity=quota_capacity(nodes, running_work)
+    )
+
+
+def test_headroom_is_the_unused_guarantee_then_the_gpus_no_guarantee_covers():
+    ledger = _ledger(quotas=[quota(gpus=4, limit=16), quota("globex", gpus=8)])
+    assert ledger.headroom(tenant="acme", resource="H100-80GB") == 4 + 4
+
+
+def test_headroom_shrinks_by_what_others_borrow():
+    theirs = running(request("theirs", tenant="initech", gpus=3), on("b", 0, 1, 2))
+    ledger = _ledger(
+        quotas=[
+            quota(gpus=4, limit=16),
+            quota("globex", gpus=8),
+            quota("initech", gpus=0, limit=8),
+        ],
+        running_work=[theirs],
+        nodes=[node("a"), node("b", free=[0, 0, 0, *[1000] * 5])],
+    )
+    assert ledger.headroom(tenant="acme", resource="H100-80GB") == 4 + 1
+
+
+def test_headroom_stops_at_the_limit():
+    ledger = _ledger(quotas=[quota(gpus=4, limit=6), quota("globex", gpus=8)])
+    assert ledger.headroom(tenant="acme", resource="H100-80GB") == 6
+
+
+def test_headroom_counts_the_cohorts_unused_guarantees():
+    ledger = _ledger(
+        quotas=[quota(gpus=2, limit=16, cohort="lab"), quota("globex", gpus=14, cohort="lab")]
+    )
+    assert ledger.headroom(tenant="acme", resource="H100-80GB") == 16
+
+
+def test_without_a_quota_there_is_no_headroom():
+    assert (
+        _ledger(quotas=[quota("globex", gpus=8)]).headroom(tenant="acme", resource="H100-80GB") == 0
+    )

@@ -3,7 +3,7 @@ from datetime import timedelta
 import pytest
 
 from scheduling import clock
-from scheduling.models import QuotaRequest, Reservation, Workload
+from scheduling.models import GpuClass, QuotaGrant, QuotaRequest, Reservation, Workload
 
 pytestmark = pytest.mark.django_db
 
@@ -242,3 +242,27 @@ def test_a_viewer_sees_the_quotas_but_cannot_ask(signed_in, vic, quotas):
 
 def test_another_tenant_gets_a_404_for_the_quota_page(signed_in, bruno, quotas):
     assert signed_in(bruno).get(QUOTAS).status_code == 404
+
+
+def test_the_quota_page_shows_what_is_borrowed_and_what_could_be_borrowed_now(
+    signed_in, alice, globex, submit, cycle
+):
+    # acme: 32 guaranteed, 48 at most; globex guaranteed 24 of the 64 H100s: 8 no guarantee
+    # covers. acme runs 36: 4 borrowed, 4 more to borrow.
+    QuotaGrant.objects.filter(
+        organization__slug="acme", gpu_class__name="H100-80GB", resource="gpus"
+    ).update(guarantee=32, limit=48)
+    QuotaGrant.objects.create(
+        organization=globex,
+        gpu_class=GpuClass.objects.get(name="H100-80GB"),
+        resource="gpus",
+        guarantee=24,
+        limit=24,
+    )
+    submit(name="big", gpus=4, replicas=9)
+    cycle()
+    page = signed_in(alice).get("/orgs/acme/quotas/").content.decode()
+    assert (
+        "<td>H100-80GB</td><td>organization</td><td>32 GPUs</td><td>48 GPUs</td>"
+        "<td>36 GPUs</td><td>4 GPUs</td><td>4 GPUs</td>"
+    ) in page
