@@ -14,17 +14,24 @@ from .models import (
     image_reference_validator,
     mig_profile_validator,
 )
-from .services import QuotaAsk, ReservationRequest, WorkloadRequest, request_bounds
+from .services import (
+    QuotaAsk,
+    ReservationRequest,
+    WorkloadRequest,
+    request_bounds,
+    request_default,
+)
 
 
 class WorkloadSubmitForm(forms.Form):
     name = forms.CharField(max_length=40, validators=[slug_validator])
-    kind = forms.ChoiceField(choices=Workload.Kind.choices)
+    kind = forms.ChoiceField(choices=Workload.Kind.choices, initial=Workload.Kind.TRAINING)
     tier = forms.ChoiceField(choices=(), initial="training")
     image = forms.CharField(
         max_length=IMAGE_MAX,
         validators=[image_reference_validator],
-        initial="nvcr.io/nvidia/pytorch:25.01-py3",
+        widget=forms.TextInput(attrs={"placeholder": "nvcr.io/nvidia/pytorch:25.01-py3"}),
+        help_text="A container image reference, as the API takes it.",
     )
     command = forms.CharField(
         max_length=4000, required=False, help_text="As in a shell, e.g. torchrun train.py"
@@ -37,16 +44,18 @@ class WorkloadSubmitForm(forms.Form):
     gpu_milli = forms.IntegerField(
         **request_bounds("gpu_milli"), initial=0, label="Or a GPU share (milli-GPU)"
     )
-    mig_profile = forms.CharField(
-        max_length=20, required=False, validators=[mig_profile_validator], label="Or a MIG profile"
-    )
+    mig_profile = forms.ChoiceField(choices=(), required=False, label="Or a MIG profile")
     mig_count = forms.IntegerField(**request_bounds("mig_count"), initial=0, label="MIG instances")
-    replicas = forms.IntegerField(**request_bounds("replicas"), initial=1)
+    replicas = forms.IntegerField(**request_bounds("replicas"), initial=request_default("replicas"))
     cpu_milli = forms.IntegerField(
-        **request_bounds("cpu_milli"), initial=8000, label="CPU per replica (milli-cores)"
+        **request_bounds("cpu_milli"),
+        initial=request_default("cpu_milli"),
+        label="CPU per replica (milli-cores)",
     )
     memory_mib = forms.IntegerField(
-        **request_bounds("memory_mib"), initial=32768, label="Memory per replica (MiB)"
+        **request_bounds("memory_mib"),
+        initial=request_default("memory_mib"),
+        label="Memory per replica (MiB)",
     )
     max_runtime_minutes = forms.IntegerField(
         **{
@@ -61,13 +70,30 @@ class WorkloadSubmitForm(forms.Form):
         required=False, initial=True, label="Back to the queue if preempted"
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, organization=None, **kwargs):
+        """``organization``: the class its quotas grant whole GPUs of is preselected, with one
+        GPU (else CPU only), so that the form as it opens submits."""
         super().__init__(*args, **kwargs)
         tiers = [(t.name, f"{t.name} ({t.description})") for t in PriorityTier.objects.all()]
-        classes = [(c.name, c.name) for c in GpuClass.objects.order_by("name")]
+        gpu_classes = list(GpuClass.objects.order_by("name"))
+        classes = [(c.name, c.name) for c in gpu_classes]
+        profiles = sorted({profile for c in gpu_classes for profile in c.mig_profiles})
         self.fields["tier"].choices = tiers
         self.fields["gpu_class"].choices = [("", "none (CPU only)"), *classes]
         self.fields["fallback_gpu_class"].choices = [("", "no fallback"), *classes]
+        self.fields["mig_profile"].choices = [("", "none"), *((p, p) for p in profiles)]
+        granted = (
+            QuotaGrant.objects.filter(
+                organization=organization, resource=QuotaGrant.Resource.GPUS, limit__gt=0
+            )
+            .order_by("-limit", "gpu_class__name")
+            .values_list("gpu_class__name", flat=True)
+            .first()
+            if organization is not None
+            else None
+        )
+        self.fields["gpu_class"].initial = granted or ""
+        self.fields["gpus"].initial = 1 if granted else request_default("gpus")
 
     def clean_command(self) -> tuple[str, ...]:
         try:

@@ -27,7 +27,7 @@ def _project(caller, org_slug: str, project_slug: str):
 def workloads(request, org_slug: str, project_slug: str):
     caller = caller_of(request)
     organization, project = _project(caller, org_slug, project_slug)
-    form = WorkloadSubmitForm(request.POST or None)
+    form = WorkloadSubmitForm(request.POST or None, organization=organization)
     if request.method == "POST" and form.is_valid():
         workload = attempt(
             request,

@@ -26,6 +26,7 @@ from scheduling.services import (
     ReservationRequest,
     WorkloadRequest,
     request_bounds,
+    request_default,
 )
 from tenants.models import SLUG_PATTERN
 
@@ -191,10 +192,16 @@ class WorkloadSubmitInput(InputSerializer):
         max_length=20, required=False, default="", validators=[mig_profile_validator]
     )
     mig_count = serializers.IntegerField(**request_bounds("mig_count"), default=0)
-    replicas = serializers.IntegerField(**request_bounds("replicas"), default=1)
+    replicas = serializers.IntegerField(
+        **request_bounds("replicas"), default=request_default("replicas")
+    )
     min_replicas = serializers.IntegerField(**request_bounds("min_replicas"), required=False)
-    cpu_milli = serializers.IntegerField(**request_bounds("cpu_milli"), default=1000)
-    memory_mib = serializers.IntegerField(**request_bounds("memory_mib"), default=4096)
+    cpu_milli = serializers.IntegerField(
+        **request_bounds("cpu_milli"), default=request_default("cpu_milli")
+    )
+    memory_mib = serializers.IntegerField(
+        **request_bounds("memory_mib"), default=request_default("memory_mib")
+    )
     command = serializers.ListField(
         child=serializers.CharField(max_length=4096), max_length=64, required=False, default=list
     )

@@ -64,6 +64,7 @@ from .submission import (
     BATCH_MAX,
     WorkloadRequest,
     request_bounds,
+    request_default,
     workload_submit,
     workloads_submit,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "quota_request_email_send",
     "quota_requests_advance",
     "request_bounds",
+    "request_default",
     "reservation_approve",
     "reservation_cancel",
     "reservation_email_send",

@@ -1,6 +1,7 @@
 """Submission: a user's request validated against the catalog, quotas and the cluster, then
 queued for the next scheduling cycle."""
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -76,6 +77,11 @@ class WorkloadRequest:
     max_runtime: timedelta | None = None
     required_topology: str = ""
     requeue_on_eviction: bool = True
+
+
+def request_default(field: str):
+    """A field's default, ``WorkloadRequest``'s: the one the API and the console's form share."""
+    return next(f.default for f in dataclasses.fields(WorkloadRequest) if f.name == field)
 
 
 # Workloads per batch submission (a job array): enough for a sweep, few enough that one request

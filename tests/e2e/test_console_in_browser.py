@@ -56,6 +56,7 @@ def test_a_member_submits_a_gpu_workload_and_sees_it_queued(mia, acme, ai_dev, s
     page = sign_in("mia@acme.example")
     page.goto("/orgs/acme/projects/ai-dev/workloads/")
     page.fill("input[name=name]", "resnet-eval")
+    page.fill("input[name=image]", "nvcr.io/nvidia/pytorch:25.01-py3")
     page.select_option("select[name=kind]", "batch-inference")
     page.select_option("select[name=tier]", "batch")
     page.select_option("select[name=gpu_class]", "L4")

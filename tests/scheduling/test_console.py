@@ -3,6 +3,8 @@ from datetime import timedelta
 import pytest
 
 from scheduling import clock
+from scheduling.api.serializers import WorkloadSubmitInput
+from scheduling.forms import WorkloadSubmitForm
 from scheduling.models import GpuClass, QuotaGrant, QuotaRequest, Reservation, Workload
 
 pytestmark = pytest.mark.django_db
@@ -266,3 +268,38 @@ def test_the_quota_page_shows_what_is_borrowed_and_what_could_be_borrowed_now(
         "<td>H100-80GB</td><td>organization</td><td>32 GPUs</td><td>48 GPUs</td>"
         "<td>36 GPUs</td><td>4 GPUs</td><td>4 GPUs</td>"
     ) in page
+
+
+def test_the_submit_form_as_it_opens_submits_with_a_name_and_an_image(signed_in, mia, acme):
+    form = WorkloadSubmitForm(organization=acme)
+    opened = {
+        name: field.initial for name, field in form.fields.items() if field.initial is not None
+    }
+    response = signed_in(mia).post(
+        PAGE, {**opened, "name": "first", "image": "nvcr.io/nvidia/pytorch:25.01-py3"}
+    )
+    workload = Workload.objects.get(name="first")
+    assert (response.status_code, workload.gpu_classes, workload.gpus) == (
+        302,
+        [opened["gpu_class"]],
+        1,
+    )
+
+
+def test_the_submit_form_and_the_api_default_to_the_same_cpu_and_memory(acme):
+    form = WorkloadSubmitForm(organization=acme)
+    api = WorkloadSubmitInput()
+    assert (form.fields["cpu_milli"].initial, form.fields["memory_mib"].initial) == (
+        api.fields["cpu_milli"].default,
+        api.fields["memory_mib"].default,
+    )
+
+
+def test_the_submit_form_offers_mig_profiles_as_a_list(acme, quotas):
+    choices = dict(WorkloadSubmitForm(organization=acme).fields["mig_profile"].choices)
+    assert "mig-1g.10gb" in choices
+
+
+def test_the_submit_form_refuses_an_image_that_is_no_oci_reference(signed_in, mia):
+    response = signed_in(mia).post(PAGE, {**FORM, "image": "Not An Image!"})
+    assert (response.status_code, "image" in response.context["form"].errors) == (200, True)
