@@ -27,6 +27,13 @@ def _project(caller, org_slug: str, project_slug: str):
 def workloads(request, org_slug: str, project_slug: str):
     caller = caller_of(request)
     organization, project = _project(caller, org_slug, project_slug)
+    workloads = selectors.workload_list(caller=caller, project=project)[:200]
+    if request.htmx:  # the table refreshing itself
+        return render(
+            request,
+            "scheduling/_workload_table.html",
+            {"organization": organization, "project": project, "workloads": workloads},
+        )
     form = WorkloadSubmitForm(request.POST or None, organization=organization)
     if request.method == "POST" and form.is_valid():
         workload = attempt(
@@ -47,7 +54,7 @@ def workloads(request, org_slug: str, project_slug: str):
             "organization": organization,
             "project": project,
             "provisioning": provisioning,
-            "workloads": selectors.workload_list(caller=caller, project=project)[:200],
+            "workloads": workloads,
             "quotas": selectors.quota_overview(caller=caller, organization=organization),
             "form": form,
             "can_submit": role_allows(organization.my_role, Action.WORKLOAD_SUBMIT),
@@ -65,7 +72,8 @@ def workload_detail(request, org_slug: str, project_slug: str, name: str):
     )
     return render(
         request,
-        "scheduling/workload.html",
+        # The live part alone when it refreshes itself.
+        "scheduling/_workload_live.html" if request.htmx else "scheduling/workload.html",
         {
             "organization": organization,
             "project": project,

@@ -126,3 +126,53 @@ def test_the_demos_commercial_pages_fit_a_phone(page, email, path):
     response = page.goto(path)
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert (response.status, overflow <= 0) == (200, True)
+
+
+def test_a_workloads_page_follows_it_from_pending_to_running_without_a_reload(
+    mia, acme, ai_dev, sign_in
+):
+    """The live part of the page refreshes itself (htmx, every 5 s) while the scheduler admits
+    the workload and the cluster reports it running."""
+    from pathlib import Path
+
+    from django.conf import settings
+
+    from scheduling import services
+    from scheduling.cluster.simulated import SimulatedBackend
+    from scheduling.models import GpuClass, QuotaGrant, Workload
+    from tenants.permissions import Caller
+
+    backend = SimulatedBackend(description_path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+    services.cluster_description_apply(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+    services.inventory_sync(backend=backend)
+    services.project_provision(project_id=ai_dev.pk, backend=backend)
+    QuotaGrant.objects.create(
+        organization=acme, gpu_class=GpuClass.objects.get(name="L4"), guarantee=4, limit=4
+    )
+    services.workload_submit(
+        caller=Caller(user=mia),
+        project=ai_dev,
+        request=services.WorkloadRequest(
+            name="live",
+            kind="training",
+            tier="training",
+            image="pytorch:latest",
+            gpu_classes=("L4",),
+            gpus=1,
+        ),
+    )
+    page = sign_in("mia@acme.example")
+    page.goto("/orgs/acme/projects/ai-dev/workloads/live/")
+    page.wait_for_selector("#workload-live .state.pending")
+    page.evaluate("window.openedOnce = true")  # a reload would forget it
+    result = services.scheduling_cycle_run()
+    for admitted in result.admitted:
+        services.workload_launch(workload_id=admitted, backend=backend)
+    page.wait_for_selector("#workload-live .state.admitted", timeout=20_000)
+    # The simulated cluster reports the pod running at a later status sync.
+    for _ in range(20):
+        if Workload.objects.get(name="live").state == Workload.State.RUNNING:
+            break
+        services.workloads_sync(backend=backend)
+    page.wait_for_selector("#workload-live .state.running", timeout=20_000)
+    assert page.evaluate("window.openedOnce") is True

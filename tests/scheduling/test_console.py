@@ -303,3 +303,27 @@ def test_the_submit_form_offers_mig_profiles_as_a_list(acme, quotas):
 def test_the_submit_form_refuses_an_image_that_is_no_oci_reference(signed_in, mia):
     response = signed_in(mia).post(PAGE, {**FORM, "image": "Not An Image!"})
     assert (response.status_code, "image" in response.context["form"].errors) == (200, True)
+
+
+def test_the_workloads_table_refreshes_alone(signed_in, mia, submit):
+    submit(name="queued")
+    page = signed_in(mia).get(PAGE, headers={"HX-Request": "true"}).content.decode()
+    assert ("queued" in page, "<html" in page, "Submit a workload" in page) == (True, False, False)
+
+
+def test_a_workloads_live_part_refreshes_alone_until_it_ends(signed_in, mia, submit):
+    submit(name="queued")
+    client = signed_in(mia)
+    live = client.get(f"{PAGE}queued/", headers={"HX-Request": "true"}).content.decode()
+    Workload.objects.filter(name="queued").update(state=Workload.State.SUCCEEDED)
+    ended = client.get(f"{PAGE}queued/", headers={"HX-Request": "true"}).content.decode()
+    assert ("<html" in live, 'hx-trigger="every 5s"' in live, "hx-trigger" in ended) == (
+        False,
+        True,
+        False,
+    )
+
+
+def test_htmx_comes_from_the_portals_static_files(signed_in, mia):
+    page = signed_in(mia).get(PAGE).content.decode()
+    assert '<script src="/static/django_htmx/htmx-2.min.js"' in page
