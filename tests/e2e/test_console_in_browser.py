@@ -1,10 +1,14 @@
 """The console in headless Chromium: what a tenant user does on their first day."""
 
+from pathlib import Path
+
 import pytest
 
 from tenants.models import ApiToken, Project
 
 pytestmark = pytest.mark.e2e
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "var" / "test-artifacts"
 
 
 def test_an_owner_signs_in_and_creates_a_project(alice, acme, sign_in):
@@ -99,17 +103,25 @@ def test_an_owner_reserves_gpus_on_a_phone_without_sideways_scrolling(alice, acm
 @pytest.mark.parametrize(
     ("email", "path"),
     [
+        ("alice@acme.example", "/"),
+        ("alice@acme.example", "/orgs/acme/"),
+        ("alice@acme.example", "/orgs/acme/projects/ai-dev/"),
+        ("alice@acme.example", "/orgs/acme/projects/ai-dev/workloads/"),
+        ("alice@acme.example", "/orgs/acme/projects/ai-dev/workloads/llama-finetune/"),
         ("alice@acme.example", "/orgs/acme/quotas/"),
         ("alice@acme.example", "/orgs/acme/reservations/"),
         ("alice@acme.example", "/orgs/acme/catalog/"),
         ("alice@acme.example", "/orgs/acme/orders/"),
         ("alice@acme.example", "/orgs/acme/invoices/"),
+        ("alice@acme.example", "/orgs/acme/tokens/"),
+        ("alice@acme.example", "/orgs/acme/audit/"),
         ("ops@example.com", "/staff/approvals/"),
         ("ops@example.com", "/staff/metering/"),
     ],
 )
-def test_the_demos_commercial_pages_fit_a_phone(page, email, path):
-    """Seeded as `make demo` seeds them, each page filled, at 390 px: no sideways scroll."""
+def test_every_console_page_fits_a_phone(page, email, path):
+    """Seeded as `make demo` seeds them, each page filled, at 390 px: no sideways scroll. A
+    screenshot of each goes to var/test-artifacts/ (to look at, not compared)."""
     import io
 
     from django.core.management import call_command
@@ -125,6 +137,8 @@ def test_the_demos_commercial_pages_fit_a_phone(page, email, path):
     page.wait_for_url("**/")
     response = page.goto(path)
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    name = path.strip("/").replace("/", "_") or "home"
+    page.screenshot(path=str(ARTIFACTS / f"phone_{name}.png"), full_page=True)
     assert (response.status, overflow <= 0) == (200, True)
 
 
