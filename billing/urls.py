@@ -10,6 +10,7 @@ urlpatterns = [
         views.approval_decide,
         name="approval-decide",
     ),
+    path("orgs/<slug:org_slug>/dashboard/", views.dashboard, name="dashboard"),
     path("orgs/<slug:org_slug>/catalog/", views.catalog, name="catalog"),
     path("orgs/<slug:org_slug>/orders/", views.orders, name="orders"),
     path(

@@ -1,8 +1,10 @@
-"""The web console's billing pages: the catalog with the prices that apply, and orders."""
+"""The web console's billing pages: an organization's dashboard, the catalog with the prices
+that apply, orders and invoices."""
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Count
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -11,11 +13,96 @@ from portal.errors import NotFound
 from scheduling import clock
 from scheduling import selectors as scheduling_selectors
 from scheduling import services as scheduling
+from scheduling.models import Reservation
 from tenants import selectors as tenant_selectors
 from tenants.permissions import Action, caller_of, role_allows
 
 from . import exports, selectors, services
 from .forms import OrderForm
+from .pricing import month_of
+
+CHART_HEIGHT = 120  # the GPU-hours chart, in SVG units
+CHART_BAR = 14
+
+
+@login_required
+def dashboard(request, org_slug: str):
+    """An organization at a glance: its quotas as bars, its work running and waiting (with why),
+    its reservations ahead, and for owners and admins the month's GPU-hours per day, spend,
+    forecast and budget."""
+    caller = caller_of(request)
+    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    workloads = scheduling_selectors.organization_workloads(
+        caller=caller, organization=organization
+    )
+    now = clock.now()
+    context = {
+        "organization": organization,
+        "quotas": [
+            quota
+            for quota in scheduling_selectors.quota_overview(
+                caller=caller, organization=organization
+            )
+            if quota.grant.project_id is None and quota.grant.limit
+        ],
+        "counts": dict(
+            workloads.values_list("state").annotate(count=Count("pk")).order_by("state")
+        ),
+        "pending": workloads.filter(state="Pending").order_by("queue_position", "submitted_at")[
+            :10
+        ],
+        "running": workloads.filter(state="Running").order_by("-started_at")[:10],
+        "reservations": scheduling_selectors.reservation_list(
+            caller=caller, organization=organization
+        )
+        .filter(
+            ends_at__gt=now,
+            state__in=[Reservation.State.REQUESTED, *Reservation.SCHEDULED_STATES],
+        )
+        .order_by("starts_at")[:5],
+        "currency": settings.PORTAL_CURRENCY,
+    }
+    if role_allows(organization.my_role, Action.INVOICE_VIEW):
+        start, end = month_of(now, organization.zone)
+        summary = selectors.usage_summary(
+            caller=caller, organization=organization, starts_at=start, ends_at=end
+        )
+        context["summary"] = summary
+        context["chart"] = _daily_bars(summary.rows)
+        context["chart_width"] = len(context["chart"]) * (CHART_BAR + 2)
+        context["chart_height"] = CHART_HEIGHT
+        context["budget"] = next(
+            (
+                budget
+                for budget in selectors.budget_list(caller=caller, organization=organization)
+                if budget.project_id is None
+            ),
+            None,
+        )
+    return render(request, "billing/dashboard.html", context)
+
+
+def _daily_bars(rows) -> list[dict]:
+    """The month's GPU-hours per day as SVG bars (x, y, width, height) with their numbers."""
+    per_day: dict = {}
+    for row in rows:
+        per_day[row["day"]] = per_day.get(row["day"], 0) + row["gpu_hours"]
+    top = max(per_day.values(), default=0) or 1
+    bars = []
+    for index, (day, hours) in enumerate(sorted(per_day.items())):
+        height = max(round(float(hours / top) * CHART_HEIGHT), 1)
+        x = index * (CHART_BAR + 2)
+        bars.append(
+            {
+                "day": day,
+                "hours": hours,
+                "x": x,
+                "y": CHART_HEIGHT - height,
+                "width": CHART_BAR,
+                "height": height,
+            }
+        )
+    return bars
 
 
 @login_required

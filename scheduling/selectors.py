@@ -44,6 +44,14 @@ def workload_list(*, caller: Caller, project: Project) -> QuerySet[Workload]:
     )
 
 
+def organization_workloads(*, caller: Caller, organization: Organization) -> QuerySet[Workload]:
+    """The workloads of every live project of the organization, for any of its members."""
+    authorize(caller=caller, organization=organization, action=Action.WORKLOAD_VIEW)
+    return Workload.objects.filter(
+        project__organization=organization, project__deleted_at__isnull=True
+    ).select_related("project", "tier", "gpu_class")
+
+
 def workload_get(*, caller: Caller, project: Project, name: str) -> Workload:
     workload = workload_list(caller=caller, project=project).filter(name=name).first()
     if workload is None:

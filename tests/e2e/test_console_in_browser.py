@@ -105,6 +105,7 @@ def test_an_owner_reserves_gpus_on_a_phone_without_sideways_scrolling(alice, acm
     [
         ("alice@acme.example", "/"),
         ("alice@acme.example", "/orgs/acme/"),
+        ("alice@acme.example", "/orgs/acme/dashboard/"),
         ("alice@acme.example", "/orgs/acme/projects/ai-dev/"),
         ("alice@acme.example", "/orgs/acme/projects/ai-dev/workloads/"),
         ("alice@acme.example", "/orgs/acme/projects/ai-dev/workloads/llama-finetune/"),
