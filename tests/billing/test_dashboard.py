@@ -7,6 +7,7 @@ from decimal import Decimal
 import pytest
 
 from billing import services
+from scheduling import clock
 from scheduling.models import GpuClass, QuotaGrant, Workload
 from tenants.permissions import Caller
 
@@ -65,3 +66,17 @@ def test_a_member_sees_the_work_but_not_the_money(busy, mia, client):
 def test_another_tenant_gets_a_404(busy, bruno, client):
     client.force_login(bruno)
     assert client.get(URL).status_code == 404
+
+
+def test_the_chart_has_a_bar_per_day_of_use_this_month(
+    on_demand, offer, acme, vision, alice, client
+):
+    # Noon on the 15th of next month: the two days of use below stay in one month.
+    now = clock.now()
+    first = now.replace(day=1, hour=12, minute=0, second=0, microsecond=0) + timedelta(days=32)
+    clock.advance(seconds=(first.replace(day=15) - now).total_seconds())
+    before = (clock.now() - DAY) / timedelta(hours=1)
+    ran(vision, start=before - 30, end=before - 29)  # yesterday
+    ran(vision, start=before - 3, end=before - 2, name="today")
+    services.usage_meter()
+    assert page(client, alice).count("<rect ") == 2
