@@ -12,7 +12,7 @@ from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize, require_operator, role_allows
 
 from . import engine
-from .engine.model import quota_resource
+from .engine.model import MILLI_PER_GPU, quota_resource
 from .models import (
     GpuClass,
     Node,
@@ -165,6 +165,74 @@ def quota_ledger() -> engine.QuotaLedger:
         running=running,
         capacity=engine.quota_capacity(engine_nodes(ready, placements), running),
     )
+
+
+@dataclass(frozen=True)
+class GpuCell:
+    """One GPU of a node as operators see it: who holds it (None: free) and how much."""
+
+    tenant: str | None = None
+    tier: str = ""
+    milli: int = 0
+
+
+@dataclass(frozen=True)
+class PoolOverview:
+    capacity: engine.PoolCapacity
+    # Each node of the pool with its GPUs, in index order.
+    nodes: list[tuple[Node, list[GpuCell]]]
+
+    @property
+    def sentence(self) -> str:
+        """Free against schedulable in words, for the largest size a node of the pool could
+        hold that the idle GPUs would but their fragments do not: "12 GPUs idle, but only one
+        4-GPU job fits"."""
+        idle = self.capacity.gpus_idle
+        largest = max((node.gpu_count for node, _ in self.nodes), default=0)
+        for size in sorted(self.capacity.schedulable, reverse=True):
+            if size > largest:  # no node of the pool could ever hold it: not fragmentation
+                continue
+            fits, would = self.capacity.schedulable[size], idle // size
+            if would > fits:
+                jobs = {0: "no", 1: "only one"}.get(fits, f"only {fits}")
+                verb = "fit" if fits > 1 else "fits"
+                return f"{idle} GPUs idle, but {jobs} {size}-GPU job{'s' * (fits > 1)} {verb}"
+        return f"{idle} GPUs idle, every one usable by the largest jobs"
+
+
+def cluster_overview(*, caller: Caller) -> list[PoolOverview]:
+    """Operators: every pool with its free and schedulable capacity by request size (the
+    engine's view of the ready nodes) and its nodes GPU by GPU, with who holds each."""
+    require_operator(caller)
+    nodes = list(Node.objects.select_related("pool__gpu_class").order_by("pool__name", "name"))
+    placements = list(
+        Placement.objects.filter(ended_at__isnull=True).select_related(
+            "node", "workload__project__organization", "workload__tier"
+        )
+    )
+    held: dict[tuple[int, int], GpuCell] = {}
+    for placement in placements:
+        workload = placement.workload
+        for index in placement.gpu_indices:
+            held[(placement.node_id, index)] = GpuCell(
+                tenant=workload.project.organization.slug,
+                tier=workload.tier.name,
+                milli=placement.gpu_milli or MILLI_PER_GPU,
+            )
+    capacities = engine.pool_capacity(
+        nodes=engine_nodes([node for node in nodes if node.ready], placements)
+    )
+    return [
+        PoolOverview(
+            capacity=capacity,
+            nodes=[
+                (node, [held.get((node.pk, index), GpuCell()) for index in range(node.gpu_count)])
+                for node in nodes
+                if node.pool.name == capacity.pool
+            ],
+        )
+        for capacity in capacities
+    ]
 
 
 def gpu_class_list() -> QuerySet[GpuClass]:

@@ -191,3 +191,21 @@ def quotas(request, org_slug: str):
             "can_ask": can_ask,
         },
     )
+
+
+@login_required
+def cluster(request):
+    """Operators: the cluster per pool, free against schedulable capacity, node by node, each
+    GPU coloured by the tenant that holds it."""
+    pools = selectors.cluster_overview(caller=caller_of(request))
+    cells = [cell for pool in pools for _, gpus in pool.nodes for cell in gpus]
+    tenants = sorted({cell.tenant for cell in cells if cell.tenant})
+    # A hue per tenant, spread around the wheel, so neighbours differ.
+    hues = {tenant: (index * 137) % 360 for index, tenant in enumerate(tenants)}
+    grids = [
+        (pool, [(node, [(gpu, hues.get(gpu.tenant)) for gpu in gpus]) for node, gpus in pool.nodes])
+        for pool in pools
+    ]
+    return render(
+        request, "scheduling/cluster.html", {"grids": grids, "legend": sorted(hues.items())}
+    )

@@ -1,0 +1,61 @@
+"""Operators' cluster page: each pool's free against schedulable capacity in words, and its
+nodes GPU by GPU with the tenant that holds each; tenants get a 403."""
+
+import pytest
+
+from scheduling.models import Node, Placement
+
+pytestmark = pytest.mark.django_db
+
+URL = "/staff/cluster/"
+
+
+@pytest.fixture
+def operator_client(client, django_user_model):
+    client.force_login(
+        django_user_model.objects.create_user(
+            username="ops", email="ops@example.com", password="x", is_staff=True
+        )
+    )
+    return client
+
+
+def one_gpu_held_on_each_dgx(submit):
+    """A workload of acme's holding GPU 0 of each of the 8 DGX nodes."""
+    workload = submit(name="spread")
+    for replica, node in enumerate(Node.objects.filter(pool__name="dgx-h100").order_by("name")):
+        Placement.objects.create(
+            workload=workload,
+            replica=replica,
+            node=node,
+            gpu_indices=[0],
+            gpu_milli=1000,
+            started_at=workload.submitted_at,
+        )
+
+
+def test_a_fragmented_pool_is_told_in_words(operator_client, submit, cluster):
+    one_gpu_held_on_each_dgx(submit)
+    page = operator_client.get(URL).content.decode()
+    assert "56 GPUs idle, but no 8-GPU job fits" in page
+
+
+def test_an_idle_pool_says_every_gpu_is_usable(operator_client, cluster):
+    page = operator_client.get(URL).content.decode()
+    assert "64 GPUs idle, every one usable by the largest jobs" in page
+
+
+def test_a_held_gpu_names_its_tenant_and_tier(operator_client, submit, cluster):
+    one_gpu_held_on_each_dgx(submit)
+    page = operator_client.get(URL).content.decode()
+    assert 'title="GPU 0: acme (training), 1000 milli-GPU"' in page
+
+
+def test_a_tenant_may_not_see_the_cluster(client, alice, cluster):
+    client.force_login(alice)
+    assert client.get(URL).status_code == 403
+
+
+def test_a_size_no_node_could_hold_is_not_called_fragmentation(operator_client, cluster):
+    page = operator_client.get(URL).content.decode()
+    assert "16 GPUs idle, every one usable by the largest jobs" in page  # 4 L4 nodes of 4
