@@ -4,7 +4,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from django.db.models import Prefetch, QuerySet, Sum
+from django.db.models import F, Prefetch, QuerySet, Sum
 
 from portal.db import one_or_not_found
 from portal.errors import NotFound
@@ -233,6 +233,17 @@ def cluster_overview(*, caller: Caller) -> list[PoolOverview]:
         )
         for capacity in capacities
     ]
+
+
+def queue_across_tenants(*, caller: Caller) -> QuerySet[Workload]:
+    """Operators: every waiting workload of every tenant, in the engine's queue order, with
+    why it waits."""
+    require_operator(caller)
+    return (
+        Workload.objects.filter(state=Workload.State.PENDING)
+        .select_related("project__organization", "tier", "gpu_class")
+        .order_by(F("queue_position").asc(nulls_last=True), "submitted_at")
+    )
 
 
 def gpu_class_list() -> QuerySet[GpuClass]:

@@ -206,6 +206,14 @@ def cluster(request):
         (pool, [(node, [(gpu, hues.get(gpu.tenant)) for gpu in gpus]) for node, gpus in pool.nodes])
         for pool in pools
     ]
+    queue = selectors.queue_across_tenants(caller=caller_of(request))
     return render(
-        request, "scheduling/cluster.html", {"grids": grids, "legend": sorted(hues.items())}
+        request,
+        "scheduling/cluster.html",
+        {
+            "grids": grids,
+            "legend": sorted(hues.items()),
+            "queue": queue[:50],
+            "waiting": queue.count(),
+        },
     )

@@ -3,7 +3,7 @@ nodes GPU by GPU with the tenant that holds each; tenants get a 403."""
 
 import pytest
 
-from scheduling.models import Node, Placement
+from scheduling.models import Node, Placement, Workload
 
 pytestmark = pytest.mark.django_db
 
@@ -59,3 +59,17 @@ def test_a_tenant_may_not_see_the_cluster(client, alice, cluster):
 def test_a_size_no_node_could_hold_is_not_called_fragmentation(operator_client, cluster):
     page = operator_client.get(URL).content.decode()
     assert "16 GPUs idle, every one usable by the largest jobs" in page  # 4 L4 nodes of 4
+
+
+def test_the_queue_across_tenants_shows_each_waiting_workload_with_why(
+    operator_client, submit, cluster
+):
+    submit(name="waits")
+    Workload.objects.filter(name="waits").update(
+        pending_message="H100-80GB: 64 of 64 in use by acme", queue_position=1
+    )
+    page = operator_client.get(URL).content.decode()
+    assert ("acme/ai-dev/waits" in page, "H100-80GB: 64 of 64 in use by acme" in page) == (
+        True,
+        True,
+    )
