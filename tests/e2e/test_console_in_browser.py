@@ -192,3 +192,31 @@ def test_a_workloads_page_follows_it_from_pending_to_running_without_a_reload(
         services.workloads_sync(backend=backend)
     page.wait_for_selector("#workload-live .state.running", timeout=20_000)
     assert page.evaluate("window.openedOnce") is True
+
+
+def test_an_owner_downloads_an_invoice_and_its_pdf_shows_the_total(page):
+    """The demo's draft (its cancellation charge), downloaded from the Invoices page as a user
+    clicks it, read back as a PDF."""
+    import io
+
+    from django.core.management import call_command
+    from pypdf import PdfReader
+
+    from billing.models import Invoice
+    from portal.management.commands.seed_demo import DEMO_PASSWORD
+
+    call_command("seed_demo", stdout=io.StringIO())
+    page.goto("/accounts/login/")
+    page.fill("input[name=login]", "alice@acme.example")
+    page.fill("input[name=password]", DEMO_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/")
+    page.goto("/orgs/acme/invoices/")
+    with page.expect_download() as download:
+        page.click("text=PDF")
+    text = PdfReader(download.value.path()).pages[0].extract_text()
+    total = Invoice.objects.get(organization__slug="acme").total
+    assert (download.value.suggested_filename.endswith(".pdf"), f"{total:.2f}" in text) == (
+        True,
+        True,
+    )
