@@ -3,6 +3,7 @@ pools' timelines, cancel) and quota page (see, ask for more)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -12,7 +13,7 @@ from tenants.permissions import Action, caller_of, role_allows
 
 from . import clock, selectors, services
 from .forms import QuotaRequestForm, ReservationForm, WorkloadSubmitForm
-from .models import NodePool, ProvisioningRecord, Reservation
+from .models import NodePool, ProvisioningRecord, Reservation, Workload
 
 
 def _project(caller, org_slug: str, project_slug: str):
@@ -23,17 +24,27 @@ def _project(caller, org_slug: str, project_slug: str):
     return organization, project
 
 
+WORKLOADS_PER_PAGE = 50
+
+
 @login_required
 def workloads(request, org_slug: str, project_slug: str):
     caller = caller_of(request)
     organization, project = _project(caller, org_slug, project_slug)
-    workloads = selectors.workload_list(caller=caller, project=project)[:200]
+    workloads = selectors.workload_list(caller=caller, project=project)
+    states = {state.casefold(): state for state in Workload.State.values}
+    state = states.get(request.GET.get("state", "").casefold())
+    if state:
+        workloads = workloads.filter(state=state)
+    listed = {
+        "organization": organization,
+        "project": project,
+        "workloads": Paginator(workloads, WORKLOADS_PER_PAGE).get_page(request.GET.get("page")),
+        "states": Workload.State.values,
+        "state": state,
+    }
     if request.htmx:  # the table refreshing itself
-        return render(
-            request,
-            "scheduling/_workload_table.html",
-            {"organization": organization, "project": project, "workloads": workloads},
-        )
+        return render(request, "scheduling/_workload_table.html", listed)
     form = WorkloadSubmitForm(request.POST or None, organization=organization)
     if request.method == "POST" and form.is_valid():
         workload = attempt(
@@ -51,10 +62,8 @@ def workloads(request, org_slug: str, project_slug: str):
         request,
         "scheduling/workloads.html",
         {
-            "organization": organization,
-            "project": project,
+            **listed,
             "provisioning": provisioning,
-            "workloads": workloads,
             "quotas": selectors.quota_overview(caller=caller, organization=organization),
             "form": form,
             "can_submit": role_allows(organization.my_role, Action.WORKLOAD_SUBMIT),

@@ -327,3 +327,19 @@ def test_a_workloads_live_part_refreshes_alone_until_it_ends(signed_in, mia, sub
 def test_htmx_comes_from_the_portals_static_files(signed_in, mia):
     page = signed_in(mia).get(PAGE).content.decode()
     assert '<script src="/static/django_htmx/htmx-2.min.js"' in page
+
+
+def test_the_workloads_page_filters_by_state_in_any_case(signed_in, mia, submit):
+    submit(name="queued")
+    submit(name="done")
+    Workload.objects.filter(name="done").update(state=Workload.State.SUCCEEDED)
+    page = signed_in(mia).get(PAGE, {"state": "succeeded"}).content.decode()
+    assert ("queued/" in page, "done/" in page) == (False, True)
+
+
+def test_the_workloads_page_pages_fifty_at_a_time(signed_in, mia, submit):
+    for n in range(51):
+        submit(name=f"w{n:02d}")
+    first = signed_in(mia).get(PAGE).content.decode()
+    second = signed_in(mia).get(PAGE, {"page": "2"}).content.decode()
+    assert ("page 1 of 2 (51 workloads)" in first, second.count("workloads/w")) == (True, 1)
