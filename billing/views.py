@@ -13,7 +13,7 @@ from portal.errors import NotFound
 from scheduling import clock
 from scheduling import selectors as scheduling_selectors
 from scheduling import services as scheduling
-from scheduling.models import Reservation
+from scheduling.models import Workload
 from tenants import selectors as tenant_selectors
 from tenants.permissions import Action, caller_of, role_allows
 
@@ -48,18 +48,13 @@ def dashboard(request, org_slug: str):
         "counts": dict(
             workloads.values_list("state").annotate(count=Count("pk")).order_by("state")
         ),
-        "pending": workloads.filter(state="Pending").order_by("queue_position", "submitted_at")[
-            :10
-        ],
-        "running": workloads.filter(state="Running").order_by("-started_at")[:10],
-        "reservations": scheduling_selectors.reservation_list(
-            caller=caller, organization=organization
-        )
-        .filter(
-            ends_at__gt=now,
-            state__in=[Reservation.State.REQUESTED, *Reservation.SCHEDULED_STATES],
-        )
-        .order_by("starts_at")[:5],
+        "pending": workloads.filter(state=Workload.State.PENDING).order_by(
+            "queue_position", "submitted_at"
+        )[:10],
+        "running": workloads.filter(state=Workload.State.RUNNING).order_by("-started_at")[:10],
+        "reservations": scheduling_selectors.reservations_ahead(
+            caller=caller, organization=organization, now=now
+        )[:5],
         "currency": settings.PORTAL_CURRENCY,
     }
     if role_allows(organization.my_role, Action.INVOICE_VIEW):

@@ -295,6 +295,21 @@ def reservation_list(*, caller: Caller, organization: Organization) -> QuerySet[
     )
 
 
+def reservations_ahead(
+    *, caller: Caller, organization: Organization, now: datetime
+) -> QuerySet[Reservation]:
+    """The organization's reservations not yet over that are asked for or hold capacity, the
+    soonest first."""
+    return (
+        reservation_list(caller=caller, organization=organization)
+        .filter(
+            ends_at__gt=now,
+            state__in=[Reservation.State.REQUESTED, *Reservation.SCHEDULED_STATES],
+        )
+        .order_by("starts_at")
+    )
+
+
 def reservation_get(*, caller: Caller, organization: Organization, pk) -> Reservation:
     """One of the organization's reservations; any other id (malformed, unknown, another
     tenant's) is a 404."""
