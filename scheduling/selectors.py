@@ -65,6 +65,33 @@ def workload_cancel_permitted(*, caller: Caller, workload: Workload, role: str) 
     return own or role_allows(role, Action.WORKLOAD_CANCEL_ANY)
 
 
+@dataclass(frozen=True)
+class WorkloadClock:
+    """How long a workload has waited and run, and how long it may still run."""
+
+    waited: timedelta  # submission to start, or to now while it waits
+    elapsed: timedelta | None  # start to finish, or to now while it runs; None before start
+    remaining: timedelta | None  # to its maximum runtime while it runs; None without one
+
+
+def workload_clock(workload: Workload, *, now: datetime) -> WorkloadClock:
+    """``workload``'s waiting, running and remaining time at ``now``."""
+    if workload.started_at is None:
+        end_of_wait = workload.finished_at or now
+        return WorkloadClock(
+            waited=end_of_wait - workload.submitted_at, elapsed=None, remaining=None
+        )
+    end = workload.finished_at or now
+    remaining = None
+    if workload.expected_end and not workload.is_final:
+        remaining = max(workload.expected_end - now, timedelta(0))
+    return WorkloadClock(
+        waited=workload.started_at - workload.submitted_at,
+        elapsed=end - workload.started_at,
+        remaining=remaining,
+    )
+
+
 def workload_events(*, workload: Workload) -> QuerySet[WorkloadEvent]:
     """The timeline of a workload the caller already reached through `workload_get`."""
     return workload.events.order_by("at", "id")

@@ -88,6 +88,7 @@ def workload_detail(request, org_slug: str, project_slug: str, name: str):
             "project": project,
             "workload": workload,
             "events": selectors.workload_events(workload=workload),
+            "clock": selectors.workload_clock(workload, now=clock.now()),
             "can_cancel": can_cancel,
         },
     )

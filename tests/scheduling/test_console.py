@@ -2,10 +2,12 @@ from datetime import timedelta
 
 import pytest
 
-from scheduling import clock
+from portal.templatetags.console import duration
+from scheduling import clock, selectors, services
 from scheduling.api.serializers import WorkloadSubmitInput
 from scheduling.forms import WorkloadSubmitForm
 from scheduling.models import GpuClass, QuotaGrant, QuotaRequest, Reservation, Workload
+from tenants.permissions import Caller
 
 pytestmark = pytest.mark.django_db
 
@@ -343,3 +345,51 @@ def test_the_workloads_page_pages_fifty_at_a_time(signed_in, mia, submit):
     first = signed_in(mia).get(PAGE).content.decode()
     second = signed_in(mia).get(PAGE, {"page": "2"}).content.decode()
     assert ("page 1 of 2 (51 workloads)" in first, second.count("workloads/w")) == (True, 1)
+
+
+def test_the_detail_page_shows_how_long_a_workload_ran_and_has_left(
+    signed_in, mia, submit, cycle, advance
+):
+    submit(
+        name="timed",
+        gpus=1,
+        max_runtime=timedelta(hours=2),
+        env={"SIMULATED_RUNTIME_SECONDS": "7200"},
+    )
+    cycle()
+    advance(seconds=1_800)
+    workload = Workload.objects.get(name="timed")
+    assert workload.state == "Running"
+    page = signed_in(mia).get(f"{PAGE}timed/").content.decode()
+    elapsed = duration(clock.now() - workload.started_at)
+    remaining = duration(workload.expected_end - clock.now())
+    assert f"<dt>Running for</dt><dd>{elapsed}</dd>" in page
+    assert f"<dt>Remaining</dt><dd>{remaining} until its maximum runtime" in page
+
+
+def test_the_detail_page_shows_how_long_a_pending_workload_has_waited(
+    signed_in, mia, submit, cycle
+):
+    submit(name="big", gpus=8, replicas=8)
+    submit(name="next")
+    cycle()
+    clock.advance(seconds=3 * 3_600 + 5 * 60)
+    page = signed_in(mia).get(f"{PAGE}next/").content.decode()
+    assert "<dt>Waiting for</dt><dd>3 h 05 min</dd>" in page
+
+
+def test_a_workloads_clock_stops_when_it_ends(submit, cycle, advance):
+    workload = submit(
+        name="timed",
+        gpus=1,
+        max_runtime=timedelta(hours=1),
+        env={"SIMULATED_RUNTIME_SECONDS": "3600"},
+    )
+    cycle()
+    advance(seconds=600)
+    workload = Workload.objects.get(pk=workload.pk)
+    services.workload_cancel(caller=Caller(user=workload.submitted_by), workload=workload)
+    workload.refresh_from_db()
+    later = selectors.workload_clock(workload, now=clock.now() + timedelta(days=1))
+    assert later.elapsed == workload.finished_at - workload.started_at
+    assert later.remaining is None
