@@ -178,3 +178,15 @@ def invoice_file(invoice: Invoice, kind: str) -> HttpResponse:
     name = invoice.number or f"draft-{invoice.period_start:%Y-%m}"
     response["Content-Disposition"] = f'attachment; filename="invoice-{name}.{kind}"'
     return response
+
+
+USAGE_COLUMNS = ["day", "gpu_class", "mig_profile", "tier", "project", "gpu_hours", "cost"]
+
+
+def usage_csv(rows: list[dict]) -> str:
+    """Rated usage rows (``selectors.usage_summary``'s), one per day, class, tier and project."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=USAGE_COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(row | {"cost": _money(row["cost"])} for row in rows)
+    return out.getvalue()

@@ -1,4 +1,5 @@
 from datetime import UTC, timedelta
+from decimal import Decimal
 
 from django import forms
 
@@ -46,3 +47,48 @@ class OrderForm(forms.Form):
             project=data["project"] or None,
             pool=data["pool"] or None,
         )
+
+
+class UsageMonthForm(forms.Form):
+    """The month a usage page shows, as ``YYYY-MM`` (this month when absent)."""
+
+    month = forms.RegexField(
+        regex=r"^\d{4}-(0[1-9]|1[0-2])$",
+        required=False,
+        error_messages={"invalid": "A month is written YYYY-MM, as 2026-11."},
+    )
+
+    def year_month(self) -> tuple[int, int] | None:
+        if not self.is_valid() or not self.cleaned_data["month"]:
+            return None
+        year, month = self.cleaned_data["month"].split("-")
+        return int(year), int(month)
+
+
+class BudgetForm(forms.Form):
+    """A monthly budget of the organization or of one project, as an owner sets it."""
+
+    project = forms.ChoiceField(choices=(), required=False, label="For")
+    monthly_amount = forms.DecimalField(
+        label="Monthly amount", min_value=Decimal("0.01"), max_digits=14, decimal_places=2
+    )
+    thresholds = forms.CharField(
+        initial="50, 80, 100",
+        help_text="Percentages of the amount whose crossing is mailed to owners and admins.",
+    )
+    hard_stop = forms.BooleanField(
+        required=False,
+        label="Refuse new submissions once it is all spent",
+    )
+
+    def __init__(self, *args, projects, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].choices = [("", "whole organization")] + [
+            (project.slug, project.name) for project in projects
+        ]
+
+    def clean_thresholds(self) -> list[int]:
+        parts = [part.strip() for part in self.cleaned_data["thresholds"].split(",")]
+        if not all(part.isdigit() for part in parts if part):
+            raise forms.ValidationError("Whole percentages separated by commas, as 50, 80, 100.")
+        return [int(part) for part in parts if part]

@@ -452,7 +452,7 @@ def usage_summary(
     return UsageSummary(
         rows=rows,
         gpu_hours=sum((r["gpu_hours"] for r in rows), Decimal(0)),
-        cost=sum((r["cost"] for r in rows), Decimal(0)),
+        cost=to_cents(sum((r["cost"] for r in rows), Decimal(0))),
         month_to_date=month_to_date,
         forecast=forecast,
     )

@@ -19,6 +19,13 @@ urlpatterns = [
         name="order-cancel",
     ),
     path("orgs/<slug:org_slug>/invoices/", views.invoices, name="invoices"),
+    path("orgs/<slug:org_slug>/usage/", views.usage, name="usage"),
+    path("orgs/<slug:org_slug>/budgets/", views.budgets, name="budgets"),
+    path(
+        "orgs/<slug:org_slug>/budgets/<str:budget_id>/delete/",
+        views.budget_delete,
+        name="budget-delete",
+    ),
     path(
         "orgs/<slug:org_slug>/invoices/<str:invoice_id>/<slug:kind>/",
         views.invoice_download,

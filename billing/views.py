@@ -1,10 +1,13 @@
 """The web console's billing pages: an organization's dashboard, the catalog with the prices
-that apply, orders and invoices."""
+that apply, orders, invoices, usage and budgets."""
+
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -17,12 +20,9 @@ from scheduling.models import Workload
 from tenants import selectors as tenant_selectors
 from tenants.permissions import Action, caller_of, role_allows
 
-from . import exports, selectors, services
-from .forms import OrderForm
-from .pricing import month_of
-
-CHART_HEIGHT = 120  # the GPU-hours chart, in SVG units
-CHART_BAR = 14
+from . import charts, exports, selectors, services
+from .forms import BudgetForm, OrderForm, UsageMonthForm
+from .pricing import month_bounds, month_of
 
 
 @login_required
@@ -63,9 +63,7 @@ def dashboard(request, org_slug: str):
             caller=caller, organization=organization, starts_at=start, ends_at=end
         )
         context["summary"] = summary
-        context["chart"] = _daily_bars(summary.rows)
-        context["chart_width"] = len(context["chart"]) * (CHART_BAR + 2)
-        context["chart_height"] = CHART_HEIGHT
+        context["chart"] = charts.daily_by_class(summary.rows)
         context["budget"] = next(
             (
                 budget
@@ -75,29 +73,6 @@ def dashboard(request, org_slug: str):
             None,
         )
     return render(request, "billing/dashboard.html", context)
-
-
-def _daily_bars(rows) -> list[dict]:
-    """The month's GPU-hours per day as SVG bars (x, y, width, height) with their numbers."""
-    per_day: dict = {}
-    for row in rows:
-        per_day[row["day"]] = per_day.get(row["day"], 0) + row["gpu_hours"]
-    top = max(per_day.values(), default=0) or 1
-    bars = []
-    for index, (day, hours) in enumerate(sorted(per_day.items())):
-        height = max(round(float(hours / top) * CHART_HEIGHT), 1)
-        x = index * (CHART_BAR + 2)
-        bars.append(
-            {
-                "day": day,
-                "hours": hours,
-                "x": x,
-                "y": CHART_HEIGHT - height,
-                "width": CHART_BAR,
-                "height": height,
-            }
-        )
-    return bars
 
 
 @login_required
@@ -257,3 +232,98 @@ def invoice_download(request, org_slug: str, invoice_id: str, kind: str):
     organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
     invoice = selectors.invoice_get(caller=caller, organization=organization, pk=invoice_id)
     return exports.invoice_file(invoice, kind)
+
+
+@login_required
+def usage(request, org_slug: str):
+    """Owners and admins: a month's GPU-hours and cost by day (stacked by class), by class and
+    by project, in the organization's time zone; ``?format=csv`` downloads its rows."""
+    caller = caller_of(request)
+    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    form = UsageMonthForm(request.GET)
+    now = clock.now()
+    chosen = form.year_month()
+    if chosen is None:
+        starts_at, ends_at = month_of(now, organization.zone)
+    else:
+        starts_at, ends_at = month_bounds(*chosen, organization.zone)
+    summary = selectors.usage_summary(
+        caller=caller, organization=organization, starts_at=starts_at, ends_at=ends_at
+    )
+    month = starts_at.astimezone(organization.zone) + timedelta(days=1)
+    if request.GET.get("format") == "csv":
+        response = HttpResponse(exports.usage_csv(summary.rows), content_type="text/csv")
+        response["Content-Disposition"] = (
+            f'attachment; filename="usage-{organization.slug}-{month:%Y-%m}.csv"'
+        )
+        return response
+    return render(
+        request,
+        "billing/usage.html",
+        {
+            "organization": organization,
+            "form": form,
+            "month": month,
+            "previous": (month - timedelta(days=2)).strftime("%Y-%m"),
+            "next": (month + timedelta(days=31)).strftime("%Y-%m") if ends_at <= now else None,
+            "summary": summary,
+            "chart": charts.daily_by_class(summary.rows),
+            "by_class": charts.shares(summary.rows, by=charts.resource_label),
+            "by_project": charts.shares(summary.rows, by=lambda row: row["project"] or "—"),
+            "currency": settings.PORTAL_CURRENCY,
+        },
+    )
+
+
+@login_required
+def budgets(request, org_slug: str):
+    """Owners and admins: the budgets with this month's spend, and a form to set one."""
+    caller = caller_of(request)
+    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    listed = selectors.budget_list(caller=caller, organization=organization)
+    form = BudgetForm(
+        request.POST or None,
+        projects=tenant_selectors.project_list(caller=caller, organization=organization),
+    )
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        saved = attempt(
+            request,
+            form,
+            lambda: services.budget_save(
+                caller=caller,
+                organization=organization,
+                monthly_amount=data["monthly_amount"],
+                project=data["project"] or None,
+                thresholds=data["thresholds"],
+                hard_stop=data["hard_stop"],
+            ),
+        )
+        if saved is not REFUSED:
+            messages.success(request, f"Budget set: {saved}.")
+            return redirect("billing:budgets", org_slug)
+    return render(
+        request,
+        "billing/budgets.html",
+        {
+            "organization": organization,
+            "budgets": listed,
+            "form": form,
+            "can_manage": role_allows(organization.my_role, Action.BUDGET_MANAGE),
+            "currency": settings.PORTAL_CURRENCY,
+        },
+    )
+
+
+@login_required
+@require_POST
+def budget_delete(request, org_slug: str, budget_id: str):
+    caller = caller_of(request)
+    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    budget = selectors.budget_get(caller=caller, organization=organization, pk=budget_id)
+    if (
+        attempt(request, None, lambda: services.budget_delete(caller=caller, budget=budget))
+        is not REFUSED
+    ):
+        messages.success(request, "Budget removed.")
+    return redirect("billing:budgets", org_slug)

@@ -79,4 +79,4 @@ def test_the_chart_has_a_bar_per_day_of_use_this_month(
     ran(vision, start=before - 30, end=before - 29)  # yesterday
     ran(vision, start=before - 3, end=before - 2, name="today")
     services.usage_meter()
-    assert page(client, alice).count("<rect ") == 2
+    assert page(client, alice).count("</rect>") == 2

@@ -114,6 +114,8 @@ def test_an_owner_reserves_gpus_on_a_phone_without_sideways_scrolling(alice, acm
         ("alice@acme.example", "/orgs/acme/catalog/"),
         ("alice@acme.example", "/orgs/acme/orders/"),
         ("alice@acme.example", "/orgs/acme/invoices/"),
+        ("alice@acme.example", "/orgs/acme/usage/"),
+        ("alice@acme.example", "/orgs/acme/budgets/"),
         ("alice@acme.example", "/orgs/acme/tokens/"),
         ("alice@acme.example", "/orgs/acme/audit/"),
         ("ops@example.com", "/staff/cluster/"),
