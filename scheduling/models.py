@@ -505,6 +505,11 @@ class Workload(models.Model):
     estimated_start = models.DateTimeField(null=True, blank=True)
     idle_since = models.DateTimeField(null=True, blank=True)
     idle_warned_at = models.DateTimeField(null=True, blank=True)
+    # Its GPUs as monitoring last saw them while it ran (0-1; None: unknown), for the
+    # operators' insights.
+    gpu_utilization = models.FloatField(null=True, blank=True)
+    gpu_memory_used = models.FloatField(null=True, blank=True)
+    gpu_seen_at = models.DateTimeField(null=True, blank=True)
     preempted_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="victims"
     )

@@ -10,6 +10,7 @@ urlpatterns = [
     path(f"{workloads}/<slug:name>/cancel/", views.workload_cancel, name="cancel"),
     path("orgs/<slug:org_slug>/quotas/", views.quotas, name="quotas"),
     path("staff/cluster/", views.cluster, name="cluster"),
+    path("staff/insights/", views.insights, name="insights"),
     path("orgs/<slug:org_slug>/reservations/", views.reservations, name="reservations"),
     path(
         "orgs/<slug:org_slug>/reservations/<str:reservation_id>/cancel/",

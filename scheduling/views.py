@@ -12,6 +12,7 @@ from tenants import selectors as tenant_selectors
 from tenants.permissions import Action, caller_of, role_allows
 
 from . import clock, selectors, services
+from . import insights as scheduling_insights
 from .forms import QuotaRequestForm, ReservationForm, WorkloadSubmitForm
 from .models import NodePool, ProvisioningRecord, Reservation, Workload
 
@@ -226,4 +227,14 @@ def cluster(request):
             "queue": queue[:50],
             "waiting": queue.count(),
         },
+    )
+
+
+@login_required
+def insights(request):
+    """Operators: the problems the rules over the measurements find now, in words."""
+    return render(
+        request,
+        "scheduling/insights.html",
+        {"insights": scheduling_insights.insights(caller=caller_of(request), now=clock.now())},
     )

@@ -42,6 +42,11 @@ class ClusterBackend(Protocol):
         """Mean GPU utilization (0-1) of the workload's pods lately; None when unknown."""
         ...
 
+    def gpu_memory_used(self, *, namespace: str, workload: str) -> float | None:
+        """The fraction (0-1) of its GPUs' memory the workload's pods use; None when
+        unknown."""
+        ...
+
 
 def manifests_delete(backend: ClusterBackend, manifests: list[dict]) -> None:
     """Delete the objects these manifests describe, in order (already gone is fine)."""

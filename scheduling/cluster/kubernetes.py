@@ -401,3 +401,14 @@ class KubernetesBackend:
             if value is not None:
                 return min(max(value / scale, 0.0), 1.0)
         return None
+
+    def gpu_memory_used(self, *, namespace: str, workload: str) -> float | None:
+        """Framebuffer used over framebuffer held (used + free), from DCGM exporter metrics;
+        None when monitoring cannot tell."""
+        if self.prometheus is None:
+            return None
+        selector = f'namespace="{namespace}",pod=~"{workload}(-.*)?"'
+        used = f"sum(DCGM_FI_DEV_FB_USED{{{selector}}})"
+        held = f"(sum(DCGM_FI_DEV_FB_USED{{{selector}}}) + sum(DCGM_FI_DEV_FB_FREE{{{selector}}}))"
+        value = self.prometheus.value(f"{used} / {held}")
+        return None if value is None else min(max(value, 0.0), 1.0)

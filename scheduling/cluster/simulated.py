@@ -4,7 +4,8 @@ Nodes come from a cluster description file; objects the portal applies are kept 
 database; workloads "run" on the simulated clock (`scheduling.clock`), which tests advance.
 Environment variables of a workload's container steer the simulation:
 `SIMULATED_RUNTIME_SECONDS` (how long a job runs before it succeeds, default 300),
-`SIMULATED_EXIT` (`fail` to make it fail), `SIMULATED_GPU_UTIL` (0-1, default 0.8).
+`SIMULATED_EXIT` (`fail` to make it fail), `SIMULATED_GPU_UTIL` (0-1, default 0.8),
+`SIMULATED_GPU_MEMORY` (the fraction of GPU memory used, 0-1, default 0.5).
 `latency_seconds` makes every object write take that long, as a loaded API server does.
 """
 
@@ -25,6 +26,7 @@ from .specs import NodeInventory, Phase, TaintSpec, WorkloadStatus
 DEFAULT_RUNTIME_SECONDS = 300
 STARTUP_SECONDS = 5
 DEFAULT_GPU_UTIL = 0.8
+DEFAULT_GPU_MEMORY = 0.5
 
 
 def _pod_spec(manifest: dict) -> dict:
@@ -161,12 +163,23 @@ class SimulatedBackend:
         return WorkloadStatus(phase=Phase.SUCCEEDED, nodes=nodes)
 
     def gpu_utilization(self, *, namespace: str, workload: str) -> float | None:
+        return self._simulated_gauge(namespace, workload, "SIMULATED_GPU_UTIL", DEFAULT_GPU_UTIL)
+
+    def gpu_memory_used(self, *, namespace: str, workload: str) -> float | None:
+        return self._simulated_gauge(
+            namespace, workload, "SIMULATED_GPU_MEMORY", DEFAULT_GPU_MEMORY
+        )
+
+    def _simulated_gauge(
+        self, namespace: str, workload: str, variable: str, default: float
+    ) -> float | None:
+        """A GPU reading of a workload as its container's environment sets it."""
         stored = SimulatedObject.objects.filter(
             namespace=namespace, name=workload, kind__in=("Job", "Deployment", "Pod")
         ).first()
         if stored is None:
             return None
-        return float(_container_env(stored.manifest).get("SIMULATED_GPU_UTIL", DEFAULT_GPU_UTIL))
+        return float(_container_env(stored.manifest).get(variable, default))
 
     # Failure injection, for tests and the demo.
 

@@ -74,13 +74,9 @@ def workloads_sync(*, backend: ClusterBackend) -> int:
     return sum(map(len, by_namespace.values()))
 
 
-def _idle_rule(workload: Workload, *, utilization: float, now, backend: ClusterBackend) -> None:
+def _idle_rule(workload: Workload, *, idle_since, now, backend: ClusterBackend) -> None:
     """Warn once a workload's GPUs idle past its tier's warning, stop it past the limit."""
     tier = workload.tier
-    if utilization >= IDLE_UTILIZATION:
-        Workload.objects.filter(pk=workload.pk).update(idle_since=None, idle_warned_at=None)
-        return
-    idle_since = workload.idle_since or now
     idle_for = now - idle_since
     if tier.idle_stop_after is not None and idle_for >= tier.idle_stop_after:
         workload_end(
@@ -90,19 +86,18 @@ def _idle_rule(workload: Workload, *, utilization: float, now, backend: ClusterB
             backend=backend,
         )
         return
-    fields = {"idle_since": idle_since}
     warn = tier.idle_warn_after is not None and idle_for >= tier.idle_warn_after
     if warn and workload.idle_warned_at is None:
-        fields["idle_warned_at"] = now
+        Workload.objects.filter(pk=workload.pk).update(idle_warned_at=now)
         stop = f" and will be stopped after {tier.idle_stop_after}" if tier.idle_stop_after else ""
         workload_event_record(
             workload, "idle_warning", f"Its GPUs have been idle for {idle_for}{stop}."
         )
-    Workload.objects.filter(pk=workload.pk).update(**fields)
 
 
 def idle_and_runtime_check(*, backend: ClusterBackend) -> None:
-    """Stop over-runtime workloads; warn, then stop, workloads idle past their tier's limits."""
+    """Stop over-runtime workloads; record what monitoring sees of each running workload's
+    GPUs; warn, then stop, workloads idle past their tier's limits."""
     now = clock.now()
     running = Workload.objects.filter(state=Workload.State.RUNNING).select_related(
         "tier", "project"
@@ -116,10 +111,22 @@ def idle_and_runtime_check(*, backend: ClusterBackend) -> None:
                 backend=backend,
             )
             continue
-        if workload.tier.idle_warn_after is None and workload.tier.idle_stop_after is None:
+        if not workload.needs_gpu:
             continue
-        utilization = backend.gpu_utilization(
-            namespace=workload.project.namespace, workload=workload.object_name
-        )
-        if utilization is not None:
-            _idle_rule(workload, utilization=utilization, now=now, backend=backend)
+        where = {"namespace": workload.project.namespace, "workload": workload.object_name}
+        utilization = backend.gpu_utilization(**where)
+        readings = {
+            "gpu_utilization": utilization,
+            "gpu_memory_used": backend.gpu_memory_used(**where),
+            "gpu_seen_at": now,
+        }
+        if utilization is not None:  # unknown changes nothing: never act on what is unseen
+            idle = utilization < IDLE_UTILIZATION
+            readings["idle_since"] = (workload.idle_since or now) if idle else None
+            if not idle:
+                readings["idle_warned_at"] = None
+        Workload.objects.filter(pk=workload.pk).update(**readings)
+        tier = workload.tier
+        idle_limited = tier.idle_warn_after is not None or tier.idle_stop_after is not None
+        if readings.get("idle_since") is not None and idle_limited:
+            _idle_rule(workload, idle_since=readings["idle_since"], now=now, backend=backend)

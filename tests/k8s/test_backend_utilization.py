@@ -53,3 +53,19 @@ def test_without_prometheus_utilization_is_unknown_and_nothing_is_asked(api_serv
     )
     assert backend.gpu_utilization(namespace="acme-research", workload="training-42") is None
     assert api_server.log == []
+
+
+MEMORY = (
+    f"sum(DCGM_FI_DEV_FB_USED{{{SELECTOR}}}) / (sum(DCGM_FI_DEV_FB_USED{{{SELECTOR}}})"
+    f" + sum(DCGM_FI_DEV_FB_FREE{{{SELECTOR}}}))"
+)
+
+
+def test_memory_used_is_framebuffer_used_over_framebuffer_held(api_server, backend):
+    _expect(api_server, MEMORY, _vector("0.93"))
+    assert backend.gpu_memory_used(namespace="acme-research", workload="training-42") == 0.93
+
+
+def test_without_framebuffer_data_memory_used_is_unknown(api_server, backend):
+    _expect(api_server, MEMORY, _vector())
+    assert backend.gpu_memory_used(namespace="acme-research", workload="training-42") is None

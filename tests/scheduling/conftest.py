@@ -131,3 +131,14 @@ def globex_serving(globex, bruno, submit):
         tier="inference-prod",
         gpus=8,
     )
+
+
+@pytest.fixture
+def operator_client(client, django_user_model):
+    """The console's client signed in as a staff operator."""
+    client.force_login(
+        django_user_model.objects.create_user(
+            username="ops", email="ops@example.com", password="x", is_staff=True
+        )
+    )
+    return client

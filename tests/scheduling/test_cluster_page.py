@@ -10,16 +10,6 @@ pytestmark = pytest.mark.django_db
 URL = "/staff/cluster/"
 
 
-@pytest.fixture
-def operator_client(client, django_user_model):
-    client.force_login(
-        django_user_model.objects.create_user(
-            username="ops", email="ops@example.com", password="x", is_staff=True
-        )
-    )
-    return client
-
-
 def one_gpu_held_on_each_dgx(submit):
     """A workload of acme's holding GPU 0 of each of the 8 DGX nodes."""
     workload = submit(name="spread")

@@ -1,0 +1,270 @@
+"""Operators' insights: rules over what the portal measures (the queue, the GPUs' utilization
+and memory as monitoring last saw them, reservations) that explain a problem in words, as GPU
+operations practice reads them. Each rule answers an `Insight` or nothing; thresholds are
+named here. Prometheus alert rules in deploy/ say the same over the metrics."""
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db.models import Q, QuerySet
+
+from portal.templatetags.console import duration
+from tenants.permissions import Caller, require_operator
+
+from . import engine
+from .models import Node, Placement, Reservation, Workload
+from .services.following import IDLE_UTILIZATION
+from .specs_from_models import engine_nodes
+
+# Running work busy below this on average, while work waits: blocked before the GPU.
+LOW_UTILIZATION = 0.40
+# A queue this long, or a wait this old, is worth an operator's look.
+QUEUE_LONG = 5
+WAIT_LONG = timedelta(minutes=30)
+# One class asked by this share of the waiting GPUs: demand concentrated on one model.
+CONCENTRATION = 0.7
+# GPU memory this full with compute this idle: batch size or data loading.
+MEMORY_FULL = 0.90
+COMPUTE_LOW = 0.30
+# An active reservation using less than this share of its GPUs, past its first WAIT_LONG.
+RESERVED_USED_LOW = 0.5
+# A notebook whose GPUs idled this long.
+NOTEBOOK_IDLE = timedelta(minutes=30)
+# Readings older than this (monitoring stopped answering) are not trusted.
+READING_FRESH = timedelta(minutes=10)
+SUBJECTS_SHOWN = 10
+
+NEEDS_GPU = Q(gpus__gt=0) | Q(gpu_milli__gt=0) | Q(mig_count__gt=0)
+
+
+@dataclass(frozen=True)
+class Insight:
+    rule: str  # a slug, the same as the alert rule's
+    title: str
+    finding: str  # what is measured, in words
+    advice: str  # what it usually means and what to do
+    subjects: list[str] = field(default_factory=list)  # the workloads or reservations concerned
+
+
+def insights(*, caller: Caller, now: datetime) -> list[Insight]:
+    """Operators: every rule that finds a problem now."""
+    require_operator(caller)
+    pending = list(
+        Workload.objects.filter(NEEDS_GPU, state=Workload.State.PENDING).select_related(
+            "project__organization"
+        )
+    )
+    seen = list(_freshly_seen(now))
+    found = [
+        _blocked_before_the_gpu(seen, pending, now),
+        _demand_on_one_class(pending, now),
+        _memory_full_compute_idle(seen),
+        _reserved_capacity_idle(now),
+        _idle_notebooks(seen, now),
+    ]
+    return [insight for insight in found if insight is not None]
+
+
+def _freshly_seen(now: datetime) -> QuerySet[Workload]:
+    """Running GPU workloads monitoring has lately read."""
+    return (
+        Workload.objects.filter(
+            NEEDS_GPU,
+            state=Workload.State.RUNNING,
+            gpu_utilization__isnull=False,
+            gpu_seen_at__gte=now - READING_FRESH,
+        )
+        .select_related("project__organization")
+        .order_by("gpu_utilization", "project__organization__slug", "project__slug", "name")
+    )
+
+
+def _name(workload: Workload) -> str:
+    return f"{workload.project.organization.slug}/{workload.project.slug}/{workload.name}"
+
+
+def _percent(fraction: float) -> str:
+    return f"{round(fraction * 100)}%"
+
+
+def _gpus_asked(workload: Workload) -> int:
+    """Whole GPUs a request occupies at least: a share or MIG instances count one a
+    replica."""
+    return (workload.gpus or 1) * workload.replicas
+
+
+def _blocked_before_the_gpu(
+    seen: list[Workload], pending: list[Workload], now: datetime
+) -> Insight | None:
+    if not seen or not pending:
+        return None
+    mean = sum(w.gpu_utilization for w in seen) / len(seen)
+    oldest = now - min(w.submitted_at for w in pending)
+    if mean >= LOW_UTILIZATION or (len(pending) < QUEUE_LONG and oldest < WAIT_LONG):
+        return None
+    return Insight(
+        rule="low_utilization_long_queue",
+        title="GPUs held but idle while work waits",
+        finding=(
+            f"The {len(seen)} running GPU workloads average {_percent(mean)} GPU utilization"
+            f" while {len(pending)} wait (the oldest for {duration(oldest)})."
+        ),
+        advice=(
+            "Work is blocked before the GPU: data loading, CPU, storage or network keep the"
+            " GPUs waiting. Look at the least busy first; their GPUs would serve the queue."
+        ),
+        subjects=[f"{_name(w)}: {_percent(w.gpu_utilization)}" for w in seen[:SUBJECTS_SHOWN]],
+    )
+
+
+def _demand_on_one_class(pending: list[Workload], now: datetime) -> Insight | None:
+    asked: dict[str, int] = defaultdict(int)
+    oldest: dict[str, datetime] = {}
+    for workload in pending:
+        wanted = workload.gpu_classes[0] if workload.gpu_classes else "any class"
+        asked[wanted] += _gpus_asked(workload)
+        oldest[wanted] = min(oldest.get(wanted, workload.submitted_at), workload.submitted_at)
+    total = sum(asked.values())
+    if len(pending) < 2 or not total:
+        return None
+    wanted, gpus = max(asked.items(), key=lambda item: item[1])
+    waited = now - oldest[wanted]
+    if gpus / total < CONCENTRATION or waited < WAIT_LONG:
+        return None
+    idle = [
+        f"{gpu_class} has {count} idle"
+        for gpu_class, count in sorted(_idle_gpus_by_class().items())
+        if gpu_class != wanted and count
+    ]
+    elsewhere = f" Meanwhile {', '.join(idle)}." if idle else ""
+    workloads = sum(
+        1 for w in pending if (w.gpu_classes[0] if w.gpu_classes else "any class") == wanted
+    )
+    return Insight(
+        rule="demand_on_one_class",
+        title=f"Demand concentrated on {wanted}",
+        finding=(
+            f"{workloads} of {len(pending)} waiting workloads ask for {wanted} ({gpus} of"
+            f" {total} GPUs asked); the oldest has waited {duration(waited)}.{elsewhere}"
+        ),
+        advice=(
+            "Demand is concentrated on one model. Let tenants name a fallback class, move"
+            " quota or reservations to the classes with room, or add capacity of this one."
+        ),
+    )
+
+
+def _idle_gpus_by_class() -> dict[str, int]:
+    """Idle GPUs of ready nodes per class, as the engine counts them."""
+    nodes = Node.objects.filter(ready=True).select_related("pool__gpu_class")
+    active = Placement.objects.filter(ended_at__isnull=True).select_related("node")
+    idle: dict[str, int] = defaultdict(int)
+    for capacity in engine.pool_capacity(nodes=engine_nodes(nodes, active)):
+        idle[capacity.gpu_class] += capacity.gpus_idle
+    return idle
+
+
+def _memory_full_compute_idle(seen: list[Workload]) -> Insight | None:
+    stuck = [
+        w
+        for w in seen
+        if w.gpu_memory_used is not None
+        and w.gpu_memory_used >= MEMORY_FULL
+        and w.gpu_utilization < COMPUTE_LOW
+    ]
+    if not stuck:
+        return None
+    return Insight(
+        rule="memory_full_compute_idle",
+        title="GPU memory full, compute idle",
+        finding=(
+            f"{len(stuck)} running workload{'s' * (len(stuck) > 1)} fill"
+            f"{'s' * (len(stuck) == 1)} at least {_percent(MEMORY_FULL)} of GPU memory but"
+            f" use{'s' * (len(stuck) == 1)} under {_percent(COMPUTE_LOW)} of compute."
+        ),
+        advice=(
+            "Usually a batch size chosen to fill memory with kernels too small to keep the GPU"
+            " busy, or a data loader that cannot feed it. Profile a step; smaller GPUs, MIG"
+            " instances or sharing may serve it as well."
+        ),
+        subjects=[
+            f"{_name(w)}: memory {_percent(w.gpu_memory_used)}, compute"
+            f" {_percent(w.gpu_utilization)}"
+            for w in stuck[:SUBJECTS_SHOWN]
+        ],
+    )
+
+
+def _reserved_capacity_idle(now: datetime) -> Insight | None:
+    active = Reservation.objects.filter(
+        state=Reservation.State.ACTIVE, starts_at__lte=now - WAIT_LONG, ends_at__gt=now
+    ).select_related("organization", "project", "pool", "gpu_class")
+    idle = []
+    for reservation in active:
+        placements = Placement.objects.filter(
+            ended_at__isnull=True,
+            node__pool=reservation.pool,
+            workload__project__organization=reservation.organization,
+            workload__gpu_class=reservation.gpu_class,
+            mig_profile=reservation.mig_profile,
+        )
+        if reservation.project_id:
+            placements = placements.filter(workload__project=reservation.project_id)
+        used = sum(
+            p.mig_count if reservation.mig_profile else len(p.gpu_indices) for p in placements
+        )
+        if used < reservation.gpus * RESERVED_USED_LOW:
+            idle.append((reservation, used))
+    if not idle:
+        return None
+    return Insight(
+        rule="reserved_capacity_idle",
+        title="Reserved capacity left idle",
+        finding=(
+            f"{len(idle)} active reservation{'s' * (len(idle) > 1)} use"
+            f"{'s' * (len(idle) == 1)} under {_percent(RESERVED_USED_LOW)} of"
+            f" {'their' if len(idle) > 1 else 'its'} GPUs."
+        ),
+        advice=(
+            "Reserved GPUs are billed and kept from others whether used or not. Ask the tenant"
+            " whether the work is coming; shorter or smaller reservations, or on-demand quota,"
+            " may serve it."
+        ),
+        subjects=[
+            f"{r.organization.slug}: {used} of {r.gpus} {r.gpu_class.name}"
+            f"{' ' + r.mig_profile if r.mig_profile else ''} in {r.pool.name} in use, reserved"
+            f" until {r.ends_at:%Y-%m-%d %H:%M} UTC"
+            for r, used in idle[:SUBJECTS_SHOWN]
+        ],
+    )
+
+
+def _idle_notebooks(seen: list[Workload], now: datetime) -> Insight | None:
+    since = now - NOTEBOOK_IDLE
+    notebooks = [
+        w
+        for w in seen
+        if w.kind == Workload.Kind.NOTEBOOK and w.idle_since is not None and w.idle_since <= since
+    ]
+    if not notebooks:
+        return None
+    held = sum(_gpus_asked(w) for w in notebooks)
+    return Insight(
+        rule="idle_notebooks",
+        title="Idle notebooks holding GPUs",
+        finding=(
+            f"{len(notebooks)} notebook{'s' * (len(notebooks) > 1)} idle (under"
+            f" {_percent(IDLE_UTILIZATION)} GPU utilization) for over {duration(NOTEBOOK_IDLE)}"
+            f" hold{'s' * (len(notebooks) == 1)} {held} GPU{'s' * (held > 1)}."
+        ),
+        advice=(
+            "Interactive sessions left open. An idle stop on the notebook tier frees them on"
+            " its own; MIG instances or GPU shares suit interactive work better than whole"
+            " GPUs."
+        ),
+        subjects=[
+            f"{_name(w)}: idle since {w.idle_since:%Y-%m-%d %H:%M} UTC"
+            for w in notebooks[:SUBJECTS_SHOWN]
+        ],
+    )
