@@ -4,6 +4,7 @@ from allauth.account.adapter import get_adapter
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -11,6 +12,7 @@ from django.views.decorators.http import require_POST
 from portal.console import REFUSED, attempt
 
 from . import selectors, services
+from .api.filters import AuditEventFilter
 from .forms import (
     InvitationForm,
     OrganizationCreateForm,
@@ -21,6 +23,7 @@ from .forms import (
 from .permissions import Action, caller_of, role_allows
 
 ISSUED_SECRET_KEY = "tenants.issued_token_secret"
+AUDIT_PAGE = 50
 
 
 @login_required
@@ -221,8 +224,21 @@ def token_revoke(request, org_slug: str, token_id):
 def audit(request, org_slug: str):
     caller = caller_of(request)
     organization = selectors.organization_get(caller=caller, slug=org_slug)
-    events = selectors.audit_event_list(caller=caller, organization=organization)[:200]
-    return render(request, "tenants/audit.html", {"organization": organization, "events": events})
+    # The API's filters, so a search reads the same in the console and in a script.
+    filters = AuditEventFilter(
+        request.GET or None,
+        queryset=selectors.audit_event_list(caller=caller, organization=organization),
+    )
+    valid = not filters.is_bound or filters.is_valid()
+    events = filters.qs if valid else filters.queryset.none()
+    page = Paginator(events, AUDIT_PAGE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "tenants/audit.html",
+        {"organization": organization, "filters": filters, "page": page, "query": query},
+    )
 
 
 def invitation(request, token: str):

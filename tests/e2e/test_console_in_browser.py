@@ -119,6 +119,7 @@ def test_an_owner_reserves_gpus_on_a_phone_without_sideways_scrolling(alice, acm
         ("alice@acme.example", "/orgs/acme/tokens/"),
         ("alice@acme.example", "/orgs/acme/audit/"),
         ("ops@example.com", "/staff/cluster/"),
+        ("ops@example.com", "/staff/insights/"),
         ("ops@example.com", "/staff/approvals/"),
         ("ops@example.com", "/staff/metering/"),
     ],

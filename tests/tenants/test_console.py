@@ -133,3 +133,39 @@ def test_a_password_reset_mails_a_link(alice, client):
 
 def test_a_forged_invitation_link_is_a_404_page(client):
     assert client.get("/invitations/forged-token/").status_code == 404
+
+
+@pytest.fixture
+def audited(alice, acme):
+    """Two projects created by alice, then a token issued: three events of acme's."""
+    for slug in ("one", "two"):
+        services.project_create(caller=Caller(user=alice), organization=acme, name=slug, slug=slug)
+    services.token_issue(caller=Caller(user=alice), organization=acme, name="ci", scope="read")
+
+
+def audit_rows(page: str) -> list[str]:
+    return re.findall(r"<td><code>([a-z_.]+)</code></td>", page)
+
+
+def test_the_audit_page_filters_by_action_as_the_api_does(audited, alice, signed_in):
+    page = signed_in(alice).get("/orgs/acme/audit/?action=project.create").content.decode()
+    assert audit_rows(page) == ["project.create", "project.create"]
+
+
+def test_the_audit_page_filters_by_actor_in_any_case(audited, alice, signed_in):
+    page = signed_in(alice).get("/orgs/acme/audit/?actor=ALICE@acme.example").content.decode()
+    assert len(audit_rows(page)) >= 3
+
+
+def test_an_unreadable_time_filter_is_explained_and_lists_nothing(audited, alice, signed_in):
+    page = signed_in(alice).get("/orgs/acme/audit/?since=yesterday").content.decode()
+    assert ("No event matches these filters" in page, 'role="alert"' in page) == (True, True)
+
+
+def test_the_audit_page_pages_fifty_events_at_a_time(alice, acme, signed_in):
+    for n in range(51):
+        services.project_create(
+            caller=Caller(user=alice), organization=acme, name=f"p{n}", slug=f"p{n}"
+        )
+    page = signed_in(alice).get("/orgs/acme/audit/").content.decode()
+    assert (len(audit_rows(page)), "Page 1 of 2" in page) == (50, True)
