@@ -648,6 +648,10 @@ class SchedulerState(models.Model):
     last_admitted = models.PositiveIntegerField(default=0)
     last_preempted = models.PositiveIntegerField(default=0)
     last_pending = models.PositiveIntegerField(default=0)
+    # What each organization borrows and could still borrow, per quota resource, as the last
+    # cycle left it: {tenant: {resource: [borrowed, borrowable]}}. Pages read it rather than
+    # build the engine's ledger over the whole cluster on every load.
+    quota_standings = models.JSONField(default=dict)
 
     def __str__(self) -> str:
         return f"last cycle {self.last_cycle_at}: {self.last_cycle_ms:.0f} ms"

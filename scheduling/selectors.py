@@ -22,10 +22,11 @@ from .models import (
     QuotaGrant,
     QuotaRequest,
     Reservation,
+    SchedulerState,
     Workload,
     WorkloadEvent,
 )
-from .specs_from_models import engine_nodes, engine_quotas, engine_running, gpu_tolerations
+from .specs_from_models import engine_nodes
 
 
 def workload_list(*, caller: Caller, project: Project) -> QuerySet[Workload]:
@@ -135,63 +136,28 @@ def quota_usage(*, caller: Caller, organization: Organization) -> Counter[tuple[
 class QuotaUse:
     grant: QuotaGrant
     in_use: int
-    # For the organization's own grants (None for a project's): what it holds above its
-    # guarantee, and what more it could borrow now, as the next cycle would count them.
+    # For the organization's own grants (None for a project's, or before any cycle): what it
+    # holds above its guarantee, and what more it could borrow, as the last cycle left them.
     borrowed: int | None = None
     borrowable: int | None = None
 
 
 def quota_overview(*, caller: Caller, organization: Organization) -> list[QuotaUse]:
     """Each of the organization's grants with what its running work holds of it, and for its
-    own grants what it borrows and could still borrow now."""
+    own grants what it borrows and could still borrow, as the last scheduling cycle counted
+    them (the engine's ledger over the whole cluster, too costly to build per page)."""
     usage = quota_usage(caller=caller, organization=organization)
-    grants = list(quota_list(caller=caller, organization=organization))
-    ledger = quota_ledger() if any(grant.project_id is None for grant in grants) else None
+    state = SchedulerState.objects.filter(pk=1).only("quota_standings").first()
+    standings = state.quota_standings.get(organization.slug, {}) if state else {}
     overview = []
-    for grant in grants:
+    for grant in quota_list(caller=caller, organization=organization):
         in_use = usage[(grant.usage_scope, grant.engine_resource)]
-        if ledger is None or grant.project_id is not None:
-            overview.append(QuotaUse(grant=grant, in_use=in_use))
-            continue
-        tenant, resource = organization.slug, grant.engine_resource
-        unused_guarantee = max(grant.guarantee - in_use, 0)
+        standing = standings.get(grant.engine_resource) if grant.project_id is None else None
+        borrowed, borrowable = standing if standing else (None, None)
         overview.append(
-            QuotaUse(
-                grant=grant,
-                in_use=in_use,
-                borrowed=ledger.borrowed(tenant=tenant, resource=resource),
-                borrowable=max(
-                    ledger.headroom(tenant=tenant, resource=resource) - unused_guarantee, 0
-                ),
-            )
+            QuotaUse(grant=grant, in_use=in_use, borrowed=borrowed, borrowable=borrowable)
         )
     return overview
-
-
-def quota_ledger() -> engine.QuotaLedger:
-    """The engine's quota ledger over the cluster as it is now: every grant, the work that
-    holds GPUs, the ready nodes' capacity (what a scheduling cycle starts from)."""
-    pools = list(NodePool.objects.select_related("gpu_class"))
-    tolerations = gpu_tolerations(pools)
-    placements = list(Placement.objects.filter(ended_at__isnull=True).select_related("node"))
-    by_workload: dict = {}
-    for placement in placements:
-        by_workload.setdefault(placement.workload_id, []).append(placement)
-    active = Workload.objects.filter(state__in=Workload.ACTIVE_STATES).select_related(
-        "project__organization", "tier", "gpu_class"
-    )
-    running = [
-        engine_running(workload, by_workload.get(workload.pk, []), tolerations=tolerations)
-        for workload in active
-    ]
-    ready = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
-    return engine.QuotaLedger(
-        quotas=engine_quotas(
-            QuotaGrant.objects.select_related("organization", "project", "gpu_class")
-        ),
-        running=running,
-        capacity=engine.quota_capacity(engine_nodes(ready, placements), running),
-    )
 
 
 @dataclass(frozen=True)

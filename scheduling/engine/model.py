@@ -312,7 +312,19 @@ class PendingReason:
 
 
 @dataclass(frozen=True)
+class QuotaStanding:
+    """A tenant's own quota of one resource as a cycle leaves it: what it holds above its
+    guarantee, and what more it could borrow now (beyond its unused guarantee)."""
+
+    tenant: str
+    resource: str
+    borrowed: int
+    borrowable: int
+
+
+@dataclass(frozen=True)
 class Decisions:
     admissions: tuple[Admission, ...]
     preemptions: tuple[Preemption, ...]
     pending: tuple[PendingReason, ...]
+    standings: tuple[QuotaStanding, ...] = ()

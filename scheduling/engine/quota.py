@@ -15,7 +15,15 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .model import MILLI_PER_GPU, SHARED, NodeState, Quota, Request, RunningWorkload
+from .model import (
+    MILLI_PER_GPU,
+    SHARED,
+    NodeState,
+    Quota,
+    QuotaStanding,
+    Request,
+    RunningWorkload,
+)
 
 
 @dataclass(frozen=True)
@@ -193,6 +201,23 @@ class QuotaLedger:
             self._group_borrowed[group] - self._group_unused[group], 0
         )
         return drawn + max(borrowed - unused, 0) <= self.pool(resource)
+
+    def standings(self) -> tuple[QuotaStanding, ...]:
+        """Every tenant quota's borrowing as the ledger stands."""
+        standings = []
+        for (tenant, resource), quota in sorted(self._tenant.items()):
+            unused_guarantee = max(quota.guarantee - self.tenant_usage[(tenant, resource)], 0)
+            standings.append(
+                QuotaStanding(
+                    tenant=tenant,
+                    resource=resource,
+                    borrowed=self.borrowed(tenant=tenant, resource=resource),
+                    borrowable=max(
+                        self.headroom(tenant=tenant, resource=resource) - unused_guarantee, 0
+                    ),
+                )
+            )
+        return tuple(standings)
 
     def headroom(self, *, tenant: str, resource: str) -> int:
         """How much more of ``resource`` the tenant could hold now (its organization's quota,

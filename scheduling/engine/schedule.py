@@ -212,6 +212,7 @@ class _Cycle:
             admissions=tuple(admissions),
             preemptions=tuple(self.preemptor.preemptions),
             pending=tuple(pending_reasons),
+            standings=self.ledger.standings(),
         )
 
     def _drain(self) -> None:

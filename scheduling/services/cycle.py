@@ -226,6 +226,7 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
                 "last_admitted": len(decisions.admissions),
                 "last_preempted": len(decisions.preemptions),
                 "last_pending": len(decisions.pending),
+                "quota_standings": _standings(decisions),
             },
         )
         admitted = tuple(a.request_id for a in decisions.admissions)
@@ -237,6 +238,17 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
         pending=len(decisions.pending),
         milliseconds=elapsed,
     )
+
+
+def _standings(decisions: engine.Decisions) -> dict[str, dict[str, list[int]]]:
+    """The cycle's quota standings as `SchedulerState.quota_standings` keeps them."""
+    standings: dict[str, dict[str, list[int]]] = {}
+    for standing in decisions.standings:
+        standings.setdefault(standing.tenant, {})[standing.resource] = [
+            standing.borrowed,
+            standing.borrowable,
+        ]
+    return standings
 
 
 def _persist(

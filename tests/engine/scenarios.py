@@ -43,8 +43,14 @@ MIG = "mig-1g.10gb"
 
 
 def decisions_digest(decisions: Decisions) -> str:
-    """A short fingerprint of every admission, placement, preemption and pending reason."""
-    return hashlib.sha256(repr(decisions).encode()).hexdigest()[:16]
+    """A short fingerprint of every admission, placement, preemption and pending reason (not
+    of the quota standings the cycle leaves, which follow from them), in the text the
+    decisions' repr had when the fingerprints were locked."""
+    decided = (
+        f"Decisions(admissions={decisions.admissions!r}, preemptions={decisions.preemptions!r},"
+        f" pending={decisions.pending!r})"
+    )
+    return hashlib.sha256(decided.encode()).hexdigest()[:16]
 
 
 def _node(rng: Random, i: int) -> NodeState:

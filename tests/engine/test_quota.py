@@ -350,3 +350,18 @@ def test_without_a_quota_there_is_no_headroom():
     assert (
         _ledger(quotas=[quota("globex", gpus=8)]).headroom(tenant="acme", resource="H100-80GB") == 0
     )
+
+
+def test_a_cycle_leaves_each_tenants_borrowing_with_what_it_admitted():
+    # One 8-GPU node: acme guaranteed 2 (limit 6), globex 4 in the same cohort; acme's 5-GPU
+    # job borrows 3 of globex's unused guarantee, and 1 more could still be borrowed.
+    decisions = cycle(
+        nodes=[node("a")],
+        pending=[request("job", gpus=5)],
+        quotas=[
+            quota("acme", gpus=2, limit=6, cohort="lab"),
+            quota("globex", gpus=4, cohort="lab"),
+        ],
+    )
+    standing = {(s.tenant, s.borrowed, s.borrowable) for s in decisions.standings}
+    assert standing == {("acme", 3, 1), ("globex", 0, 0)}

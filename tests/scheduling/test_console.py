@@ -393,3 +393,8 @@ def test_a_workloads_clock_stops_when_it_ends(submit, cycle, advance):
     later = selectors.workload_clock(workload, now=clock.now() + timedelta(days=1))
     assert later.elapsed == workload.finished_at - workload.started_at
     assert later.remaining is None
+
+
+def test_the_quota_page_shows_borrowing_as_unknown_before_the_first_cycle(signed_in, alice, quotas):
+    page = signed_in(alice).get("/orgs/acme/quotas/").content.decode()
+    assert "<td>64 GPUs</td><td>0 GPUs</td><td>—</td><td>—</td>" in page
