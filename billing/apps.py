@@ -7,8 +7,9 @@ class BillingConfig(AppConfig):
 
     def ready(self) -> None:
         from portal.events import Event, ExtensionPoint, check_register, subscribe
+        from portal.metrics import collector_register
 
-        from . import services, tasks
+        from . import metrics, services, tasks
 
         subscribe(Event.ORDER_APPROVED, tasks.order_fulfil.delay)
         subscribe(Event.ORDER_CHANGED, tasks.order_email_send.delay)
@@ -17,3 +18,5 @@ class BillingConfig(AppConfig):
         subscribe(Event.BUDGET_THRESHOLD_CROSSED, tasks.budget_alert_email_send.delay)
         # A spent hard-stop budget refuses new work; scheduling only runs the check.
         check_register(ExtensionPoint.WORKLOAD_SUBMISSION, services.budget_submission_check)
+        # GPU-hours per organization and class on /metrics, from the rated records.
+        collector_register("billing", metrics.billing_metrics)

@@ -488,3 +488,17 @@ def package_charges(*, organization_id, starts_at: datetime, ends_at: datetime) 
                     PackageCharge(order, begins, to_cents(order.unit_price * order.quantity))
                 )
     return charges
+
+
+def gpu_seconds_rated() -> list[tuple[str, str, str, str, Decimal]]:
+    """Operators' /metrics: every rated second of use since the start (reserved capacity
+    itself is not use), summed per (organization, GPU class, resource, MIG profile), in the
+    resource's unit: GPU-, milli-GPU- or instance-seconds."""
+    return list(
+        BillingRecord.objects.filter(
+            charge__in=(BillingRecord.Charge.ON_DEMAND, BillingRecord.Charge.RESERVED_USE)
+        )
+        .values_list("organization__slug", "gpu_class__name", "resource", "mig_profile")
+        .annotate(seconds=Sum("quantity_seconds"))
+        .order_by("organization__slug", "gpu_class__name", "resource", "mig_profile")
+    )

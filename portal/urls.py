@@ -5,7 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from portal.api.errors import api_not_found
 from portal.api.explorers import RedocView
-from portal.views import favicon, health
+from portal.views import favicon, health, metrics, ready
 
 # Operators sign in to admin as everyone signs in to the console: by e-mail, through allauth.
 admin.site.login = secure_admin_login(admin.site.login)
@@ -29,6 +29,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
     path("healthz", health, name="health"),
+    path("readyz", ready, name="ready"),
+    path("metrics", metrics, name="metrics"),
     path("favicon.ico", favicon),
     path("", include(("scheduling.urls", "workloads"), namespace="workloads")),
     path("", include(("billing.urls", "billing"), namespace="billing")),

@@ -1,10 +1,17 @@
-from django.db import connection
-from django.http import HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.conf import settings
+from django.http import (
+    HttpResponse,
+    HttpResponseNotFound,
+    HttpResponsePermanentRedirect,
+    JsonResponse,
+)
 from django.shortcuts import render
 from django.template import loader
 from django.templatetags.static import static
 
 from portal.api.errors import api_bad_request, api_not_found, api_server_error
+from portal.health import readiness
+from portal.metrics import bearer_token_matches, metrics_exposition
 
 # What a console page says when it cannot answer, by status: what happened, and what to do.
 ERRORS = {
@@ -27,10 +34,56 @@ ERRORS = {
 
 
 def health(request):
-    """Liveness and database reachability, for load balancers and probes."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
+    """Liveness: the process answers. It reads nothing, so a database outage does not get
+    every web pod restarted; readiness (`ready`) says whether it can serve."""
     return JsonResponse({"status": "ok"})
+
+
+def ready(request):
+    """Readiness: the database and the broker answer and every migration is applied; 503
+    with the failed checks otherwise."""
+    checks = readiness()
+    failed = {name: why for name, why in checks.items() if why}
+    body = {
+        "status": "unavailable" if failed else "ok",
+        "checks": {name: why or "ok" for name, why in checks.items()},
+    }
+    return JsonResponse(body, status=503 if failed else 200)
+
+
+def metrics(request):
+    """Prometheus metrics behind a bearer token (PORTAL_METRICS_TOKEN); without a token
+    configured the endpoint does not exist."""
+    token = settings.PORTAL_METRICS_TOKEN
+    if not token:
+        return HttpResponseNotFound("Not found.\n", content_type="text/plain")
+    if not bearer_token_matches(request.headers.get("Authorization", ""), token):
+        response = HttpResponse(
+            "A bearer token is required.\n", status=401, content_type="text/plain"
+        )
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    body, content_type = metrics_exposition(accept=request.headers.get("Accept"))
+    return HttpResponse(body, content_type=content_type)
+
+
+# Served before host validation and the HTTPS redirect: probes and Prometheus call a pod by
+# its IP, over plain HTTP inside the cluster.
+PROBES = {"/healthz": health, "/readyz": ready, "/metrics": metrics}
+
+
+class ProbeMiddleware:
+    """Answers the probes and /metrics at once, whatever the Host header (these responses
+    build no URL from it) and without a redirect to HTTPS."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        view = PROBES.get(request.path_info)
+        if view is None or request.method not in {"GET", "HEAD"}:
+            return self.get_response(request)
+        return view(request)
 
 
 def favicon(request):

@@ -12,10 +12,9 @@ from django.db.models import Q, QuerySet
 from portal.templatetags.console import duration
 from tenants.permissions import Caller, require_operator
 
-from . import engine
-from .models import Node, Placement, Reservation, Workload
+from . import selectors
+from .models import Placement, Reservation, Workload
 from .services.following import IDLE_UTILIZATION
-from .specs_from_models import engine_nodes
 
 # Running work busy below this on average, while work waits: blocked before the GPU.
 LOW_UTILIZATION = 0.40
@@ -156,11 +155,8 @@ def _demand_on_one_class(pending: list[Workload], now: datetime) -> Insight | No
 
 
 def _idle_gpus_by_class() -> dict[str, int]:
-    """Idle GPUs of ready nodes per class, as the engine counts them."""
-    nodes = Node.objects.filter(ready=True).select_related("pool__gpu_class")
-    active = Placement.objects.filter(ended_at__isnull=True).select_related("node")
     idle: dict[str, int] = defaultdict(int)
-    for capacity in engine.pool_capacity(nodes=engine_nodes(nodes, active)):
+    for capacity in selectors.cluster_capacity():
         idle[capacity.gpu_class] += capacity.gpus_idle
     return idle
 

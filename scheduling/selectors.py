@@ -4,7 +4,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from django.db.models import F, Prefetch, QuerySet, Sum
+from django.db.models import Count, F, Min, Prefetch, Q, QuerySet, Sum
 
 from portal.db import one_or_not_found
 from portal.errors import NotFound
@@ -428,3 +428,131 @@ def placements_ran(*, since_pk: int = 0) -> QuerySet[Placement]:
 def placements_ended() -> QuerySet[Placement]:
     """Placements that ended (released their GPUs), for metering to close their intervals."""
     return Placement.objects.filter(ended_at__isnull=False)
+
+
+# Operators' figures for /metrics (scheduling/metrics.py): the whole cluster, every tenant.
+
+
+@dataclass(frozen=True)
+class PendingCount:
+    organization: str
+    gpu_class: str  # the first class it accepts ("any": none named)
+    reason: str  # the engine's pending code ("new": no cycle has looked at it yet)
+    count: int
+    oldest_submitted_at: datetime
+
+
+def pending_workload_counts() -> list[PendingCount]:
+    """Waiting workloads by organization, first acceptable GPU class and reason, with when the
+    longest-waiting of each group was submitted."""
+    rows = (
+        Workload.objects.filter(state=Workload.State.PENDING)
+        .values_list("project__organization__slug", "gpu_classes", "pending_code")
+        .annotate(count=Count("id"), oldest=Min("submitted_at"))
+        .order_by()
+    )
+    groups: dict[tuple[str, str, str], PendingCount] = {}
+    for organization, classes, code, count, oldest in rows:
+        key = (organization, classes[0] if classes else "any", code or "new")
+        if key in groups:
+            seen = groups[key]
+            count += seen.count
+            oldest = min(oldest, seen.oldest_submitted_at)
+        groups[key] = PendingCount(*key, count=count, oldest_submitted_at=oldest)
+    return sorted(groups.values(), key=lambda p: (p.organization, p.gpu_class, p.reason))
+
+
+def cluster_capacity() -> list[engine.PoolCapacity]:
+    """Per pool and class, as on the cluster page (`cluster_overview`): GPUs of the ready
+    nodes, the idle ones, and how many 1-, 2-, 4- and 8-GPU requests fit now."""
+    placements = list(Placement.objects.filter(ended_at__isnull=True).select_related("node"))
+    ready = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
+    return engine.pool_capacity(nodes=engine_nodes(ready, placements))
+
+
+def _placement_gpus(gpu_indices: list, gpu_milli: int) -> float:
+    """Whole GPUs a placement holds (a share counts its fraction)."""
+    return len(gpu_indices) * (gpu_milli or MILLI_PER_GPU) / MILLI_PER_GPU
+
+
+def gpus_borrowed_by_pool() -> Counter[tuple[str, str]]:
+    """GPUs (not MIG instances) that work on borrowed quota holds, by (pool, GPU class)."""
+    held: Counter[tuple[str, str]] = Counter()
+    rows = Placement.objects.filter(
+        ended_at__isnull=True, workload__borrowed=True, mig_count=0
+    ).values_list("node__pool__name", "node__pool__gpu_class__name", "gpu_indices", "gpu_milli")
+    for pool, gpu_class, indices, milli in rows:
+        held[(pool, gpu_class)] += _placement_gpus(indices, milli)
+    return held
+
+
+@dataclass(frozen=True)
+class ReservedUse:
+    pool: str
+    gpu_class: str
+    reserved: int  # whole GPUs held by reservations whose window is open now
+    in_use: float  # of them, what the holders' own work holds in the pool
+
+
+def reserved_gpus_in_use(*, now: datetime) -> list[ReservedUse]:
+    """Per pool: the GPUs of reservations open now (approved or active, whole GPUs), and how
+    many of them their holders use (their work in the pool, up to what they reserved)."""
+    reservations = Reservation.objects.filter(
+        state__in=Reservation.SCHEDULED_STATES,
+        mig_profile="",
+        starts_at__lte=now,
+        ends_at__gt=now,
+    ).select_related("pool", "gpu_class")
+    used: Counter[tuple[int, int, int | None]] = Counter()
+    rows = Placement.objects.filter(ended_at__isnull=True, mig_count=0).values_list(
+        "node__pool_id",
+        "workload__project__organization_id",
+        "workload__project_id",
+        "gpu_indices",
+        "gpu_milli",
+    )
+    for pool, organization, project, indices, milli in rows:
+        gpus = _placement_gpus(indices, milli)
+        used[(pool, organization, None)] += gpus
+        used[(pool, organization, project)] += gpus
+    totals: dict[tuple[str, str], list[float]] = {}
+    # Project reservations first: their project's work fills them before the organization's.
+    for reservation in sorted(reservations, key=lambda r: r.project_id is None):
+        key = (reservation.pool_id, reservation.organization_id, reservation.project_id)
+        taken = min(used[key], reservation.held_gpus)
+        used[key] -= taken
+        if reservation.project_id is not None:  # what it took is no longer the organization's
+            used[(reservation.pool_id, reservation.organization_id, None)] -= taken
+        total = totals.setdefault((reservation.pool.name, reservation.gpu_class.name), [0, 0])
+        total[0] += reservation.held_gpus
+        total[1] += taken
+    return [
+        ReservedUse(pool=pool, gpu_class=gpu_class, reserved=int(reserved), in_use=in_use)
+        for (pool, gpu_class), (reserved, in_use) in sorted(totals.items())
+    ]
+
+
+def last_cycle_at() -> datetime | None:
+    """When the scheduling cycle last ran (None: never)."""
+    return SchedulerState.objects.filter(pk=1).values_list("last_cycle_at", flat=True).first()
+
+
+def notebooks_running() -> list[tuple[str, int, int]]:
+    """Per organization: its running notebooks, and how many of them have idle GPUs."""
+    rows = (
+        Workload.objects.filter(state=Workload.State.RUNNING, kind=Workload.Kind.NOTEBOOK)
+        .values_list("project__organization__slug")
+        .annotate(running=Count("id"), idle=Count("id", filter=Q(idle_since__isnull=False)))
+        .order_by("project__organization__slug")
+    )
+    return list(rows)
+
+
+def project_namespaces() -> list[tuple[str, str, str]]:
+    """(namespace, organization, project) of every live project: joins GPU metrics that are
+    labelled by namespace (NVIDIA DCGM's) to tenants."""
+    return list(
+        Project.objects.filter(deleted_at__isnull=True)
+        .order_by("namespace")
+        .values_list("namespace", "organization__slug", "slug")
+    )

@@ -7,6 +7,8 @@ from pathlib import Path
 import dj_database_url
 from kombu import Queue
 
+from portal.logs import logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 
@@ -51,6 +53,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every line logged while serving carries the request id; probes answer before
+    # host validation and the HTTPS redirect (see portal/views.py).
+    "portal.logs.RequestIdMiddleware",
+    "portal.views.ProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -327,12 +333,22 @@ PORTAL_RECONCILE_SECONDS = int(os.environ.get("PORTAL_RECONCILE_SECONDS", "60"))
 if PORTAL_CLUSTER not in {"simulated", "kubernetes"}:
     raise ValueError(f"PORTAL_CLUSTER must be 'simulated' or 'kubernetes', not {PORTAL_CLUSTER!r}")
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-}
+# Logs: "text" lines (development) or "json" lines (production's default), each with the
+# request id, task id, user and organization (portal/logs.py).
+PORTAL_LOG_FORMAT = os.environ.get("PORTAL_LOG_FORMAT", "text")
+if PORTAL_LOG_FORMAT not in {"text", "json"}:
+    raise ValueError(f"PORTAL_LOG_FORMAT must be 'text' or 'json', not {PORTAL_LOG_FORMAT!r}")
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
+LOGGING = logging_config(log_format=PORTAL_LOG_FORMAT, level=LOG_LEVEL)
+
+# The worker logs through LOGGING too (Celery would otherwise replace the root handler with
+# its own, without the request and task ids).
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# /metrics answers only with `Authorization: Bearer <this>`; unset, it answers 404.
+PORTAL_METRICS_TOKEN = os.environ.get("PORTAL_METRICS_TOKEN", "")
+# A Celery worker serves its own process metrics on this port when set (same token).
+PORTAL_WORKER_METRICS_PORT = int(os.environ.get("PORTAL_WORKER_METRICS_PORT", "0"))
 
 
 def every(seconds: int, task: str) -> dict:

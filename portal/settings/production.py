@@ -7,7 +7,7 @@ from collections import Counter
 from django.core.exceptions import ImproperlyConfigured
 
 from .base import *  # noqa: F403
-from .base import MIDDLEWARE, env_bool
+from .base import LOG_LEVEL, MIDDLEWARE, env_bool, logging_config
 
 SECRET_KEY_MIN_LENGTH = 32
 # Shannon entropy of the key's characters: a random key of 32 or more characters from 16 or
@@ -42,8 +42,18 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = True
 SECURE_HSTS_PRELOAD = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
 # Static files served by the application itself (compressed, cache-busted names).
-MIDDLEWARE = [MIDDLEWARE[0], "whitenoise.middleware.WhiteNoiseMiddleware", *MIDDLEWARE[1:]]
+_SECURITY = MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1
+MIDDLEWARE = [
+    *MIDDLEWARE[:_SECURITY],
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    *MIDDLEWARE[_SECURITY:],
+]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
+
+# JSON lines, one per record, with request id, task id, user and organization.
+PORTAL_LOG_FORMAT = os.environ.get("PORTAL_LOG_FORMAT", "json")
+LOGGING = logging_config(log_format=PORTAL_LOG_FORMAT, level=LOG_LEVEL)
+# No default token: without PORTAL_METRICS_TOKEN, /metrics answers 404 (base.py).

@@ -17,7 +17,7 @@ from portal.db import rows_update
 from portal.events import Event, publish
 from tenants.models import Organization, Project
 
-from .. import clock, engine
+from .. import clock, engine, metrics
 from ..models import (
     GpuClass,
     Node,
@@ -231,6 +231,16 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
         )
         admitted = tuple(a.request_id for a in decisions.admissions)
         preempted = tuple(p.victim_id for p in decisions.preemptions)
+        # Counted once the decisions are committed (a rolled back cycle decided nothing).
+        waits = [
+            (a.gpu_class, (now - workloads[a.request_id].submitted_at).total_seconds())
+            for a in decisions.admissions
+        ]
+        transaction.on_commit(
+            lambda: metrics.cycle_observe(
+                seconds=elapsed / 1000, admitted=waits, preempted=len(preempted)
+            )
+        )
     return CycleResult(
         ran=True,
         admitted=admitted,

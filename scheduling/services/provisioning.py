@@ -4,7 +4,7 @@ Re-running changes nothing; a retryable failure is raised for the task to retry.
 
 from tenants.models import Organization, Project
 
-from .. import clock
+from .. import clock, metrics
 from ..cluster import ClusterBackend, ClusterError, manifests_delete
 from ..cluster.manifests import (
     node_labels,
@@ -35,6 +35,9 @@ def _provisioning_record(project: Project | None) -> ProvisioningRecord:
 
 def _provisioning_result(record: ProvisioningRecord, *, error: ClusterError | None, done: str):
     record.attempts += 1
+    if error is not None:
+        outcome = "retryable" if error.retryable else "permanent"
+        metrics.PROVISIONING_FAILURES.labels(scope=record.scope, outcome=outcome).inc()
     if error is None:
         record.state, record.error = done, ""
         record.provisioned_at = clock.now()
@@ -51,6 +54,7 @@ def provisioning_give_up(project_id=None, *, reason: str) -> ProvisioningRecord:
     """The cluster kept failing: record why, for the project's users and for operators."""
     project = Project.objects.filter(pk=project_id).first() if project_id else None
     record = _provisioning_record(project)
+    metrics.PROVISIONING_FAILURES.labels(scope=record.scope, outcome="gave_up").inc()
     record.state = ProvisioningRecord.State.FAILED
     record.error = f"Gave up after retries: {reason}"
     record.save(update_fields=["state", "error", "updated_at"])

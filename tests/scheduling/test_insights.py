@@ -4,6 +4,8 @@ reservations, and stays quiet when the problem is not there."""
 from datetime import timedelta
 
 import pytest
+import yaml
+from django.conf import settings
 
 from scheduling import clock, insights
 from scheduling.models import GpuClass, NodePool, Reservation
@@ -182,3 +184,20 @@ def test_the_check_records_what_monitoring_sees_of_each_running_gpu_workload(
         0.7,
         True,
     )
+
+
+def test_every_insight_rule_has_a_prometheus_alert_of_its_name():
+    alerts = yaml.safe_load((settings.BASE_DIR / "deploy/prometheus/alerts.yaml").read_text())
+    named = {
+        rule["labels"]["insight"]
+        for group in alerts["groups"]
+        for rule in group["rules"]
+        if "insight" in rule.get("labels", {})
+    }
+    assert named == {
+        "low_utilization_long_queue",
+        "demand_on_one_class",
+        "memory_full_compute_idle",
+        "reserved_capacity_idle",
+        "idle_notebooks",
+    }
