@@ -1,9 +1,11 @@
 """Database helpers every app may use."""
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from django.core.exceptions import ValidationError
-from django.db import connection, models
+from django.db import DatabaseError, connection, models
 
 from .errors import NotFound
 
@@ -58,3 +60,33 @@ def one_or_not_found(queryset, pk, name: str):
     if found is None:
         raise NotFound(f"No such {name}.")
     return found
+
+
+def advisory_lock_key(name: str) -> int:
+    """A stable signed 64-bit key for a PostgreSQL advisory lock named `name`."""
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), signed=True)
+
+
+@contextmanager
+def advisory_lock(name: str) -> Iterator[bool]:
+    """Hold the PostgreSQL session advisory lock `name` while the block runs: True if taken,
+    False at once (no wait) if another session holds it. Session-level, so it spans the
+    block's own transactions. Without PostgreSQL (SQLite: the demo's single worker) True."""
+    if connection.vendor != "postgresql":
+        yield True
+        return
+    key = advisory_lock_key(name)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        taken = bool(cursor.fetchone()[0])
+    try:
+        yield taken
+    finally:
+        if taken:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+            except DatabaseError:
+                # A broken connection (or an aborted transaction around the block): closing
+                # the session is what releases its locks.
+                connection.close()

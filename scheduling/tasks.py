@@ -2,14 +2,19 @@
 service of the same name. Cluster failures are retried with exponential backoff and jitter; when
 the retries run out, the failure is recorded where users and operators see it."""
 
+import functools
+import logging
 from collections.abc import Callable
 
 from celery import Task, shared_task
 
 from portal.celery import queue_depth
+from portal.db import advisory_lock
 
 from . import services
 from .cluster import ClusterError, get_backend
+
+logger = logging.getLogger(__name__)
 
 RETRY = {
     "autoretry_for": (ClusterError,),
@@ -18,6 +23,24 @@ RETRY = {
     "retry_jitter": True,
     "max_retries": 10,
 }
+
+
+def one_at_a_time(task: Callable) -> Callable:
+    """A periodic task that runs once at a time across every worker: a second beat, or a pass
+    that outlasts its interval, finds the lock taken and does nothing (None). For passes whose
+    work a concurrent twin would repeat: a reservation's state change published (mailed) twice,
+    an idle warning recorded twice, a gang requeued again by a pass that read it before the
+    first requeued it."""
+
+    @functools.wraps(task)
+    def run(*args, **kwargs):
+        with advisory_lock(f"task:{task.__module__}.{task.__name__}") as taken:
+            if not taken:
+                logger.info("%s is already running elsewhere; skipped", task.__name__)
+                return None
+            return task(*args, **kwargs)
+
+    return run
 
 
 def cluster_task(give_up: Callable[..., object]):
@@ -47,7 +70,8 @@ def cluster_provision() -> str:
 
 
 @shared_task(**RETRY)
-def inventory_sync() -> list[str]:
+@one_at_a_time
+def inventory_sync() -> list[str] | None:
     return services.inventory_sync(backend=get_backend())
 
 
@@ -86,11 +110,13 @@ def workload_objects_delete(workload_id: str) -> None:
 
 
 @shared_task(**RETRY)
-def workloads_sync() -> int:
+@one_at_a_time
+def workloads_sync() -> int | None:
     return services.workloads_sync(backend=get_backend())
 
 
 @shared_task(**RETRY)
+@one_at_a_time
 def idle_and_runtime_check() -> None:
     services.idle_and_runtime_check(backend=get_backend())
 
@@ -103,7 +129,8 @@ def cluster_reconcile() -> dict:
 
 
 @shared_task
-def reservations_advance() -> dict:
+@one_at_a_time
+def reservations_advance() -> dict | None:
     return services.reservations_advance()
 
 

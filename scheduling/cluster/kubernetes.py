@@ -46,6 +46,38 @@ _RESOURCES = {
     "Job": ("jobs", True),
     "Deployment": ("deployments", True),
 }
+# Every request the backend makes, as RBAC names it: (API group, resource, verb). `apply`
+# creates, and reads then updates what already exists; `delete` deletes (priority classes are
+# never deleted); nodes are listed, read and patched (labels, taints); `workload_statuses` lists
+# pods, Jobs and Deployments. The ClusterRole of deploy/kubernetes/ grants exactly these, plus
+# the rules of the tenant Role the portal creates in each namespace (Kubernetes lets nobody
+# grant what it does not hold); tests/deploy records every request of every backend call and
+# checks both.
+_APPLIED = {
+    "": ("namespaces", "resourcequotas", "limitranges", "serviceaccounts", "services", "pods"),
+    "rbac.authorization.k8s.io": ("roles", "rolebindings"),
+    "networking.k8s.io": ("networkpolicies",),
+    "scheduling.k8s.io": ("priorityclasses",),
+    "batch": ("jobs",),
+    "apps": ("deployments",),
+}
+API_PERMISSIONS: frozenset[tuple[str, str, str]] = frozenset(
+    {
+        *(
+            (group, resource, verb)
+            for group, resources in _APPLIED.items()
+            for resource in resources
+            for verb in ("create", "get", "update", "delete")
+            if (resource, verb) != ("priorityclasses", "delete")
+        ),
+        ("", "nodes", "get"),
+        ("", "nodes", "list"),
+        ("", "nodes", "patch"),
+        ("", "pods", "list"),
+        ("batch", "jobs", "list"),
+        ("apps", "deployments", "list"),
+    }
+)
 _WORKLOAD_API_VERSIONS = {
     kind: api_version
     for api_version, kind in (workload_primary_object(kind=kind) for kind in WorkloadKind)
