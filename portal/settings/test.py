@@ -22,3 +22,6 @@ PORTAL_METER_CONNECTIONS = 1
 CELERY_TASK_DEFAULT_QUEUE, CELERY_TASK_QUEUES, CELERY_TASK_ROUTES = celery_queues(
     f"portal-test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-"
 )
+# Every browser test signs in from 127.0.0.1 and signs up the same addresses, and a Redis cache
+# outlives each test (and each run): allauth's rate limits would refuse the suite itself.
+ACCOUNT_RATE_LIMITS = False

@@ -3,6 +3,8 @@ import shutil
 
 import pytest
 
+from .browser import signed_in
+
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 
 
@@ -47,11 +49,40 @@ def sign_in(page):
     from ..factories import PASSWORD
 
     def as_user(email: str):
-        page.goto("/accounts/login/")
-        page.fill("input[name=login]", email)
-        page.fill("input[name=password]", PASSWORD)
-        page.click("button[type=submit]")
-        page.wait_for_url("**/")
-        return page
+        return signed_in(page, email, PASSWORD)
 
     return as_user
+
+
+@pytest.fixture
+def open_as(browser, live_server):
+    """A page of its own browser context, signed in as ``email``: two people at two screens (a
+    tenant and an operator) without signing each other out."""
+    from ..factories import PASSWORD
+
+    contexts = []
+
+    def open_page(email: str, password: str = PASSWORD):
+        context = browser.new_context(base_url=live_server.url)
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        return signed_in(page, email, password)
+
+    yield open_page
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def demo(transactional_db):
+    """The data `make demo` seeds (cluster, acme with alice and bob, quotas, catalog, an
+    operator); returns the demo password."""
+    import io
+
+    from django.core.management import call_command
+
+    from portal.management.commands.seed_demo import DEMO_PASSWORD
+
+    call_command("seed_demo", stdout=io.StringIO())
+    return DEMO_PASSWORD

@@ -6,9 +6,9 @@ import pytest
 
 from tenants.models import ApiToken, Project
 
-pytestmark = pytest.mark.e2e
+from .browser import ARTIFACTS, signed_in
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "var" / "test-artifacts"
+pytestmark = pytest.mark.e2e
 
 
 def test_an_owner_signs_in_and_creates_a_project(alice, acme, sign_in):
@@ -46,7 +46,6 @@ def test_a_member_issues_a_token_and_sees_its_secret_once(mia, acme, sign_in):
 
 
 def test_a_member_submits_a_gpu_workload_and_sees_it_queued(mia, acme, ai_dev, sign_in):
-    from pathlib import Path
 
     from django.conf import settings
 
@@ -76,7 +75,6 @@ def test_a_member_submits_a_gpu_workload_and_sees_it_queued(mia, acme, ai_dev, s
 
 def test_an_owner_reserves_gpus_on_a_phone_without_sideways_scrolling(alice, acme, sign_in):
     from datetime import timedelta
-    from pathlib import Path
 
     from django.conf import settings
 
@@ -135,11 +133,7 @@ def test_every_console_page_fits_a_phone(page, email, path):
 
     call_command("seed_demo", stdout=io.StringIO())
     page.set_viewport_size({"width": 390, "height": 844})
-    page.goto("/accounts/login/")
-    page.fill("input[name=login]", email)
-    page.fill("input[name=password]", DEMO_PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url("**/")
+    signed_in(page, email, DEMO_PASSWORD)
     response = page.goto(path)
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     name = path.strip("/").replace("/", "_") or "home"
@@ -152,7 +146,6 @@ def test_a_workloads_page_follows_it_from_pending_to_running_without_a_reload(
 ):
     """The live part of the page refreshes itself (htmx, every 5 s) while the scheduler admits
     the workload and the cluster reports it running."""
-    from pathlib import Path
 
     from django.conf import settings
 
@@ -209,11 +202,7 @@ def test_an_owner_downloads_an_invoice_and_its_pdf_shows_the_total(page):
     from portal.management.commands.seed_demo import DEMO_PASSWORD
 
     call_command("seed_demo", stdout=io.StringIO())
-    page.goto("/accounts/login/")
-    page.fill("input[name=login]", "alice@acme.example")
-    page.fill("input[name=password]", DEMO_PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url("**/")
+    signed_in(page, "alice@acme.example", DEMO_PASSWORD)
     page.goto("/orgs/acme/invoices/")
     with page.expect_download() as download:
         page.click("text=PDF")

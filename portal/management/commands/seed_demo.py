@@ -265,7 +265,12 @@ DEMO_WORKLOADS = [
         cpu_milli=64000,
         memory_mib=512 * 1024,
         max_runtime=timedelta(hours=12),
-        env={"SIMULATED_RUNTIME_SECONDS": "900"},
+        # Memory full, compute a fifth busy: the insights page explains it.
+        env={
+            "SIMULATED_RUNTIME_SECONDS": "900",
+            "SIMULATED_GPU_UTIL": "0.22",
+            "SIMULATED_GPU_MEMORY": "0.96",
+        },
     ),
     scheduling.WorkloadRequest(
         name="resnet-eval",
@@ -288,5 +293,6 @@ DEMO_WORKLOADS = [
         mig_profile="mig-1g.10gb",
         mig_count=1,
         gpus=0,
+        env={"SIMULATED_GPU_UTIL": "0.01"},  # left open: idle
     ),
 ]
