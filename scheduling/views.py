@@ -207,16 +207,27 @@ def quotas(request, org_slug: str):
 @login_required
 def cluster(request):
     """Operators: the cluster per pool, free against schedulable capacity, node by node, each
-    GPU coloured by the tenant that holds it."""
+    GPU coloured by the tenant that holds it and lettered by its tier."""
     pools = selectors.cluster_overview(caller=caller_of(request))
     cells = [cell for pool in pools for _, gpus in pool.nodes for cell in gpus]
     tenants = sorted({cell.tenant for cell in cells if cell.tenant})
     # A hue per tenant, spread around the wheel, so neighbours differ.
     hues = {tenant: (index * 137) % 360 for index, tenant in enumerate(tenants)}
     grids = [
-        (pool, [(node, [(gpu, hues.get(gpu.tenant)) for gpu in gpus]) for node, gpus in pool.nodes])
+        (
+            pool,
+            [
+                (
+                    node,
+                    [(gpu, hues.get(gpu.tenant)) for gpu in gpus],
+                    sum(1 for g in gpus if g.tenant),
+                )
+                for node, gpus in pool.nodes
+            ],
+        )
         for pool in pools
     ]
+    tiers = sorted({cell.tier for cell in cells if cell.tenant})
     queue = selectors.queue_across_tenants(caller=caller_of(request))
     return render(
         request,
@@ -224,6 +235,7 @@ def cluster(request):
         {
             "grids": grids,
             "legend": sorted(hues.items()),
+            "tiers": [(tier[:1].upper(), tier) for tier in tiers],
             "queue": queue[:50],
             "waiting": queue.count(),
         },

@@ -141,15 +141,15 @@ def test_every_console_page_fits_a_phone(page, email, path):
     assert (response.status, overflow <= 0) == (200, True)
 
 
-def test_a_workloads_page_follows_it_from_pending_to_running_without_a_reload(
+def test_a_workloads_page_follows_it_from_pending_to_succeeded_without_a_reload(
     mia, acme, ai_dev, sign_in
 ):
     """The live part of the page refreshes itself (htmx, every 5 s) while the scheduler admits
-    the workload and the cluster reports it running."""
+    the workload and the cluster reports it running, then done."""
 
     from django.conf import settings
 
-    from scheduling import services
+    from scheduling import clock, services
     from scheduling.cluster.simulated import SimulatedBackend
     from scheduling.models import GpuClass, QuotaGrant, Workload
     from tenants.permissions import Caller
@@ -171,6 +171,7 @@ def test_a_workloads_page_follows_it_from_pending_to_running_without_a_reload(
             image="pytorch:latest",
             gpu_classes=("L4",),
             gpus=1,
+            env={"SIMULATED_RUNTIME_SECONDS": "60"},
         ),
     )
     page = sign_in("mia@acme.example")
@@ -187,6 +188,9 @@ def test_a_workloads_page_follows_it_from_pending_to_running_without_a_reload(
             break
         services.workloads_sync(backend=backend)
     page.wait_for_selector("#workload-live .state.running", timeout=20_000)
+    clock.advance(seconds=120)  # past its simulated runtime
+    services.workloads_sync(backend=backend)
+    page.wait_for_selector("#workload-live .state.succeeded", timeout=20_000)
     assert page.evaluate("window.openedOnce") is True
 
 

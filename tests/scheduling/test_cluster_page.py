@@ -63,3 +63,15 @@ def test_the_queue_across_tenants_shows_each_waiting_workload_with_why(
         True,
         True,
     )
+
+
+def test_a_held_gpu_is_lettered_by_its_tier_with_a_legend(operator_client, submit, cluster):
+    one_gpu_held_on_each_dgx(submit)
+    page = operator_client.get(URL).content.decode()
+    assert ('milli-GPU">T</span>' in page, "<strong>T</strong> training" in page) == (True, True)
+
+
+def test_each_node_says_how_many_of_its_gpus_are_used(operator_client, submit, cluster):
+    one_gpu_held_on_each_dgx(submit)
+    page = operator_client.get(URL).content.decode()
+    assert page.count('<span class="muted nowrap">1/8 used</span>') == 8
