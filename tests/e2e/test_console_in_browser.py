@@ -182,11 +182,10 @@ def test_a_workloads_page_follows_it_from_pending_to_succeeded_without_a_reload(
     for admitted in result.admitted:
         services.workload_launch(workload_id=admitted, backend=backend)
     page.wait_for_selector("#workload-live .state.admitted", timeout=20_000)
-    # The simulated cluster reports the pod running at a later status sync.
-    for _ in range(20):
-        if Workload.objects.get(name="live").state == Workload.State.RUNNING:
-            break
-        services.workloads_sync(backend=backend)
+    # The simulated cluster reports the pod running once it has started (5 s on its clock).
+    clock.advance(seconds=10)
+    services.workloads_sync(backend=backend)
+    assert Workload.objects.get(name="live").state == Workload.State.RUNNING
     page.wait_for_selector("#workload-live .state.running", timeout=20_000)
     clock.advance(seconds=120)  # past its simulated runtime
     services.workloads_sync(backend=backend)

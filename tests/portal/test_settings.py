@@ -15,7 +15,10 @@ def import_settings(module: str, then: str = "", **env) -> subprocess.CompletedP
         f"import django, os; os.environ['DJANGO_SETTINGS_MODULE']='{module}'; django.setup()\n"
         f"{then}"
     )
-    clean = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DATABASE_URL")}
+    # As a deployment starts: nothing of this test process's own (the browser tests' async
+    # switch among them).
+    ours = ("SECRET_KEY", "DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")
+    clean = {k: v for k, v in os.environ.items() if k not in ours}
     return subprocess.run(
         [sys.executable, "-c", code],
         env={**clean, **env},
