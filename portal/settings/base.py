@@ -130,8 +130,6 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
-STATICFILES_DIRS = [BASE_DIR / "portal" / "static"]
-
 LOGIN_URL = "account_login"
 LOGIN_REDIRECT_URL = "console:home"
 
