@@ -48,3 +48,31 @@ class ProjectFactory(factory.django.DjangoModelFactory):
     slug = factory.Sequence(lambda n: f"project{n}")
     name = factory.LazyAttribute(lambda p: p.slug.title())
     namespace = factory.LazyAttribute(lambda p: f"{p.organization.slug}-{p.slug}")
+
+
+def h100_reservation_offered(operator, *, name: str = "H100 reserved"):
+    """Reserved H100-hours at 2.4650 in the catalog since yesterday, as an operator adds them
+    (the H100-80GB class must exist)."""
+    from datetime import timedelta
+    from decimal import Decimal
+
+    from billing import services
+    from billing.models import CatalogItem
+    from scheduling import clock
+    from scheduling.models import GpuClass
+    from tenants.permissions import Caller
+
+    item = services.catalog_item_save(
+        caller=Caller(user=operator),
+        item=CatalogItem(
+            slug="h100-reserved",
+            name=name,
+            kind="reservation",
+            gpu_class=GpuClass.objects.get(name="H100-80GB"),
+            active_from=clock.now() - timedelta(days=1),
+        ),
+    )
+    services.price_version_add(
+        caller=Caller(user=operator), item=item, unit_price=Decimal("2.4650")
+    )
+    return item

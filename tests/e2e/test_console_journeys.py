@@ -10,12 +10,12 @@ A screenshot of each step goes to var/test-artifacts/ (to look at, not compared)
 
 import re
 from datetime import timedelta
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 
+from ..factories import h100_reservation_offered
 from .browser import ARTIFACTS, signed_in
 
 pytestmark = pytest.mark.e2e
@@ -25,6 +25,23 @@ TIMES = "\N{MULTIPLICATION SIGN}"  # as the console writes quantities: "8 <TIMES
 
 def shoot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"journey_{name}.png"), full_page=True)
+
+
+def l4_requested(user, organization, *, gpus: int) -> None:
+    """``user`` asks for ``gpus`` L4s from tomorrow 09:00 UTC for two hours."""
+    from scheduling import services
+    from tenants.permissions import Caller
+
+    services.reservations_request(
+        caller=Caller(user=user),
+        organization=organization,
+        request=services.ReservationRequest(
+            gpu_class="L4",
+            gpus=gpus,
+            starts_at=tomorrow_at_nine(),
+            ends_at=tomorrow_at_nine() + timedelta(hours=2),
+        ),
+    )
 
 
 def tomorrow_at_nine():
@@ -58,26 +75,7 @@ def cluster(transactional_db):
 @pytest.fixture
 def reserved_h100(operator, cluster):
     """Reserved H100-hours at 2.4650, in the catalog since yesterday, approved by an operator."""
-    from billing import services
-    from billing.models import CatalogItem
-    from scheduling import clock
-    from scheduling.models import GpuClass
-    from tenants.permissions import Caller
-
-    item = services.catalog_item_save(
-        caller=Caller(user=operator),
-        item=CatalogItem(
-            slug="h100-reserved",
-            name="H100 reserved",
-            kind="reservation",
-            gpu_class=GpuClass.objects.get(name="H100-80GB"),
-            active_from=clock.now() - timedelta(days=1),
-        ),
-    )
-    services.price_version_add(
-        caller=Caller(user=operator), item=item, unit_price=Decimal("2.4650")
-    )
-    return item
+    return h100_reservation_offered(operator)
 
 
 # -- Journeys -----------------------------------------------------------------------------------
@@ -205,20 +203,9 @@ def test_an_owner_orders_from_the_catalog_and_sees_it_fulfilled_once_an_operator
 def test_an_operator_approves_a_reservation_and_the_owner_sees_it_approved(
     alice, acme, operator, cluster, open_as
 ):
-    from scheduling import services
     from scheduling.models import Reservation
-    from tenants.permissions import Caller
 
-    services.reservations_request(
-        caller=Caller(user=alice),
-        organization=acme,
-        request=services.ReservationRequest(
-            gpu_class="L4",
-            gpus=2,
-            starts_at=tomorrow_at_nine(),
-            ends_at=tomorrow_at_nine() + timedelta(hours=6),
-        ),
-    )
+    l4_requested(alice, acme, gpus=2)
     tenant = open_as("alice@acme.example")
     tenant.goto("/orgs/acme/reservations/")
     mine = tenant.locator("tr", has_text=f"2 {TIMES} L4").locator(".state")
@@ -555,20 +542,9 @@ def test_asking_for_quota_works_from_the_keyboard_alone(demo, open_as):
 
 
 def test_an_operator_approves_from_the_keyboard_alone(alice, acme, operator, cluster, sign_in):
-    from scheduling import services
     from scheduling.models import Reservation
-    from tenants.permissions import Caller
 
-    services.reservations_request(
-        caller=Caller(user=alice),
-        organization=acme,
-        request=services.ReservationRequest(
-            gpu_class="L4",
-            gpus=1,
-            starts_at=tomorrow_at_nine(),
-            ends_at=tomorrow_at_nine() + timedelta(hours=2),
-        ),
-    )
+    l4_requested(alice, acme, gpus=1)
     page = sign_in("ops@example.com")
     page.goto("/staff/approvals/")
     keyboard_submit(page, "form[action$='/approve/']", [], submit_with="Space")

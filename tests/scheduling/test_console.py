@@ -347,18 +347,23 @@ def test_the_workloads_page_pages_fifty_at_a_time(signed_in, mia, submit):
     assert ("page 1 of 2 (51 workloads)" in first, second.count("workloads/w")) == (True, 1)
 
 
+def running_for(submit, cycle, advance, *, max_runtime: timedelta, seconds: int) -> Workload:
+    """A one-GPU workload with ``max_runtime``, running ``seconds`` after it is admitted."""
+    workload = submit(
+        name="timed",
+        gpus=1,
+        max_runtime=max_runtime,
+        env={"SIMULATED_RUNTIME_SECONDS": str(int(max_runtime.total_seconds()))},
+    )
+    cycle()
+    advance(seconds=seconds)
+    return Workload.objects.get(pk=workload.pk)
+
+
 def test_the_detail_page_shows_how_long_a_workload_ran_and_has_left(
     signed_in, mia, submit, cycle, advance
 ):
-    submit(
-        name="timed",
-        gpus=1,
-        max_runtime=timedelta(hours=2),
-        env={"SIMULATED_RUNTIME_SECONDS": "7200"},
-    )
-    cycle()
-    advance(seconds=1_800)
-    workload = Workload.objects.get(name="timed")
+    workload = running_for(submit, cycle, advance, max_runtime=timedelta(hours=2), seconds=1_800)
     assert workload.state == "Running"
     page = signed_in(mia).get(f"{PAGE}timed/").content.decode()
     elapsed = duration(clock.now() - workload.started_at)
@@ -379,15 +384,7 @@ def test_the_detail_page_shows_how_long_a_pending_workload_has_waited(
 
 
 def test_a_workloads_clock_stops_when_it_ends(submit, cycle, advance):
-    workload = submit(
-        name="timed",
-        gpus=1,
-        max_runtime=timedelta(hours=1),
-        env={"SIMULATED_RUNTIME_SECONDS": "3600"},
-    )
-    cycle()
-    advance(seconds=600)
-    workload = Workload.objects.get(pk=workload.pk)
+    workload = running_for(submit, cycle, advance, max_runtime=timedelta(hours=1), seconds=600)
     services.workload_cancel(caller=Caller(user=workload.submitted_by), workload=workload)
     workload.refresh_from_db()
     later = selectors.workload_clock(workload, now=clock.now() + timedelta(days=1))

@@ -19,7 +19,7 @@ from django.db import connection
 from django_celery_beat.models import PeriodicTask
 
 from billing import services as billing
-from billing.models import CancellationCharge, CatalogItem, Order, UsageInterval
+from billing.models import CancellationCharge, Order, UsageInterval
 from scheduling import clock, services
 from scheduling.cluster.simulated import SimulatedBackend
 from scheduling.models import (
@@ -35,7 +35,7 @@ from scheduling.models import (
 from tenants.models import Invitation
 from tenants.permissions import Caller
 
-from ..factories import ProjectFactory, UserFactory
+from ..factories import ProjectFactory, UserFactory, h100_reservation_offered
 from .conftest import start_worker, stop_worker, wait_for
 
 pytestmark = pytest.mark.worker
@@ -277,18 +277,7 @@ def operator(transactional_db):
 @pytest.fixture
 def reserved(simulated, operator):
     """Reserved H100-hours at 2.4650, free to cancel until 24 h before the window, then 50%."""
-    item = billing.catalog_item_save(
-        caller=Caller(user=operator),
-        item=CatalogItem(
-            slug="h100-reserved",
-            name="Reserved H100",
-            kind="reservation",
-            gpu_class=GpuClass.objects.get(name="H100-80GB"),
-            active_from=clock.now() - timedelta(days=1),
-        ),
-    )
-    billing.price_version_add(caller=Caller(user=operator), item=item, unit_price=Decimal("2.465"))
-    return item
+    return h100_reservation_offered(operator, name="Reserved H100")
 
 
 def test_a_reservation_cancelled_in_the_api_is_charged_by_a_real_worker(
