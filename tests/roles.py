@@ -31,3 +31,8 @@ MANAGERS_READ = [
     ("outsider", 404),
     ("anonymous", 401),
 ]
+
+# The same for a console page: an anonymous visitor is sent to sign in.
+CONSOLE_MANAGERS_READ = [
+    (caller, 302 if caller == "anonymous" else status) for caller, status in MANAGERS_READ
+]

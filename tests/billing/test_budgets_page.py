@@ -9,7 +9,7 @@ from billing import services
 from billing.models import Budget
 from tenants.permissions import Caller
 
-from .test_usage_page import CONSOLE_MANAGERS_READ
+from ..roles import CONSOLE_MANAGERS_READ
 
 pytestmark = pytest.mark.django_db
 

@@ -10,22 +10,13 @@ import pytest
 
 from billing import charts, services
 
+from ..roles import CONSOLE_MANAGERS_READ
 from .test_metering import DAY, ran
 
 pytestmark = pytest.mark.django_db
 
 URL = "/orgs/acme/usage/"
 MONTH = f"{DAY + timedelta(hours=1):%Y-%m}"
-
-CONSOLE_MANAGERS_READ = [
-    ("owner", 200),
-    ("admin", 200),
-    ("member", 403),
-    ("viewer", 403),
-    ("foreign", 404),
-    ("outsider", 404),
-    ("anonymous", 302),
-]
 
 
 @pytest.fixture
