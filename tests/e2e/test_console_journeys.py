@@ -760,3 +760,42 @@ def test_a_live_refresh_keeps_the_keyboard_focus_where_it_was(demo, open_as):
     )
     page.evaluate("window.refreshed")  # waits for the next refresh
     assert page.evaluate("document.activeElement.name") == "state"
+
+
+def test_a_waiting_workload_shows_why_and_the_quota_numbers_behind_it(demo, open_as):
+    """The demo's acme holds 16 of its 48 H100s (32 guaranteed); a 40-GPU job cannot fit its
+    limit: its page says why, and the quota page shows the numbers that say so."""
+    from scheduling import services
+    from scheduling.models import Workload
+    from tenants.models import Project
+    from tenants.permissions import Caller
+
+    project = Project.objects.get(slug="ai-dev")
+    services.scheduling_cycle_run()
+    services.workload_submit(
+        caller=Caller(user=project.organization.memberships.get(role="owner").user),
+        project=project,
+        request=services.WorkloadRequest(
+            name="too-big",
+            kind="training",
+            tier="training",
+            image="nvcr.io/nvidia/pytorch:25.01-py3",
+            gpu_classes=("H100-80GB",),
+            gpus=8,
+            replicas=5,
+        ),
+    )
+    services.scheduling_cycle_run()
+    waiting = Workload.objects.get(name="too-big")
+    page = open_as("alice@acme.example", demo)
+    page.goto("/orgs/acme/projects/ai-dev/workloads/too-big/")
+    reason = page.locator("#workload-live .card").first.inner_text()
+    shoot(page, "pending_reason")
+    page.goto("/orgs/acme/quotas/")
+    row = page.locator("tr", has_text="H100-80GB").filter(has_text="organization").first
+    cells = row.locator("td").all_inner_texts()
+    shoot(page, "quota_numbers")
+    assert (waiting.pending_message in reason, cells[2:5]) == (
+        True,
+        ["32 GPUs", "48 GPUs", "16 GPUs"],
+    )
