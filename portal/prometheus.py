@@ -1,6 +1,5 @@
-"""Instant queries to a Prometheus server (DCGM GPU metrics today; the portal's own dashboards
-and alerts tomorrow). A monitoring outage answers None (unknown), never a number or an error:
-a decision must not act on what it cannot see."""
+"""Instant queries to a Prometheus server (DCGM GPU metrics). A monitoring outage answers None
+(unknown), never a number or an error: a decision must not act on what it cannot see."""
 
 import json
 import logging
@@ -17,8 +16,9 @@ class PrometheusClient:
         self.timeout = urllib3.Timeout(connect=timeout[0], read=timeout[1])
         self.http = urllib3.PoolManager()
 
-    def value(self, query: str) -> float | None:
-        """The first sample of an instant query; None when there is none or it failed."""
+    def samples(self, query: str) -> list[tuple[dict[str, str], float]] | None:
+        """Every sample of an instant query as (labels, value), NaN left out; None when the
+        query failed (unknown, not empty)."""
         try:
             response = self.http.request(
                 "GET",
@@ -30,10 +30,8 @@ class PrometheusClient:
             if response.status != 200:
                 raise ValueError(f"HTTP {response.status}")
             result = json.loads(response.data)["data"]["result"]
+            found = [(sample["metric"], float(sample["value"][1])) for sample in result]
         except (urllib3.exceptions.HTTPError, ValueError, KeyError, TypeError) as error:
             logger.warning("Prometheus query %s failed: %s", query, error)
             return None
-        if not result:
-            return None
-        value = float(result[0]["value"][1])
-        return None if math.isnan(value) else value
+        return [(labels, value) for labels, value in found if not math.isnan(value)]

@@ -1,9 +1,9 @@
 """The one protocol every cluster backend speaks, and the errors it raises."""
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Protocol
 
-from .specs import NodeInventory, TaintSpec, WorkloadStatus
+from .specs import GpuReading, NodeInventory, TaintSpec, WorkloadStatus
 
 
 class ClusterError(Exception):
@@ -38,13 +38,12 @@ class ClusterBackend(Protocol):
         status-carrying object, a Job, Deployment or Pod): a few calls, however many."""
         ...
 
-    def gpu_utilization(self, *, namespace: str, workload: str) -> float | None:
-        """Mean GPU utilization (0-1) of the workload's pods lately; None when unknown."""
-        ...
-
-    def gpu_memory_used(self, *, namespace: str, workload: str) -> float | None:
-        """The fraction (0-1) of its GPUs' memory the workload's pods use; None when
-        unknown."""
+    def gpu_readings(
+        self, *, workloads: Mapping[str, Collection[str]]
+    ) -> dict[tuple[str, str], GpuReading]:
+        """Mean GPU utilization and the share of GPU memory used of each named workload's pods
+        (namespace -> workload names), keyed (namespace, workload): a few calls however many;
+        a workload monitoring does not see is absent."""
         ...
 
 

@@ -12,7 +12,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import urllib3
@@ -26,7 +26,14 @@ from .checks import manifest_problems
 from .kubernetes_merge import annotation_set, contains, merged, owned, taint_id
 from .kubernetes_status import STATUS_READERS, node_inventory, workload_status_of
 from .manifests import WORKLOAD_LABEL, workload_primary_object
-from .specs import LABEL_PREFIX, NodeInventory, TaintSpec, WorkloadKind, WorkloadStatus
+from .specs import (
+    LABEL_PREFIX,
+    GpuReading,
+    NodeInventory,
+    TaintSpec,
+    WorkloadKind,
+    WorkloadStatus,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +146,15 @@ def resource_path(*, api_version: str, kind: str, namespace: str | None, name: s
         path += f"/namespaces/{namespace}"
     path += f"/{plural}"
     return f"{path}/{name}" if name else path
+
+
+def workload_of_pod(pod: str, workloads: Collection[str]) -> str | None:
+    """The workload a pod belongs to: a notebook's Pod is named as its workload, a Job's or
+    Deployment's pods are <workload>-<suffix>; the longest name that fits wins ("train-2-x" is
+    train-2's, not train's)."""
+    names = set(workloads)
+    candidates = [pod, *(pod[:i] for i in range(len(pod) - 1, 0, -1) if pod[i] == "-")]
+    return next((name for name in candidates if name in names), None)
 
 
 class KubernetesBackend:
@@ -417,30 +433,54 @@ class KubernetesBackend:
             for name, kind in workloads.items()
         }
 
-    def gpu_utilization(self, *, namespace: str, workload: str) -> float | None:
-        """Mean utilization from DCGM exporter metrics in Prometheus; None (unknown, never 0)
-        when monitoring cannot tell: idle detection must not stop work it cannot see."""
-        if self.prometheus is None:
-            return None
-        # Job and Deployment pods are <name>-<suffix>; a notebook Pod is <name> itself.
-        selector = f'namespace="{namespace}",pod=~"{workload}(-.*)?"'
-        queries = (
-            (f"avg(DCGM_FI_DEV_GPU_UTIL{{{selector}}})", 100.0),  # percent
-            (f"avg(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{selector}}})", 1.0),  # ratio
-        )
-        for query, scale in queries:
-            value = self.prometheus.value(query)
-            if value is not None:
-                return min(max(value / scale, 0.0), 1.0)
-        return None
+    def gpu_readings(
+        self, *, workloads: Mapping[str, Collection[str]]
+    ) -> dict[tuple[str, str], GpuReading]:
+        """From DCGM exporter metrics in Prometheus, per pod: three queries however many
+        workloads (utilization, framebuffer used, framebuffer free), a fourth (graphics engine
+        activity) where the first finds nothing. They ask for every GPU that a pod holds (at
+        most the cluster's GPUs, not a list of namespaces that could outgrow a URL) and keep
+        the pods of the workloads asked. A workload whose pods monitoring does not see is
+        absent: unknown, never 0, for idle detection must not stop work it cannot see."""
+        if self.prometheus is None or not workloads:
+            return {}
+        scope = 'pod!=""'
+        per_pod = "by (namespace, pod)"
+        utilization = self._per_pod(f"avg {per_pod} (DCGM_FI_DEV_GPU_UTIL{{{scope}}})", 100.0)
+        if not utilization:
+            engine = f"avg {per_pod} (DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{scope}}})"
+            utilization = self._per_pod(engine, 1.0)
+        used = self._per_pod(f"sum {per_pod} (DCGM_FI_DEV_FB_USED{{{scope}}})")
+        free = self._per_pod(f"sum {per_pod} (DCGM_FI_DEV_FB_FREE{{{scope}}})")
+        busy: dict[tuple[str, str], list[float]] = {}
+        memory: dict[tuple[str, str], list[float]] = {}
+        for (namespace, pod), value in utilization.items():
+            if (workload := workload_of_pod(pod, workloads.get(namespace, ()))) is not None:
+                busy.setdefault((namespace, workload), []).append(min(max(value, 0.0), 1.0))
+        for (namespace, pod), value in used.items():
+            workload = workload_of_pod(pod, workloads.get(namespace, ()))
+            if workload is not None and (namespace, pod) in free:
+                held = memory.setdefault((namespace, workload), [0.0, 0.0])
+                held[0] += value
+                held[1] += value + free[(namespace, pod)]
+        return {
+            key: GpuReading(
+                utilization=sum(busy[key]) / len(busy[key]) if key in busy else None,
+                memory_used=(
+                    min(memory[key][0] / memory[key][1], 1.0)
+                    if key in memory and memory[key][1] > 0
+                    else None
+                ),
+            )
+            for key in busy.keys() | memory.keys()
+        }
 
-    def gpu_memory_used(self, *, namespace: str, workload: str) -> float | None:
-        """Framebuffer used over framebuffer held (used + free), from DCGM exporter metrics;
-        None when monitoring cannot tell."""
-        if self.prometheus is None:
-            return None
-        selector = f'namespace="{namespace}",pod=~"{workload}(-.*)?"'
-        used = f"sum(DCGM_FI_DEV_FB_USED{{{selector}}})"
-        held = f"(sum(DCGM_FI_DEV_FB_USED{{{selector}}}) + sum(DCGM_FI_DEV_FB_FREE{{{selector}}}))"
-        value = self.prometheus.value(f"{used} / {held}")
-        return None if value is None else min(max(value, 0.0), 1.0)
+    def _per_pod(self, query: str, scale: float = 1.0) -> dict[tuple[str, str], float]:
+        """An instant query's samples by (namespace, pod), divided by ``scale``; empty when
+        Prometheus failed."""
+        samples = self.prometheus.samples(query) or []
+        return {
+            (labels["namespace"], labels["pod"]): value / scale
+            for labels, value in samples
+            if "namespace" in labels and "pod" in labels
+        }

@@ -10,7 +10,7 @@ Environment variables of a workload's container steer the simulation:
 """
 
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from django.db import transaction
@@ -21,7 +21,7 @@ from scheduling.models import SimulatedNodeState, SimulatedObject
 from .base import ClusterError
 from .checks import manifest_problems
 from .description import cluster_description_load
-from .specs import NodeInventory, Phase, TaintSpec, WorkloadStatus
+from .specs import GpuReading, NodeInventory, Phase, TaintSpec, WorkloadStatus
 
 DEFAULT_RUNTIME_SECONDS = 300
 STARTUP_SECONDS = 5
@@ -162,24 +162,22 @@ class SimulatedBackend:
             )
         return WorkloadStatus(phase=Phase.SUCCEEDED, nodes=nodes)
 
-    def gpu_utilization(self, *, namespace: str, workload: str) -> float | None:
-        return self._simulated_gauge(namespace, workload, "SIMULATED_GPU_UTIL", DEFAULT_GPU_UTIL)
-
-    def gpu_memory_used(self, *, namespace: str, workload: str) -> float | None:
-        return self._simulated_gauge(
-            namespace, workload, "SIMULATED_GPU_MEMORY", DEFAULT_GPU_MEMORY
-        )
-
-    def _simulated_gauge(
-        self, namespace: str, workload: str, variable: str, default: float
-    ) -> float | None:
-        """A GPU reading of a workload as its container's environment sets it."""
+    def gpu_readings(
+        self, *, workloads: Mapping[str, Collection[str]]
+    ) -> dict[tuple[str, str], GpuReading]:
+        names = {name for named in workloads.values() for name in named}
         stored = SimulatedObject.objects.filter(
-            namespace=namespace, name=workload, kind__in=("Job", "Deployment", "Pod")
-        ).first()
-        if stored is None:
-            return None
-        return float(_container_env(stored.manifest).get(variable, default))
+            namespace__in=list(workloads), name__in=names, kind__in=("Job", "Deployment", "Pod")
+        )
+        readings = {}
+        for found in stored:
+            if found.name in workloads[found.namespace]:
+                env = _container_env(found.manifest)
+                readings[(found.namespace, found.name)] = GpuReading(
+                    utilization=float(env.get("SIMULATED_GPU_UTIL", DEFAULT_GPU_UTIL)),
+                    memory_used=float(env.get("SIMULATED_GPU_MEMORY", DEFAULT_GPU_MEMORY)),
+                )
+        return readings
 
     # Failure injection, for tests and the demo.
 

@@ -147,3 +147,11 @@ class WorkloadStatus:
             nodes=nodes,
             lost_nodes=tuple(lost),
         )
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    """A workload's GPUs as monitoring sees them lately (0-1 each; None: unknown)."""
+
+    utilization: float | None
+    memory_used: float | None

@@ -6,13 +6,15 @@ from django.db import transaction
 from .. import clock
 from ..cluster import ClusterBackend
 from ..cluster.manifests import workload_primary_object
-from ..cluster.specs import NODE_LOST, Phase, WorkloadStatus
+from ..cluster.specs import NODE_LOST, GpuReading, Phase, WorkloadStatus
 from ..models import Node, Placement, Workload
 from .lifecycle import workload_end, workload_requeue
 from .timeline import workload_event_record
 
 # Below this GPU utilization a workload counts as idle.
 IDLE_UTILIZATION = 0.05
+# What a workload monitoring does not see reads as.
+UNSEEN = GpuReading(utilization=None, memory_used=None)
 
 
 def _status_follow(workload: Workload, status: WorkloadStatus, *, backend: ClusterBackend) -> None:
@@ -97,11 +99,13 @@ def _idle_rule(workload: Workload, *, idle_since, now, backend: ClusterBackend) 
 
 def idle_and_runtime_check(*, backend: ClusterBackend) -> None:
     """Stop over-runtime workloads; record what monitoring sees of each running workload's
-    GPUs; warn, then stop, workloads idle past their tier's limits."""
+    GPUs (one reading of them all); warn, then stop, workloads idle past their tier's
+    limits."""
     now = clock.now()
     running = Workload.objects.filter(state=Workload.State.RUNNING).select_related(
         "tier", "project"
     )
+    watched = []
     for workload in running:
         if workload.expected_end and workload.expected_end <= now:
             workload_end(
@@ -110,23 +114,26 @@ def idle_and_runtime_check(*, backend: ClusterBackend) -> None:
                 reason=f"Stopped at its maximum runtime ({workload.max_runtime}).",
                 backend=backend,
             )
-            continue
-        if not workload.needs_gpu:
-            continue
-        where = {"namespace": workload.project.namespace, "workload": workload.object_name}
-        utilization = backend.gpu_utilization(**where)
-        readings = {
-            "gpu_utilization": utilization,
-            "gpu_memory_used": backend.gpu_memory_used(**where),
+        elif workload.needs_gpu:
+            watched.append(workload)
+    asked: dict[str, set[str]] = {}
+    for workload in watched:
+        asked.setdefault(workload.project.namespace, set()).add(workload.object_name)
+    readings = backend.gpu_readings(workloads=asked) if asked else {}
+    for workload in watched:
+        reading = readings.get((workload.project.namespace, workload.object_name), UNSEEN)
+        fields = {
+            "gpu_utilization": reading.utilization,
+            "gpu_memory_used": reading.memory_used,
             "gpu_seen_at": now,
         }
-        if utilization is not None:  # unknown changes nothing: never act on what is unseen
-            idle = utilization < IDLE_UTILIZATION
-            readings["idle_since"] = (workload.idle_since or now) if idle else None
+        if reading.utilization is not None:  # unknown changes nothing: never act on the unseen
+            idle = reading.utilization < IDLE_UTILIZATION
+            fields["idle_since"] = (workload.idle_since or now) if idle else None
             if not idle:
-                readings["idle_warned_at"] = None
-        Workload.objects.filter(pk=workload.pk).update(**readings)
+                fields["idle_warned_at"] = None
+        Workload.objects.filter(pk=workload.pk).update(**fields)
         tier = workload.tier
         idle_limited = tier.idle_warn_after is not None or tier.idle_stop_after is not None
-        if readings.get("idle_since") is not None and idle_limited:
-            _idle_rule(workload, idle_since=readings["idle_since"], now=now, backend=backend)
+        if fields.get("idle_since") is not None and idle_limited:
+            _idle_rule(workload, idle_since=fields["idle_since"], now=now, backend=backend)

@@ -90,7 +90,7 @@ def requests_of_every_backend_call() -> set[tuple[str, str, str]]:
         namespace="acme-research",
         workloads={"train-42": "Job", "serve-42": "Deployment", "notebook-42": "Pod"},
     )
-    backend.gpu_utilization(namespace="acme-research", workload="train-42")  # Prometheus only
+    backend.gpu_readings(workloads={"acme-research": {"train-42"}})  # Prometheus only
     return api.requests
 
 
