@@ -49,6 +49,10 @@ class OrderForm(forms.Form):
         )
 
 
+# The years a usage page may show: none has use before 2000, and a month's end must stay a date.
+MONTHS_FROM, MONTHS_TO = 2000, 9998
+
+
 class UsageMonthForm(forms.Form):
     """The month a usage page shows, as ``YYYY-MM`` (this month when absent)."""
 
@@ -57,6 +61,12 @@ class UsageMonthForm(forms.Form):
         required=False,
         error_messages={"invalid": "A month is written YYYY-MM, as 2026-11."},
     )
+
+    def clean_month(self) -> str:
+        month = self.cleaned_data["month"]
+        if month and not MONTHS_FROM <= int(month[:4]) <= MONTHS_TO:
+            raise forms.ValidationError(f"A month from {MONTHS_FROM} to {MONTHS_TO}.")
+        return month
 
     def year_month(self) -> tuple[int, int] | None:
         if not self.is_valid() or not self.cleaned_data["month"]:

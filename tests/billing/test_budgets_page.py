@@ -85,3 +85,26 @@ def test_a_member_cannot_remove_a_budget(budget, mia, client):
 def test_another_tenant_gets_a_404_removing_a_budget(budget, bruno, client):
     client.force_login(bruno)
     assert client.post(f"{URL}{budget.pk}/delete/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("monthly_amount", "-5"),
+        ("monthly_amount", "1e100"),
+        ("monthly_amount", "ten"),
+        ("project", "not-ours"),
+        ("thresholds", ""),
+    ],
+)
+def test_hostile_input_is_refused_on_its_field_and_nothing_is_written(
+    acme, alice, client, field, value
+):
+    client.force_login(alice)
+    response = client.post(URL, FORM | {field: value})
+    page = response.content.decode()
+    assert (response.status_code, f'id="id_{field}_error"' in page or "errorlist" in page) == (
+        200,
+        True,
+    )
+    assert Budget.objects.count() == 0

@@ -115,3 +115,20 @@ def test_shares_sum_each_label_largest_first():
         ("x", Decimal(1), 25),
         ("y", Decimal(1), 25),
     ]
+
+
+@pytest.mark.parametrize(
+    ("month", "said"),
+    [
+        ("9999-99", "A month is written YYYY-MM"),
+        ("2026-1", "A month is written YYYY-MM"),
+        ("<script>", "A month is written YYYY-MM"),
+        ("2026-11'; --", "A month is written YYYY-MM"),
+        ("0000-01", "A month from 2000 to 9998."),
+        ("9999-12", "A month from 2000 to 9998."),
+    ],
+)
+def test_a_hostile_month_is_explained_and_this_month_shown(used, alice, client, month, said):
+    client.force_login(alice)
+    response = client.get(URL, {"month": month})
+    assert (response.status_code, said in response.content.decode()) == (200, True)
