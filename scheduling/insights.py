@@ -13,7 +13,7 @@ from portal.templatetags.console import duration
 from tenants.permissions import Caller, require_operator
 
 from . import selectors
-from .models import Placement, Reservation, Workload
+from .models import Workload
 from .services.following import IDLE_UTILIZATION
 
 # Running work busy below this on average, while work waits: blocked before the GPU.
@@ -193,25 +193,12 @@ def _memory_full_compute_idle(seen: list[Workload]) -> Insight | None:
 
 
 def _reserved_capacity_idle(now: datetime) -> Insight | None:
-    active = Reservation.objects.filter(
-        state=Reservation.State.ACTIVE, starts_at__lte=now - WAIT_LONG, ends_at__gt=now
-    ).select_related("organization", "project", "pool", "gpu_class")
-    idle = []
-    for reservation in active:
-        placements = Placement.objects.filter(
-            ended_at__isnull=True,
-            node__pool=reservation.pool,
-            workload__project__organization=reservation.organization,
-            workload__gpu_class=reservation.gpu_class,
-            mig_profile=reservation.mig_profile,
-        )
-        if reservation.project_id:
-            placements = placements.filter(workload__project=reservation.project_id)
-        used = sum(
-            p.mig_count if reservation.mig_profile else len(p.gpu_indices) for p in placements
-        )
-        if used < reservation.gpus * RESERVED_USED_LOW:
-            idle.append((reservation, used))
+    idle = [
+        (use.reservation, use.in_use)
+        for use in selectors.reservations_in_use(now=now)
+        if use.reservation.starts_at <= now - WAIT_LONG
+        and use.in_use < use.reservation.held_gpus * RESERVED_USED_LOW
+    ]
     if not idle:
         return None
     return Insight(
@@ -228,7 +215,7 @@ def _reserved_capacity_idle(now: datetime) -> Insight | None:
             " may serve it."
         ),
         subjects=[
-            f"{r.organization.slug}: {used} of {r.gpus} {r.gpu_class.name}"
+            f"{r.organization.slug}: {used:g} of {r.held_gpus} {r.gpu_class.name}"
             f"{' ' + r.mig_profile if r.mig_profile else ''} in {r.pool.name} in use, reserved"
             f" until {r.ends_at:%Y-%m-%d %H:%M} UTC"
             for r, used in idle[:SUBJECTS_SHOWN]

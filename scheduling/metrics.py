@@ -110,9 +110,17 @@ def scheduling_metrics():
         "Of the reserved GPUs, those the holders' own work uses.",
         by_pool,
     )
-    for use in selectors.reserved_gpus_in_use(now=now):
-        reserved.add_metric([use.pool, use.gpu_class], use.reserved)
-        reserved_in_use.add_metric([use.pool, use.gpu_class], use.in_use)
+    per_pool: dict[tuple[str, str], list[float]] = {}
+    for use in selectors.reservations_in_use(now=now):
+        held = use.reservation
+        if held.mig_profile:  # instances are not GPUs: kept out of these GPU counts
+            continue
+        sums = per_pool.setdefault((held.pool.name, held.gpu_class.name), [0, 0])
+        sums[0] += held.held_gpus
+        sums[1] += use.in_use
+    for (pool, gpu_class), (gpus, in_use) in sorted(per_pool.items()):
+        reserved.add_metric([pool, gpu_class], gpus)
+        reserved_in_use.add_metric([pool, gpu_class], in_use)
 
     notebooks = _gauge("portal_notebooks_running", "Running notebooks.", ["organization"])
     idle = _gauge(

@@ -487,49 +487,43 @@ def gpus_borrowed_by_pool() -> Counter[tuple[str, str]]:
 
 
 @dataclass(frozen=True)
-class ReservedUse:
-    pool: str
-    gpu_class: str
-    reserved: int  # whole GPUs held by reservations whose window is open now
-    in_use: float  # of them, what the holders' own work holds in the pool
+class ReservationUse:
+    reservation: Reservation
+    in_use: float  # of what it holds, what its holders' own work uses in its pool
 
 
-def reserved_gpus_in_use(*, now: datetime) -> list[ReservedUse]:
-    """Per pool: the GPUs of reservations open now (approved or active, whole GPUs), and how
-    many of them their holders use (their work in the pool, up to what they reserved)."""
+def reservations_in_use(*, now: datetime) -> list[ReservationUse]:
+    """Every reservation whose window is open now (approved or active) with what its holders'
+    work uses of it: their GPUs (MIG instances of its profile, for a MIG reservation) in its
+    pool, a project's reservation filled by the project's work first, the organization's by
+    what is left of all its work there."""
     reservations = Reservation.objects.filter(
-        state__in=Reservation.SCHEDULED_STATES,
-        mig_profile="",
-        starts_at__lte=now,
-        ends_at__gt=now,
-    ).select_related("pool", "gpu_class")
-    used: Counter[tuple[int, int, int | None]] = Counter()
-    rows = Placement.objects.filter(ended_at__isnull=True, mig_count=0).values_list(
+        state__in=Reservation.SCHEDULED_STATES, starts_at__lte=now, ends_at__gt=now
+    ).select_related("organization", "project", "pool", "gpu_class")
+    used: Counter[tuple[int, str, int, int | None]] = Counter()
+    rows = Placement.objects.filter(ended_at__isnull=True).values_list(
         "node__pool_id",
+        "mig_profile",
+        "mig_count",
         "workload__project__organization_id",
         "workload__project_id",
         "gpu_indices",
         "gpu_milli",
     )
-    for pool, organization, project, indices, milli in rows:
-        gpus = _placement_gpus(indices, milli)
-        used[(pool, organization, None)] += gpus
-        used[(pool, organization, project)] += gpus
-    totals: dict[tuple[str, str], list[float]] = {}
+    for pool, profile, instances, organization, project, indices, milli in rows:
+        held = instances if profile else _placement_gpus(indices, milli)
+        used[(pool, profile, organization, None)] += held
+        used[(pool, profile, organization, project)] += held
+    uses = []
     # Project reservations first: their project's work fills them before the organization's.
     for reservation in sorted(reservations, key=lambda r: r.project_id is None):
-        key = (reservation.pool_id, reservation.organization_id, reservation.project_id)
-        taken = min(used[key], reservation.held_gpus)
-        used[key] -= taken
+        scope = (reservation.pool_id, reservation.mig_profile, reservation.organization_id)
+        taken = min(used[(*scope, reservation.project_id)], reservation.held_gpus)
+        used[(*scope, reservation.project_id)] -= taken
         if reservation.project_id is not None:  # what it took is no longer the organization's
-            used[(reservation.pool_id, reservation.organization_id, None)] -= taken
-        total = totals.setdefault((reservation.pool.name, reservation.gpu_class.name), [0, 0])
-        total[0] += reservation.held_gpus
-        total[1] += taken
-    return [
-        ReservedUse(pool=pool, gpu_class=gpu_class, reserved=int(reserved), in_use=in_use)
-        for (pool, gpu_class), (reserved, in_use) in sorted(totals.items())
-    ]
+            used[(*scope, None)] -= taken
+        uses.append(ReservationUse(reservation=reservation, in_use=taken))
+    return uses
 
 
 def last_cycle_at() -> datetime | None:

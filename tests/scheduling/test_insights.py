@@ -201,3 +201,24 @@ def test_every_insight_rule_has_a_prometheus_alert_of_its_name():
         "reserved_capacity_idle",
         "idle_notebooks",
     }
+
+
+def test_a_mig_reservation_counts_the_instances_of_its_profile_in_use(submit, cycle, acme, found):
+    now = clock.now()
+    Reservation.objects.create(
+        organization=acme,
+        gpu_class=GpuClass.objects.get(name="A100-80GB"),
+        pool=NodePool.objects.get(name="a100-mig"),
+        gpus=4,
+        mig_profile="mig-1g.10gb",
+        starts_at=now - timedelta(hours=1),
+        ends_at=now + timedelta(hours=4),
+        state=Reservation.State.ACTIVE,
+    )
+    notebook_using(submit, "0.9")
+    cycle()
+    assert (
+        found()["reserved_capacity_idle"]
+        .subjects[0]
+        .startswith("acme: 1 of 4 A100-80GB mig-1g.10gb in a100-mig in use")
+    )
