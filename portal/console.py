@@ -7,6 +7,22 @@ from django.core.exceptions import ValidationError
 
 from portal.errors import DomainError, NotFound
 
+
+def filters_given(query) -> dict[str, str] | None:
+    """The query's parameters that have a value, for binding an API filter set to a console
+    form: a filter form sends its empty fields, which the API's filters refuse as given but
+    invalid (None: nothing filtered)."""
+    given = {name: value for name, value in query.items() if value and name != "page"}
+    return given or None
+
+
+def query_without_page(query):
+    """The query as page links repeat it (each adds its own page)."""
+    kept = query.copy()
+    kept.pop("page", None)
+    return kept
+
+
 # What `attempt` returns when the service refused.
 REFUSED = object()
 

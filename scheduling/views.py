@@ -7,14 +7,15 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from portal.console import REFUSED, attempt
+from portal.console import REFUSED, attempt, filters_given, query_without_page
 from tenants import selectors as tenant_selectors
 from tenants.permissions import Action, caller_of, role_allows
 
 from . import clock, selectors, services
 from . import insights as scheduling_insights
+from .api.filters import WorkloadFilter
 from .forms import QuotaRequestForm, ReservationForm, WorkloadSubmitForm
-from .models import NodePool, ProvisioningRecord, Reservation, Workload
+from .models import NodePool, ProvisioningRecord, Reservation
 
 
 def _project(caller, org_slug: str, project_slug: str):
@@ -32,17 +33,22 @@ WORKLOADS_PER_PAGE = 50
 def workloads(request, org_slug: str, project_slug: str):
     caller = caller_of(request)
     organization, project = _project(caller, org_slug, project_slug)
-    workloads = selectors.workload_list(caller=caller, project=project)
-    states = {state.casefold(): state for state in Workload.State.values}
-    state = states.get(request.GET.get("state", "").casefold())
-    if state:
-        workloads = workloads.filter(state=state)
+    # The API's filters (state and kind in any case, tier, name), so a search reads the same
+    # in the console and in a script.
+    filters = WorkloadFilter(
+        filters_given(request.GET),
+        queryset=selectors.workload_list(caller=caller, project=project),
+    )
+    # Ids of their own: the submit form below has fields of the same names.
+    filters.form.auto_id = "filter_%s"
+    valid = not filters.is_bound or filters.is_valid()
+    workloads = filters.qs if valid else filters.queryset.none()
     listed = {
         "organization": organization,
         "project": project,
         "workloads": Paginator(workloads, WORKLOADS_PER_PAGE).get_page(request.GET.get("page")),
-        "states": Workload.State.values,
-        "state": state,
+        "filters": filters,
+        "query": query_without_page(request.GET),
     }
     if request.htmx:  # the table refreshing itself
         return render(request, "scheduling/_workload_table.html", listed)

@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from portal.console import REFUSED, attempt
+from portal.console import REFUSED, attempt, filters_given, query_without_page
 
 from . import selectors, services
 from .api.filters import AuditEventFilter
@@ -226,18 +226,21 @@ def audit(request, org_slug: str):
     organization = selectors.organization_get(caller=caller, slug=org_slug)
     # The API's filters, so a search reads the same in the console and in a script.
     filters = AuditEventFilter(
-        request.GET or None,
+        filters_given(request.GET),
         queryset=selectors.audit_event_list(caller=caller, organization=organization),
     )
     valid = not filters.is_bound or filters.is_valid()
     events = filters.qs if valid else filters.queryset.none()
     page = Paginator(events, AUDIT_PAGE).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
     return render(
         request,
         "tenants/audit.html",
-        {"organization": organization, "filters": filters, "page": page, "query": query},
+        {
+            "organization": organization,
+            "filters": filters,
+            "page": page,
+            "query": query_without_page(request.GET),
+        },
     )
 
 

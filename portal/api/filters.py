@@ -46,6 +46,12 @@ class EnumFilter(django_filters.ChoiceFilter):
 
     field_class = EnumField
 
+    def __init__(self, *args, **kwargs):
+        # In a console form, the choice of no filter ("any" sends nothing: see
+        # portal.console.filters_given).
+        kwargs.setdefault("empty_label", "any")
+        super().__init__(*args, **kwargs)
+
 
 class OrderingFilter(filters.OrderingFilter):
     """`ordering`: the view's `ordering_fields`, each "-" first for descending, separated by

@@ -339,6 +339,33 @@ def test_the_workloads_page_filters_by_state_in_any_case(signed_in, mia, submit)
     assert ("queued/" in page, "done/" in page) == (False, True)
 
 
+def test_the_workloads_page_filters_by_kind_and_name_as_the_api_does(signed_in, mia, submit):
+    submit(name="train-a")
+    submit(name="train-b", kind="batch-inference", tier="batch")
+    submit(name="eval-a", kind="batch-inference", tier="batch")
+    page = signed_in(mia).get(PAGE, {"kind": "BATCH-INFERENCE", "name": "train"}).content.decode()
+    assert ("train-a/" in page, "train-b/" in page, "eval-a/" in page) == (False, True, False)
+
+
+def test_the_filter_form_sent_with_empty_fields_filters_nothing(signed_in, mia, submit):
+    submit(name="queued")
+    page = signed_in(mia).get(PAGE, {"state": "", "kind": "", "tier": "", "name": ""})
+    assert "queued/" in page.content.decode()
+
+
+def test_an_unknown_state_is_explained_and_lists_nothing(signed_in, mia, submit):
+    submit(name="queued")
+    page = signed_in(mia).get(PAGE, {"state": "sleeping"}).content.decode()
+    assert ("queued/" in page, "No workload matches these filters." in page) == (False, True)
+
+
+def test_page_links_keep_the_filters(signed_in, mia, submit):
+    for n in range(51):
+        submit(name=f"w{n:02d}")
+    page = signed_in(mia).get(PAGE, {"state": "pending"}).content.decode()
+    assert 'href="?state=pending&amp;page=2"' in page
+
+
 def test_the_workloads_page_pages_fifty_at_a_time(signed_in, mia, submit):
     for n in range(51):
         submit(name=f"w{n:02d}")
