@@ -110,11 +110,7 @@ def test_a_visitor_signs_up_verifies_and_creates_an_organization_and_a_project(
     shoot(page, "signup_4_confirmed")
     assert EmailAddress.objects.get(email="nora@newco.example").verified
 
-    page.goto("/accounts/login/")
-    page.fill("input[name=login]", "nora@newco.example")
-    page.fill("input[name=password]", "a-long-gpu-password-2026")
-    page.click("button[type=submit]")
-    page.wait_for_url("**/")
+    signed_in(page, "nora@newco.example", "a-long-gpu-password-2026")
     assert page.locator(".who").inner_text() == "nora@newco.example"
     shoot(page, "signup_5_no_organization_yet")
 
