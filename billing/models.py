@@ -40,6 +40,9 @@ class CatalogItem(models.Model):
         Kind.QUOTA_PACKAGE: "month",
         Kind.DEDICATED_POOL: "month",
     }
+    # What an order makes automatically once approved: reserved GPUs, a grant for the period,
+    # a pool's reservation. On-demand use is billed as it is used: nothing to order.
+    ORDERABLE = (Kind.RESERVATION, Kind.QUOTA_PACKAGE, Kind.DEDICATED_POOL)
 
     slug = models.CharField(max_length=60, unique=True, validators=[slug_validator])
     name = models.CharField(max_length=120)
@@ -89,6 +92,10 @@ class CatalogItem(models.Model):
     @property
     def unit(self) -> str:
         return self.UNITS[self.kind]
+
+    @property
+    def orderable(self) -> bool:
+        return self.kind in self.ORDERABLE
 
 
 class PriceVersion(models.Model):

@@ -306,6 +306,11 @@ class QuotaRequest(models.Model):
     # What the operator granted: the amount and end date may differ from the ask.
     granted_amount = models.PositiveIntegerField(null=True, blank=True)
     granted_until = models.DateTimeField(null=True, blank=True)
+    # When the increase starts to count (a quota package's period starts after its approval),
+    # and when its grant grew: the scheduling cycle grows the grant at the start, takes the
+    # increase back at ``granted_until``.
+    granted_from = models.DateTimeField(null=True, blank=True)
+    applied_at = models.DateTimeField(null=True, blank=True, editable=False)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

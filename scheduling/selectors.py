@@ -550,3 +550,33 @@ def project_namespaces() -> list[tuple[str, str, str]]:
         .order_by("namespace")
         .values_list("namespace", "organization__slug", "slug")
     )
+
+
+def quota_grants_to_come(*, organization: Organization) -> list[QuotaGrant]:
+    """The organization's grants as they will be once its approved increases that have not
+    started yet (a quota package bought for a later period) count: unsaved copies, for what
+    submission may queue to wait for them."""
+    grants = {
+        (g.project_id, g.gpu_class_id, g.resource, g.mig_profile): g
+        for g in QuotaGrant.objects.filter(organization=organization).select_related(
+            "organization", "project", "gpu_class"
+        )
+    }
+    ahead = QuotaRequest.objects.filter(
+        organization=organization, state=QuotaRequest.State.APPROVED, applied_at__isnull=True
+    ).select_related("organization", "project", "gpu_class")
+    for increase in ahead:
+        key = (increase.project_id, increase.gpu_class_id, increase.resource, increase.mig_profile)
+        grant = grants.get(key) or QuotaGrant(
+            organization=increase.organization,
+            project=increase.project,
+            gpu_class=increase.gpu_class,
+            resource=increase.resource,
+            mig_profile=increase.mig_profile,
+            guarantee=0,
+            limit=0,
+        )
+        grants[key] = grant
+        grant.guarantee += increase.granted_amount or 0
+        grant.limit += increase.granted_amount or 0
+    return list(grants.values())

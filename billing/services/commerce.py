@@ -332,6 +332,7 @@ def _make(caller: Caller, order: Order) -> list[dict]:
                 resource="mig" if item.mig_profile else "gpus",
                 mig_profile=item.mig_profile,
                 project=order.project.slug if order.project else None,
+                starts_at=order.starts_at,
                 until=order.ends_at,
             ),
         )

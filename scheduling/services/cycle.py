@@ -43,6 +43,7 @@ from ..specs_from_models import (
     topology_levels,
 )
 from .lifecycle import workloads_evict
+from .quotas import quota_increases_apply
 from .timeline import workload_event
 
 # Any stable 64-bit number: the PostgreSQL advisory lock that lets one cycle run at a time.
@@ -159,6 +160,8 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
         if not _cycle_lock():
             return CycleResult(ran=False)
         now = clock.now()
+        # Increases (a quota package's period) count exactly from their start to their end.
+        quota_increases_apply(now=now)
         pools = list(NodePool.objects.select_related("gpu_class"))
         tolerations = gpu_tolerations(pools)
         placements = list(_active_placements())

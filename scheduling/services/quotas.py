@@ -6,6 +6,7 @@ from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 
 from portal.errors import Conflict
 from portal.events import Event, publish
@@ -105,6 +106,8 @@ class QuotaAsk:
     mig_profile: str = ""
     project: str | None = None
     until: datetime | None = None
+    # When the increase starts (None: at its approval); a grant for an order's period.
+    starts_at: datetime | None = None
 
 
 def quota_request_create(
@@ -130,6 +133,8 @@ def _validated_request(
         errors["gpu_class"] = [f"No GPU class {ask.gpu_class!r}."]
     if ask.until is not None and ask.until <= now:
         errors["until"] = ["The end is in the past."]
+    elif ask.until is not None and ask.starts_at is not None and ask.until <= ask.starts_at:
+        errors["until"] = ["The end comes after the start."]
     if not ask.reason.strip():
         errors["reason"] = ["Say what the quota is for."]
     project = tenant_selectors.project_named(
@@ -185,37 +190,64 @@ def quota_request_approve(
 def quota_grant_for_period(
     *, caller: Caller, organization: Organization, ask: QuotaAsk
 ) -> QuotaRequest:
-    """Grow a grant by ``ask.amount`` until ``ask.until`` without an operator's decision: for
-    an order that was approved (billing's fulfilment of a quota package, never an endpoint). It
-    is kept as an approved request, so that it reverts at its end like any other."""
+    """Grow a grant by ``ask.amount`` from ``ask.starts_at`` until ``ask.until`` without an
+    operator's decision: for an order that was approved (billing's fulfilment of a quota
+    package, never an endpoint). It is kept as an approved request, so that it starts and
+    reverts on time like any other: a period that starts later grows the grant only then."""
     quota_request = _validated_request(caller, organization, ask)
     with transaction.atomic():
         quota_request.state = QuotaRequest.State.APPROVED
         quota_request.save()
-        _grant(caller, quota_request, ask.amount, ask.until)
+        _grant(caller, quota_request, ask.amount, ask.until, starts_at=ask.starts_at)
         quota_request.decided_at = clock.now()
         quota_request.save()
         _audited(caller, quota_request, "quota_request.approve")
     return quota_request
 
 
-def _grant(caller: Caller, quota_request: QuotaRequest, granted: int, until) -> None:
-    """Grow (or create) the grant the request is about by ``granted``; the namespaces follow."""
+def _grant(
+    caller: Caller,
+    quota_request: QuotaRequest,
+    granted: int,
+    until,
+    *,
+    starts_at: datetime | None = None,
+) -> None:
+    """Grow (or create) the grant the request is about by ``granted``; the namespaces follow.
+    An increase that starts later is checked as if it applied now, and grows the grant at its
+    start (``quota_increases_apply``)."""
+    now = clock.now()
+    quota_request.state = QuotaRequest.State.APPROVED
+    quota_request.granted_amount = granted
+    quota_request.granted_until = until
+    quota_request.granted_from = max(starts_at or now, now)
+    key = _grant_key(quota_request)
+    if quota_request.granted_from > now:
+        grant = QuotaGrant.objects.select_for_update().filter(**key).first()
+        grant = grant or QuotaGrant(**key, guarantee=0, limit=0)
+        grant.guarantee += granted
+        grant.limit += granted
+        grant.full_clean(validate_unique=False)
+        _within_organization(grant)
+        return
     grant, _ = QuotaGrant.objects.select_for_update().get_or_create(
-        organization=quota_request.organization,
-        project=quota_request.project,
-        gpu_class=quota_request.gpu_class,
-        resource=quota_request.resource,
-        mig_profile=quota_request.mig_profile,
-        defaults={"guarantee": 0, "limit": 0},
+        **key, defaults={"guarantee": 0, "limit": 0}
     )
     grant.guarantee += granted
     grant.limit += granted
     _grant_save(caller, grant)
-    quota_request.state = QuotaRequest.State.APPROVED
-    quota_request.granted_amount = granted
-    quota_request.granted_until = until
     quota_request.grant = grant
+    quota_request.applied_at = now
+
+
+def _grant_key(quota_request: QuotaRequest) -> dict:
+    return {
+        "organization": quota_request.organization,
+        "project": quota_request.project,
+        "gpu_class": quota_request.gpu_class,
+        "resource": quota_request.resource,
+        "mig_profile": quota_request.mig_profile,
+    }
 
 
 def quota_request_deny(*, caller: Caller, quota_request: QuotaRequest, reason: str) -> QuotaRequest:
@@ -231,29 +263,86 @@ def quota_request_deny(*, caller: Caller, quota_request: QuotaRequest, reason: s
 
 
 def quota_requests_advance(*, now=None) -> dict[str, int]:
-    """The beat task: requests left undecided past their end expire; temporary increases
-    whose end has come are taken back off their grant (never below zero)."""
+    """The beat task: requests left undecided past their end expire; approved increases whose
+    start or end has come grow or leave their grant (as the scheduling cycle also does)."""
     now = now or clock.now()
     with transaction.atomic():
         expired = QuotaRequest.objects.filter(
             state=QuotaRequest.State.REQUESTED, until__lte=now
         ).update(state=QuotaRequest.State.EXPIRED)
-        ending = list(
-            QuotaRequest.objects.select_for_update(of=("self",))
-            .filter(state=QuotaRequest.State.APPROVED, granted_until__lte=now)
-            .select_related("organization", "grant")
+        changed = quota_increases_apply(now=now)
+    return {"expired": expired, **changed}
+
+
+def quota_increases_apply(*, now: datetime) -> dict[str, int]:
+    """Approved increases whose start has come grow their grant; those whose end has come are
+    taken back off it (never below zero). The requests are locked first, then each change
+    locks and re-reads its grant: increases of one grant that start or end together all
+    count, and an approval racing with them is never overwritten. Run by every scheduling
+    cycle before it reads the grants, so that they count exactly over their period."""
+    due = list(
+        QuotaRequest.objects.select_for_update(of=("self",))
+        .filter(state=QuotaRequest.State.APPROVED)
+        .filter(
+            Q(applied_at__isnull=True, granted_from__lte=now)
+            | Q(applied_at__isnull=False, granted_until__lte=now)
         )
-        for quota_request in ending:
-            grant = quota_request.grant
-            if grant is not None:
-                grant.guarantee = max(grant.guarantee - quota_request.granted_amount, 0)
-                grant.limit = max(grant.limit - quota_request.granted_amount, grant.guarantee)
-                grant.save(update_fields=["guarantee", "limit"])
-                _namespaces_follow(grant.organization_id)
-            quota_request.state = QuotaRequest.State.REVERTED
-            quota_request.save(update_fields=["state"])
-            _audited(None, quota_request, "quota_request.revert")
-    return {"expired": expired, "reverted": len(ending)}
+        .select_related("organization", "project", "gpu_class")
+        .order_by("pk")
+    )
+    started = reverted = 0
+    for quota_request in due:
+        ended = quota_request.granted_until is not None and quota_request.granted_until <= now
+        if quota_request.applied_at is None and not ended:
+            _increase_start(quota_request, now=now)
+            started += 1
+            continue
+        if quota_request.applied_at is not None and quota_request.grant_id is not None:
+            _increase_end(quota_request)
+        # (an increase whose whole period passed before it was applied never counted)
+        quota_request.state = QuotaRequest.State.REVERTED
+        quota_request.save(update_fields=["state"])
+        _audited(None, quota_request, "quota_request.revert")
+        reverted += 1
+    return {"started": started, "reverted": reverted}
+
+
+def _increase_start(quota_request: QuotaRequest, *, now: datetime) -> None:
+    grant, _ = QuotaGrant.objects.select_for_update().get_or_create(
+        **_grant_key(quota_request), defaults={"guarantee": 0, "limit": 0}
+    )
+    grant.guarantee += quota_request.granted_amount
+    grant.limit += quota_request.granted_amount
+    grant.save(update_fields=["guarantee", "limit"])
+    _namespaces_follow(grant.organization_id)
+    quota_request.grant = grant
+    quota_request.applied_at = now
+    quota_request.save(update_fields=["grant", "applied_at"])
+    # Audited, not mailed: its approval was.
+    audit_record(
+        caller=None,
+        organization=quota_request.organization,
+        action="quota_request.start",
+        target=quota_request,
+        payload={
+            "gpu_class": quota_request.gpu_class.name,
+            "resource": quota_request.resource,
+            "mig_profile": quota_request.mig_profile,
+            "amount": quota_request.granted_amount,
+            "guarantee": grant.guarantee,
+            "limit": grant.limit,
+        },
+    )
+
+
+def _increase_end(quota_request: QuotaRequest) -> None:
+    grant = QuotaGrant.objects.select_for_update().filter(pk=quota_request.grant_id).first()
+    if grant is None:  # deleted meanwhile
+        return
+    grant.guarantee = max(grant.guarantee - quota_request.granted_amount, 0)
+    grant.limit = max(grant.limit - quota_request.granted_amount, grant.guarantee)
+    grant.save(update_fields=["guarantee", "limit"])
+    _namespaces_follow(grant.organization_id)
 
 
 def quota_request_email_send(*, quota_request_id: str) -> bool:

@@ -24,10 +24,10 @@ from ..models import (
     Node,
     NodePool,
     PriorityTier,
-    QuotaGrant,
     Workload,
     WorkloadEvent,
 )
+from ..selectors import quota_grants_to_come
 from ..specs_from_models import (
     engine_quotas,
     engine_request,
@@ -112,11 +112,8 @@ class _Catalog:
                 if any(request.required_topology for request in requests)
                 else ()
             ),
-            quotas=engine_quotas(
-                QuotaGrant.objects.filter(organization=project.organization).select_related(
-                    "organization", "project", "gpu_class"
-                )
-            ),
+            # A request within a grant as an approved increase will make it may wait for it.
+            quotas=engine_quotas(quota_grants_to_come(organization=project.organization)),
             node_shapes=node_shapes(Node.objects.filter(ready=True)),
         )
 

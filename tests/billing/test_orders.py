@@ -12,7 +12,7 @@ from billing.services import OrderRequest
 from portal.errors import Conflict
 from scheduling import clock
 from scheduling import services as scheduling
-from scheduling.models import GpuClass, QuotaGrant, Reservation
+from scheduling.models import GpuClass, QuotaRequest, Reservation
 from tenants.permissions import Caller
 
 from ..roles import MANAGING
@@ -155,14 +155,18 @@ def test_a_failed_fulfilment_retried_once_the_gpus_are_free_is_fulfilled(
     assert services.order_fulfil(order_id=str(made.pk)).state == Order.State.FULFILLED
 
 
-def test_fulfilling_a_quota_package_grows_the_grant_until_the_period_ends(
+def test_fulfilling_a_quota_package_grants_it_for_the_period_it_was_sold_for(
     offer, cluster, alice, acme, operator
 ):
     offer(slug="h100-package", kind="quota_package", quantity=8, price="10000")
     made = approved(alice, acme, operator, item="h100-package", quantity=1, hours=24 * 30)
     services.order_fulfil(order_id=str(made.pk))
-    grant = QuotaGrant.objects.get(organization=acme, gpu_class__name="H100-80GB")
-    assert (grant.limit, grant.requests.get().granted_until) == (8, made.ends_at)
+    increase = QuotaRequest.objects.get(organization=acme)
+    assert (increase.granted_amount, increase.granted_from, increase.granted_until) == (
+        8,
+        made.starts_at,
+        made.ends_at,
+    )
 
 
 def test_an_order_of_reserved_mig_instances_reserves_instances_of_its_profile(
@@ -437,3 +441,103 @@ def test_an_order_is_priced_at_the_organizations_own_price(reserved, operator, a
         caller=Caller(user=operator), item=reserved, unit_price=Decimal("2.0000"), organization=acme
     )
     assert order(alice, acme).total == Decimal("64.00")
+
+
+def test_an_on_demand_item_cannot_be_ordered_and_the_api_says_why(on_demand, alice, api_as):
+    body = {
+        "item": "h100-on-demand",
+        "quantity": 8,
+        "starts_at": tomorrow().isoformat(),
+        "ends_at": tomorrow(4).isoformat(),
+    }
+    response = api_as(alice).post(URL, body, format="json")
+    fields = response.json()["error"]["fields"]
+    assert (response.status_code, list(fields), "billed as it is used" in fields["item"][0]) == (
+        400,
+        ["item"],
+        True,
+    )
+
+
+def test_the_console_does_not_offer_on_demand_items_to_order(on_demand, reserved, alice, client):
+    client.force_login(alice)
+    page = client.get("/orgs/acme/orders/").content.decode()
+    assert ('value="h100-reserved"' in page, 'value="h100-on-demand"' in page) == (True, False)
+
+
+def test_the_catalog_says_which_items_can_be_ordered(on_demand, reserved, alice, api_as):
+    items = api_as(alice).get("/api/v1/organizations/acme/catalog/").json()
+    items = items.get("results", items)
+    assert {i["slug"]: i["orderable"] for i in items} == {
+        "h100-on-demand": False,
+        "h100-reserved": True,
+    }
+
+
+def api_order(api_as, user, **fields):
+    body = {
+        "item": "h100-reserved",
+        "quantity": 8,
+        "starts_at": tomorrow().isoformat(),
+        "ends_at": tomorrow(4).isoformat(),
+        **fields,
+    }
+    return api_as(user).post(URL, body, format="json")
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"ends_at": "9999-12-31T23:00:00Z"}, "ends_at"),
+        ({"starts_at": "9999-12-31T19:00:00Z", "ends_at": "9999-12-31T23:00:00Z"}, "starts_at"),
+        ({"quantity": 100_000, "ends_at": "2099-12-31T00:00:00Z"}, "quantity"),
+    ],
+)
+def test_an_order_beyond_what_the_portal_can_sell_is_a_400_on_its_field(
+    reserved, alice, api_as, fields, field
+):
+    response = api_order(api_as, alice, **fields)
+    assert (response.status_code, field in response.json()["error"]["fields"]) == (400, True)
+    assert Order.objects.count() == 0
+
+
+def test_more_reserved_gpus_than_the_largest_pool_has_are_refused_as_a_reservation_is(
+    reserved, alice, acme
+):
+    with pytest.raises(ValidationError) as refused:
+        order(alice, acme, quantity=65)
+    assert refused.value.message_dict == {
+        "quantity": ["65 GPUs, but the largest pool of H100-80GB has 64."]
+    }
+
+
+def test_a_quota_package_for_a_thousand_years_is_refused(offer, cluster, alice, acme):
+    offer(slug="h100-package", kind="quota_package", quantity=8, price="10000")
+    with pytest.raises(ValidationError) as refused:
+        order(alice, acme, item="h100-package", quantity=1, hours=24 * 365 * 1000)
+    assert list(refused.value.message_dict) == ["ends_at"]
+
+
+def test_more_packages_than_the_cluster_has_gpus_for_are_refused(offer, cluster, alice, acme):
+    offer(slug="h100-package", kind="quota_package", quantity=8, price="10000")
+    with pytest.raises(ValidationError) as refused:
+        order(alice, acme, item="h100-package", quantity=9, hours=24 * 30)
+    assert list(refused.value.message_dict) == ["quantity"]
+
+
+def test_a_total_too_large_to_keep_is_refused_on_the_quantity(offer, cluster, alice, acme):
+    offer(slug="h100-reserved", kind="reservation", price="100000000")
+    with pytest.raises(ValidationError) as refused:
+        order(alice, acme, quantity=64, hours=24 * 365 * 4)
+    assert (list(refused.value.message_dict), Order.objects.count()) == (["quantity"], 0)
+
+
+def test_the_console_refuses_an_order_starting_at_the_end_of_time_on_the_form(
+    reserved, alice, client
+):
+    client.force_login(alice)
+    response = client.post(
+        "/orgs/acme/orders/",
+        {"item": "h100-reserved", "quantity": 8, "starts_at": "9999-12-31T23:00", "hours": 4},
+    )
+    assert (response.status_code, "5 years" in response.content.decode()) == (200, True)

@@ -199,3 +199,29 @@ def test_each_step_of_a_quota_request_queues_its_mail(
         )
     expected = (tasks.quota_request_email_send.delay, {"quota_request_id": str(quota_request.pk)})
     assert [(c.func, c.keywords) for c in callbacks] == [expected, expected]
+
+
+def a100_grant(organization, guarantee: int, limit: int) -> QuotaGrant:
+    return QuotaGrant.objects.create(
+        organization=organization,
+        gpu_class=GpuClass.objects.get(name="A100-80GB"),
+        guarantee=guarantee,
+        limit=limit,
+    )
+
+
+def test_temporary_increases_of_one_grant_ending_together_are_all_taken_back(
+    cluster, alice, acme, operator
+):
+    grant = a100_grant(acme, 0, 4)
+    until = clock.now() + timedelta(hours=1)
+    for amount in (1, 2):
+        services.quota_request_approve(
+            caller=Caller(user=operator),
+            quota_request=ask(alice, acme, gpu_class="A100-80GB", amount=amount, until=until),
+        )
+    grant.refresh_from_db()
+    raised = (grant.guarantee, grant.limit)
+    services.quota_requests_advance(now=until)
+    grant.refresh_from_db()
+    assert (raised, (grant.guarantee, grant.limit)) == ((3, 7), (0, 4))
