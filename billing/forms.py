@@ -3,7 +3,10 @@ from decimal import Decimal
 
 from django import forms
 
+from scheduling import clock
+
 from .services import OrderRequest
+from .services.commerce import ORDER_HORIZON, ORDER_HORIZON_YEARS
 
 
 class OrderForm(forms.Form):
@@ -30,15 +33,25 @@ class OrderForm(forms.Form):
 
     def __init__(self, *args, items, projects, pools, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["item"].choices = [(item.slug, item.name) for item in items]
+        # What is billed as it is used (on demand) is not ordered.
+        self.fields["item"].choices = [(item.slug, item.name) for item in items if item.orderable]
         self.fields["pool"].choices = [("", "any")] + [(pool.name, pool.name) for pool in pools]
         self.fields["project"].choices = [("", "whole organization")] + [
             (project.slug, project.name) for project in projects
         ]
 
+    def clean_starts_at(self):
+        # The service bounds the start too; here only so that the end is a date at all.
+        starts_at = self.cleaned_data["starts_at"].replace(tzinfo=UTC)
+        if starts_at > clock.now() + ORDER_HORIZON:
+            raise forms.ValidationError(
+                f"An order starts within {ORDER_HORIZON_YEARS} years from now."
+            )
+        return starts_at
+
     def as_request(self) -> OrderRequest:
         data = self.cleaned_data
-        starts_at = data["starts_at"].replace(tzinfo=UTC)
+        starts_at = data["starts_at"]
         return OrderRequest(
             item=data["item"],
             quantity=data["quantity"],

@@ -271,6 +271,12 @@ def pool_resources(pool: NodePool) -> list[tuple[str, int]]:
     return resources
 
 
+def class_capacities(*, gpu_class: GpuClass, mig_profile: str = "") -> dict[str, int]:
+    """``pool_capacity`` of each pool of the class, by pool name."""
+    pools = NodePool.objects.filter(gpu_class=gpu_class).order_by("name")
+    return {pool.name: pool_capacity(pool, mig_profile) for pool in pools}
+
+
 def pool_capacity_named(name: str) -> int:
     """``pool_capacity`` of the pool called ``name`` (0 for none)."""
     pool = NodePool.objects.filter(name=name).first()

@@ -44,6 +44,9 @@ class CatalogItemOutput(serializers.ModelSerializer):
         max_digits=14, decimal_places=4, read_only=True, allow_null=True
     )
     next_price_from = serializers.DateTimeField(read_only=True, allow_null=True)
+    orderable = serializers.BooleanField(
+        read_only=True, help_text="False for on-demand use: billed as it is used, not ordered."
+    )
 
     class Meta:
         model = CatalogItem
@@ -57,6 +60,7 @@ class CatalogItemOutput(serializers.ModelSerializer):
             "tier",
             "quantity",
             "unit",
+            "orderable",
             "currency",
             "unit_price",
             "price_from",

@@ -124,14 +124,23 @@ def order_create(
     errors: dict[str, list[str]] = {}
     if item is None:
         errors["item"] = [f"{request.item!r} is not offered to {organization.slug} now."]
+    elif not item.orderable:
+        errors["item"] = [
+            f"{item.name} is billed as it is used (per {item.unit}), not ordered: submit"
+            " workloads, or order reserved GPUs or a quota package."
+        ]
     if request.starts_at < now:
         errors["starts_at"] = ["The period starts in the past."]
+    elif request.starts_at > now + ORDER_HORIZON:
+        errors["starts_at"] = [f"An order starts within {ORDER_HORIZON_YEARS} years from now."]
     if request.ends_at <= request.starts_at:
         errors["ends_at"] = ["The period ends after it starts."]
     elif item is not None:
         errors.update(_period_problems(item, request.ends_at - request.starts_at))
-    if item is not None:
+    if item is not None and item.orderable:
         errors.update(_pool_problems(item, request))
+        if "quantity" not in errors:
+            errors.update(_capacity_problems(item, request))
     project = tenant_selectors.project_named(
         organization=organization, slug=request.project, errors=errors
     )
@@ -156,6 +165,15 @@ def order_create(
     return order
 
 
+# An order starts within this much of now, and lasts at most this long (or less, by its item's
+# terms): what the portal sells stays within dates it can plan and totals it can keep.
+ORDER_HORIZON_YEARS = 5
+ORDER_HORIZON = timedelta(days=365 * ORDER_HORIZON_YEARS)
+ORDER_LONGEST_HOURS = 24 * 365 * ORDER_HORIZON_YEARS
+# The largest total an order keeps (Order.total: 16 digits, 2 of them decimals).
+TOTAL_CEILING = Decimal("1E14")
+
+
 def _period_problems(item: CatalogItem, length: timedelta) -> dict[str, list[str]]:
     """An order's period within the item's minimum commitment and maximum period."""
     if length < timedelta(hours=item.minimum_commitment_hours):
@@ -163,6 +181,35 @@ def _period_problems(item: CatalogItem, length: timedelta) -> dict[str, list[str
     longest = item.maximum_period_hours
     if longest is not None and length > timedelta(hours=longest):
         return {"ends_at": [f"At most {longest} h, by the item's terms."]}
+    if length > timedelta(hours=ORDER_LONGEST_HOURS):
+        return {"ends_at": [f"An order lasts at most {ORDER_HORIZON_YEARS} years."]}
+    return {}
+
+
+def _capacity_problems(item: CatalogItem, request: OrderRequest) -> dict[str, list[str]]:
+    """No more than the cluster could ever give: reserved GPUs (or MIG instances) within one
+    pool of the class, as a reservation is; a quota package's GPUs within the whole class."""
+    capacities = scheduling_selectors.class_capacities(
+        gpu_class=item.gpu_class, mig_profile=item.mig_profile
+    )
+    unit = f"{item.mig_profile} instances" if item.mig_profile else "GPUs"
+    if item.kind == CatalogItem.Kind.RESERVATION:
+        if request.pool:
+            where, largest = f"pool {request.pool}", capacities.get(request.pool, 0)
+        else:
+            where = f"the largest pool of {item.gpu_class.name}"
+            largest = max(capacities.values(), default=0)
+        if request.quantity > largest:
+            return {"quantity": [f"{request.quantity} {unit}, but {where} has {largest}."]}
+    if item.kind == CatalogItem.Kind.QUOTA_PACKAGE:
+        asked, total = request.quantity * item.quantity, sum(capacities.values())
+        if asked > total:
+            return {
+                "quantity": [
+                    f"{request.quantity} packages of {item.quantity} are {asked} {unit},"
+                    f" but the cluster has {total} of {item.gpu_class.name}."
+                ]
+            }
     return {}
 
 
@@ -192,6 +239,8 @@ def order_submit(*, caller: Caller, order: Order) -> Order:
 
 def _submit(caller: Caller, order: Order, *, now: datetime) -> None:
     """Fix the price in force now; approve at once under the item's rule."""
+    if not order.item.orderable:  # a draft of an item that is no longer ordered
+        raise ValidationError({"item": [f"{order.item.name} is billed as it is used."]})
     version = selectors.price_in_force(item=order.item, at=now, organization=order.organization)
     if version is None:
         raise ValidationError({"item": ["The item has no price yet."]})
@@ -199,6 +248,10 @@ def _submit(caller: Caller, order: Order, *, now: datetime) -> None:
     order.unit_price = version.unit_price
     units = period_units(order.item, order.starts_at, order.ends_at)
     order.total = to_cents(version.unit_price * order.quantity * units)
+    if order.total >= TOTAL_CEILING:
+        raise ValidationError(
+            {"quantity": [f"The total would be {order.total:,}: order less, or for less long."]}
+        )
     order.submitted_at = now
     order.state = Order.State.SUBMITTED
     ceiling = order.item.auto_approve_up_to

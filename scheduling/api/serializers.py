@@ -371,6 +371,7 @@ class QuotaRequestOutput(serializers.ModelSerializer):
             "requested_by",
             "requested_at",
             "granted_amount",
+            "granted_from",
             "granted_until",
             "decided_at",
             "decision_reason",
