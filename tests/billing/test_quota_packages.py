@@ -105,3 +105,9 @@ def test_a_package_is_billed_for_the_months_of_its_period(bought, acme):
         organization_id=acme.pk, starts_at=bought.starts_at - MONTH, ends_at=bought.ends_at + MONTH
     )
     assert [(c.starts_at, c.amount) for c in charges] == [(bought.starts_at, Decimal("10000.00"))]
+
+
+def test_the_quotas_page_says_from_when_a_package_bought_ahead_counts(bought, alice, client):
+    client.force_login(alice)
+    page = client.get("/orgs/acme/quotas/").content.decode()
+    assert f"counts from {bought.starts_at:%Y-%m-%d %H:%M} UTC" in page
