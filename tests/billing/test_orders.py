@@ -497,8 +497,8 @@ def test_an_order_beyond_what_the_portal_can_sell_is_a_400_on_its_field(
     reserved, alice, api_as, fields, field
 ):
     response = api_order(api_as, alice, **fields)
-    assert (response.status_code, field in response.json()["error"]["fields"]) == (400, True)
-    assert Order.objects.count() == 0
+    refused = (response.status_code, field in response.json()["error"]["fields"])
+    assert (refused, Order.objects.count()) == ((400, True), 0)
 
 
 def test_more_reserved_gpus_than_the_largest_pool_has_are_refused_as_a_reservation_is(

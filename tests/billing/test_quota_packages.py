@@ -28,20 +28,24 @@ def package(offer, cluster, acme):
     return offer(slug="h100-package", kind="quota_package", quantity=8, price="10000")
 
 
-@pytest.fixture
-def bought(package, alice, acme, operator):
-    """An order of the package for a month from an hour from now, approved and fulfilled at
-    once (before its period)."""
-    start = clock.now() + timedelta(hours=1)
+def fulfilled(alice, acme, operator, *, starts_at) -> Order:
+    """An order of one package for a month from ``starts_at``, approved and fulfilled now."""
     made = services.order_create(
         caller=Caller(user=alice),
         organization=acme,
         request=OrderRequest(
-            item="h100-package", quantity=1, starts_at=start, ends_at=start + MONTH
+            item="h100-package", quantity=1, starts_at=starts_at, ends_at=starts_at + MONTH
         ),
     )
     services.order_approve(caller=Caller(user=operator), order=made)
     return services.order_fulfil(order_id=str(made.pk))
+
+
+@pytest.fixture
+def bought(package, alice, acme, operator):
+    """An order of the package for a month from an hour from now, approved and fulfilled at
+    once (before its period)."""
+    return fulfilled(alice, acme, operator, starts_at=clock.now() + timedelta(hours=1))
 
 
 def sixteen_gpus(mia, ai_dev) -> Workload:
@@ -98,6 +102,17 @@ def test_the_cycle_no_longer_counts_a_package_from_the_end_of_its_period(bought,
     scheduling.scheduling_cycle_run()
     taken_back = QuotaRequest.objects.get(grant__organization=acme)
     assert (h100(acme), taken_back.state) == ((8, 8), QuotaRequest.State.REVERTED)
+
+
+def test_packages_ending_together_are_all_taken_back(package, alice, acme, operator):
+    start = clock.now() + timedelta(hours=1)
+    first, _ = (fulfilled(alice, acme, operator, starts_at=start) for _ in range(2))
+    until(first.starts_at)
+    scheduling.scheduling_cycle_run()
+    both = h100(acme)
+    until(first.ends_at)
+    scheduling.scheduling_cycle_run()
+    assert (both, h100(acme)) == ((24, 24), (8, 8))
 
 
 def test_a_package_is_billed_for_the_months_of_its_period(bought, acme):
