@@ -141,6 +141,18 @@ def test_a_shortfall_is_mailed_as_a_shortfall_to_the_requester_and_the_operators
     ) == (sorted([alice.email, operator.email]), True)
 
 
+def test_a_requested_reservation_gone_short_is_mailed_short_not_requested(
+    cluster, worker, alice, acme, operator
+):
+    reserve(worker, alice, acme, gpus=64)
+    worker.deliver()
+    cordon(worker, operator, 1)
+    worker.step(services.reservations_recheck)
+    worker.deliver()
+    worker.redeliver()
+    assert to(alice) == ["requested, awaiting an operator's decision", "8 of its 64 GPUs short"]
+
+
 def test_a_shortfall_covered_again_is_mailed_covered(cluster, worker, alice, acme, operator):
     [held] = reserve(worker, alice, acme, gpus=64)
     worker.step(services.reservation_approve, caller=Caller(user=operator), reservation=held)
