@@ -59,8 +59,8 @@ class ExtensionPoint(StrEnum):
     WORKLOAD_SUBMISSION = "workload_submission"
     # scheduling: a cycle is about to weigh pending work; context projects (the id of each
     # project that has pending work, to its organization's id). A check answers, once per
-    # cycle however many workloads wait, {project id: (code, reason)} for the projects whose pending
-    # work must be held (not admitted) for now; the reason is shown on each held workload.
+    # cycle however many workloads wait, {project id: (code, reason)} for the projects whose
+    # pending work must be held (not admitted) for now; the reason is shown on each one held.
     PENDING_HOLD = "pending_hold"
 
 

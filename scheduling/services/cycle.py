@@ -125,9 +125,15 @@ def _held(rows: list[WorkloadRow]) -> tuple[list[WorkloadRow], list[tuple]]:
             weighed.append(row)
             continue
         code, message = hold
-        held.append(
-            (row, engine.PendingReason(str(row.pk), code, message, None, None))  # type: ignore[arg-type]
+        # Out of the queue while held: no place in it, no estimated start.
+        reason = engine.PendingReason(
+            request_id=str(row.pk),
+            code=code,
+            message=message,
+            queue_position=None,  # type: ignore[arg-type]
+            estimated_start=None,
         )
+        held.append((row, reason))
     return weighed, held
 
 
