@@ -18,5 +18,7 @@ class BillingConfig(AppConfig):
         subscribe(Event.BUDGET_THRESHOLD_CROSSED, tasks.budget_alert_email_send.delay)
         # A spent hard-stop budget refuses new work; scheduling only runs the check.
         check_register(ExtensionPoint.WORKLOAD_SUBMISSION, services.budget_submission_check)
+        # ... and holds the queued work of its projects; scheduling's cycle only asks.
+        check_register(ExtensionPoint.PENDING_HOLD, services.budget_pending_hold)
         # GPU-hours per organization and class on /metrics, from the rated records.
         collector_register("billing", metrics.billing_metrics)

@@ -16,12 +16,12 @@ def order_fulfil(order_id: str) -> str | None:
 
 
 @shared_task(**RETRY)
-def order_email_send(order_id: str) -> bool:
-    return services.order_email_send(order_id=order_id)
+def order_email_send(order_id: str, change: str = "", occurrence: str = "") -> int:
+    return services.order_email_send(order_id=order_id, change=change, occurrence=occurrence)
 
 
 @shared_task(**RETRY)
-def cancellation_charge_record(reservation_id: str) -> str | None:
+def cancellation_charge_record(reservation_id: str, **_event) -> str | None:
     charge = services.cancellation_charge_record(reservation_id=reservation_id)
     return str(charge.amount) if charge else None
 

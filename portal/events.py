@@ -35,13 +35,19 @@ class Event(StrEnum):
     # scheduling: an admitted workload stopped holding GPUs (ended, preempted or requeued) and
     # its cluster objects must go; payload workload_id.
     WORKLOAD_RELEASED = "workload_released"
-    # scheduling: a reservation was requested or changed state; payload reservation_id.
+    # scheduling: a reservation was requested or changed state, or its shortfall changed;
+    # payload reservation_id, change (the state it reached, or short/covered/ordered) and
+    # occurrence (tells one shortfall change from the next), and short_gpus for a shortfall
+    # change. Its mail is keyed by them.
     RESERVATION_CHANGED = "reservation_changed"
-    # scheduling: a quota request was made or changed state; payload quota_request_id.
+    # scheduling: a quota request was made or changed state; payload quota_request_id and
+    # change (the state it reached, or package_granted/package_ended for an order's package).
     QUOTA_REQUEST_CHANGED = "quota_request_changed"
     # billing: an order was approved and awaits its fulfilment; payload order_id.
     ORDER_APPROVED = "order_approved"
-    # billing: an order was made or changed state; payload order_id.
+    # billing: an order was submitted or changed state; payload order_id, change (the state it
+    # reached) and occurrence (tells a failure after a retry from the last). Its mail is keyed
+    # by them.
     ORDER_CHANGED = "order_changed"
     # billing: a budget's spend crossed one of its thresholds; payload alert_id.
     BUDGET_THRESHOLD_CROSSED = "budget_threshold_crossed"
@@ -51,6 +57,11 @@ class ExtensionPoint(StrEnum):
     # scheduling: a submission (one workload, or a batch) is about to be accepted; context
     # caller, project, workloads (unsaved); checked once however many.
     WORKLOAD_SUBMISSION = "workload_submission"
+    # scheduling: a cycle is about to weigh pending work; context projects (the id of each
+    # project that has pending work, to its organization's id). A check answers, once per
+    # cycle however many workloads wait, {project id: (code, reason)} for the projects whose
+    # pending work must be held (not admitted) for now; the reason is shown on each one held.
+    PENDING_HOLD = "pending_hold"
 
 
 _subscribers: dict[Event, list[Callable[..., object]]] = defaultdict(list)
@@ -72,6 +83,16 @@ def publish(event: Event, **payload) -> None:
 def check_register(point: ExtensionPoint, check: Callable[..., object]) -> None:
     if check not in _checks[point]:
         _checks[point].append(check)
+
+
+def holds_collect(point: ExtensionPoint, **context) -> dict:
+    """Ask every check registered for `point` what it holds: their answers merged, the first
+    check's reason kept where two hold the same key."""
+    held: dict = {}
+    for check in _checks[ExtensionPoint(point)]:
+        for key, reason in (check(**context) or {}).items():
+            held.setdefault(key, reason)
+    return held
 
 
 def checks_run(point: ExtensionPoint, **context) -> None:

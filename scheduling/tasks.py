@@ -143,8 +143,12 @@ MAIL_RETRY = {
 
 
 @shared_task(**MAIL_RETRY)
-def reservation_email_send(reservation_id: str) -> bool:
-    return services.reservation_email_send(reservation_id=reservation_id)
+def reservation_email_send(
+    reservation_id: str, change: str = "", occurrence: str = "", short_gpus: int | None = None
+) -> int:
+    return services.reservation_email_send(
+        reservation_id=reservation_id, change=change, occurrence=occurrence, short_gpus=short_gpus
+    )
 
 
 @shared_task
@@ -153,5 +157,5 @@ def quota_requests_advance() -> dict:
 
 
 @shared_task(**MAIL_RETRY)
-def quota_request_email_send(quota_request_id: str) -> bool:
-    return services.quota_request_email_send(quota_request_id=quota_request_id)
+def quota_request_email_send(quota_request_id: str, change: str = "") -> int:
+    return services.quota_request_email_send(quota_request_id=quota_request_id, change=change)

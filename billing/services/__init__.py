@@ -8,6 +8,7 @@
 from .budgets import (
     budget_alert_email_send,
     budget_delete,
+    budget_pending_hold,
     budget_save,
     budget_submission_check,
     budgets_check,
@@ -49,6 +50,7 @@ __all__ = [
     "billing_reconcile",
     "budget_alert_email_send",
     "budget_delete",
+    "budget_pending_hold",
     "budget_save",
     "budget_submission_check",
     "budgets_check",

@@ -1,21 +1,21 @@
 """Budgets: a monthly spending limit per organization or project. Spend is what is rated
-this month (UTC) plus, for the organization, its cancellation charges; each threshold crossed
-is recorded, audited and mailed to the organization's owners and admins once per month; a
-budget with a hard stop refuses new submissions once spent (a check registered with
-scheduling's submission: scheduling knows nothing of money)."""
+this month (in the organization's time zone) plus, for the organization, its cancellation
+charges; each threshold crossed is recorded, audited and mailed to the organization's owners
+and admins once per month, in threshold order; a budget with a hard stop refuses new
+submissions once spent and holds the queued work of its scope (checks registered with
+scheduling's submission and cycle: scheduling knows nothing of money)."""
 
 from datetime import datetime
 from decimal import Decimal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.db.models import Q
-from django.template.loader import render_to_string
 
 from portal.errors import Conflict
 from portal.events import Event, publish
+from portal.mail import mail_send
 from scheduling import clock
 from tenants import selectors as tenant_selectors
 from tenants.models import Organization, Project
@@ -123,29 +123,29 @@ def budgets_check(*, now: datetime | None = None) -> int:
     return recorded
 
 
-def budget_alert_email_send(*, alert_id: int) -> bool:
-    """Mail a crossed threshold to the organization's owners and admins."""
-    alert = (
-        BudgetAlert.objects.select_related("budget__organization", "budget__project")
-        .filter(pk=alert_id)
-        .first()
-    )
+def budget_alert_email_send(*, alert_id: int) -> int:
+    """Mail a crossed threshold to the organization's owners and admins, each once; the
+    thresholds of the same budget and month below it that are not mailed yet go first, so
+    that mails arrive in threshold order however the tasks of one run are picked up. The
+    number of mails sent now."""
+    alert = BudgetAlert.objects.filter(pk=alert_id).first()
     if alert is None:
-        return False
-    organization = alert.budget.organization
-    recipients = tenant_selectors.manager_emails(organization=organization)
-    if not recipients:
-        return False
-    scope = alert.budget.project.slug if alert.budget.project_id else organization.name
-    send_mail(
-        subject=f"{scope}: {alert.threshold}% of the monthly budget spent",
-        message=render_to_string(
-            "billing/email/budget.txt", {"alert": alert, "currency": settings.PORTAL_CURRENCY}
-        ),
-        from_email=None,
-        recipient_list=recipients,
-    )
-    return True
+        return 0
+    alerts = BudgetAlert.objects.filter(
+        budget=alert.budget_id, period_start=alert.period_start, threshold__lte=alert.threshold
+    ).select_related("budget__organization", "budget__project")
+    sent = 0
+    for earlier in alerts.order_by("threshold"):
+        organization = earlier.budget.organization
+        scope = earlier.budget.project.slug if earlier.budget.project_id else organization.name
+        sent += mail_send(
+            key=f"budget_alert:{earlier.pk}",
+            recipients=tenant_selectors.manager_emails(organization=organization),
+            subject=f"{scope}: {earlier.threshold}% of the monthly budget spent",
+            template="billing/email/budget_threshold.txt",
+            context={"alert": earlier, "currency": settings.PORTAL_CURRENCY},
+        )
+    return sent
 
 
 def budget_submission_check(*, caller: Caller, project: Project, workloads) -> None:
@@ -171,3 +171,39 @@ def budget_submission_check(*, caller: Caller, project: Project, workloads) -> N
                 " is raised or the month ends.",
                 code="budget_exhausted",
             )
+
+
+def budget_pending_hold(*, projects: dict) -> dict:
+    """Registered with scheduling's cycle: the pending work of a project whose hard-stop
+    budget (its own or its organization's) is spent is held, not admitted, until the budget is
+    raised or removed or its month ends (the cycle asks again each time). ``projects`` maps
+    each project with pending work to its organization; the answer maps each held project to
+    its (code, reason). One query for the budgets, then one spend per spent-out candidate
+    budget, however many workloads wait."""
+    organizations = set(projects.values())
+    stops = list(
+        Budget.objects.filter(hard_stop=True, organization__in=organizations).select_related(
+            "organization", "project"
+        )
+    )
+    held: dict = {}
+    now = clock.now() if stops else None
+    for budget in stops:
+        spent = selectors.spend(
+            organization=budget.organization, project_id=budget.project_id, at=now
+        )
+        if spent < budget.monthly_amount:
+            continue
+        scope = f"project {budget.project.slug}" if budget.project_id else "the organization"
+        reason = (
+            f"budget: the monthly budget of {budget.monthly_amount} {settings.PORTAL_CURRENCY}"
+            f" of {scope} is reached ({spent} spent this month); queued work is held until"
+            " the budget is raised or removed, or the month ends."
+        )
+        for project_id, organization_id in projects.items():
+            if organization_id == budget.organization_id and budget.project_id in (
+                None,
+                project_id,
+            ):
+                held.setdefault(project_id, ("budget_exhausted", reason))
+    return held

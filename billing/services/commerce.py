@@ -413,26 +413,54 @@ def _locked(order: Order, *states: str) -> Order:
     return locked
 
 
-def order_email_send(*, order_id: str) -> bool:
-    """Tell the orderer (and, for a submitted order, the operators) where an order stands."""
+# What an order's mail says of each event it is mailed for: its subject's end, and whether it
+# waits for the operators (who are mailed too). Other steps (a draft, a retry) mail nobody.
+ORDER_MAIL = {
+    Order.State.SUBMITTED: ("submitted, awaiting an operator's decision", True),
+    Order.State.APPROVED: ("approved", False),
+    Order.State.REJECTED: ("rejected", False),
+    Order.State.CANCELLED: ("cancelled", False),
+    Order.State.FULFILLED: ("fulfilled", False),
+    Order.State.FAILED: ("failed", False),
+}
+ORDER_MAILED_ACTIONS = (
+    "order.submit",
+    "order.approve",
+    "order.reject",
+    "order.cancel",
+    "order.fulfil",
+    "order.fail",
+)
+
+
+def order_email_send(*, order_id: str, change: str = "", occurrence: str = "") -> int:
+    """Tell the orderer (and, for a submitted order, the operators) of one event of an order:
+    ``change`` is the state it reached (the current one if not given), ``occurrence`` tells a
+    repeatable event (a failure after a retry) from the last one. Each is mailed once; the
+    number of mails sent now."""
     order = Order.objects.select_related("organization", "item", "created_by").filter(pk=order_id)
     order = order.first()
     if order is None:
-        return False
+        return 0
+    change = change or order.state
+    if change not in ORDER_MAIL:
+        return 0
+    what, waits_for_operators = ORDER_MAIL[change]
     return mail_where_it_stands(
+        key=f"order:{order.pk}:{change}" + (f":{occurrence}" if occurrence else ""),
         requester=order.created_by,
-        waits_for_operators=order.state == Order.State.SUBMITTED,
-        subject=f"Order of {order.item.name}: {order.get_state_display().lower()}",
-        template="billing/email/order.txt",
+        waits_for_operators=waits_for_operators,
+        subject=f"Order of {order.quantity} {order.item.name} for {order.organization.name}:"
+        f" {what}",
+        template=f"billing/email/order_{change}.txt",
         context={"order": order, "currency": settings.PORTAL_CURRENCY},
     )
 
 
 def _audited(caller: Caller | None, order: Order, action: str) -> None:
-    """Audit a step of the order; past its draft, its creator is mailed where it stands."""
-    if order.state != Order.State.DRAFT:
-        publish(Event.ORDER_CHANGED, order_id=str(order.pk))
-    audit_record(
+    """Audit a step of the order; the steps its creator is told of are published (the state
+    it reached, and for a failure which one: a retried order may fail again)."""
+    audited = audit_record(
         caller=caller,
         organization=order.organization,
         action=action,
@@ -444,6 +472,14 @@ def _audited(caller: Caller | None, order: Order, action: str) -> None:
             "state": order.state,
         },
     )
+    if action in ORDER_MAILED_ACTIONS:
+        failed = order.state == Order.State.FAILED
+        publish(
+            Event.ORDER_CHANGED,
+            order_id=str(order.pk),
+            change=order.state,
+            occurrence=str(audited.pk) if failed else "",
+        )
 
 
 def cancellation_charge_record(*, reservation_id: str) -> CancellationCharge | None:

@@ -2,6 +2,7 @@
 converts it (`specs_from_models`), lets the engine decide, and persists admissions,
 preemptions and pending reasons in one transaction; launches and teardowns follow after commit."""
 
+import dataclasses
 import gc
 import time
 from contextlib import contextmanager
@@ -14,7 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from portal.db import rows_update
-from portal.events import Event, publish
+from portal.events import Event, ExtensionPoint, holds_collect, publish
 from tenants.models import Organization, Project
 
 from .. import clock, engine, metrics
@@ -106,6 +107,37 @@ def _workloads(queryset, *, classes: dict, tiers: dict) -> list[WorkloadRow]:
     ]
 
 
+def _held(rows: list[WorkloadRow]) -> tuple[list[WorkloadRow], list[tuple]]:
+    """Split the pending workloads into those the engine weighs and those another app's check
+    holds for now (a spent hard-stop budget: scheduling knows nothing of money), each with its
+    reason. The checks are asked once for all the projects that wait."""
+    if not rows:
+        return rows, []
+    holds = holds_collect(
+        ExtensionPoint.PENDING_HOLD,
+        projects={row.project.pk: row.project.organization_id for row in rows},
+    )
+    if not holds:
+        return rows, []
+    weighed, held = [], []
+    for row in rows:
+        hold = holds.get(row.project.pk)
+        if hold is None:
+            weighed.append(row)
+            continue
+        code, message = hold
+        # Out of the queue while held: no place in it, no estimated start.
+        reason = engine.PendingReason(
+            request_id=str(row.pk),
+            code=code,
+            message=message,
+            queue_position=None,  # type: ignore[arg-type]
+            estimated_start=None,
+        )
+        held.append((row, reason))
+    return weighed, held
+
+
 def _written(pk, **fields) -> Workload:
     """A Workload of only its key and `fields`, for rows_update to write and the timeline to
     point at: made as `.only("id")` loads one, at a fraction of the cost of `Workload(...)`,
@@ -178,7 +210,7 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
             state=Workload.State.PENDING,
             teardown_due_at__isnull=True,
         )
-        pending = _workloads(waiting.order_by("submitted_at", "pk"), **related)
+        pending, held = _held(_workloads(waiting.order_by("submitted_at", "pk"), **related))
         ready_nodes = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
         snapshot = engine.ClusterSnapshot(
             nodes=engine_nodes(ready_nodes, placements),
@@ -212,7 +244,10 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
                 reservation_lead_time=timedelta(seconds=settings.PORTAL_RESERVATION_LEAD_SECONDS),
             ),
         )
-        workloads = {str(w.pk): w for w in [*pending, *active]}
+        if held:
+            reasons = tuple(reason for _, reason in held)
+            decisions = dataclasses.replace(decisions, pending=(*decisions.pending, *reasons))
+        workloads = {str(w.pk): w for w in [*pending, *active, *(row for row, _ in held)]}
         _persist(
             decisions,
             workloads=workloads,

@@ -201,7 +201,7 @@ def quota_grant_for_period(
         _grant(caller, quota_request, ask.amount, ask.until, starts_at=ask.starts_at)
         quota_request.decided_at = clock.now()
         quota_request.save()
-        _audited(caller, quota_request, "quota_request.approve")
+        _audited(caller, quota_request, "quota_request.approve", change=QUOTA_PACKAGE_GRANTED)
     return quota_request
 
 
@@ -302,7 +302,10 @@ def quota_increases_apply(*, now: datetime) -> dict[str, int]:
         # (an increase whose whole period passed before it was applied never counted)
         quota_request.state = QuotaRequest.State.REVERTED
         quota_request.save(update_fields=["state"])
-        _audited(None, quota_request, "quota_request.revert")
+        # A package's grant (no operator decided it) ends with the period its order bought.
+        package = quota_request.decided_by_id is None
+        change = QUOTA_PACKAGE_ENDED if package else QuotaRequest.State.REVERTED
+        _audited(None, quota_request, "quota_request.revert", change=change)
         reverted += 1
     return {"started": started, "reverted": reverted}
 
@@ -345,21 +348,42 @@ def _increase_end(quota_request: QuotaRequest) -> None:
     _namespaces_follow(grant.organization_id)
 
 
-def quota_request_email_send(*, quota_request_id: str) -> bool:
-    """Tell the requester (and, for a new request, the operators) where a request stands."""
+# The events of a quota request that are not its states: the grant of a quota package an order
+# bought, and its end (told of by the order's mail: the tenant made no request).
+QUOTA_PACKAGE_GRANTED = "package_granted"
+QUOTA_PACKAGE_ENDED = "package_ended"
+# What a quota request's mail says of each event it is mailed for: its subject's end, and
+# whether the operators are mailed too (a new request awaits them).
+QUOTA_REQUEST_MAIL = {
+    QuotaRequest.State.REQUESTED: ("requested, awaiting an operator's decision", True),
+    QuotaRequest.State.APPROVED: ("approved", False),
+    QuotaRequest.State.DENIED: ("denied", False),
+    QuotaRequest.State.REVERTED: ("ended, taken back off the grant", False),
+}
+
+
+def quota_request_email_send(*, quota_request_id: str, change: str = "") -> int:
+    """Tell the requester (and, for a new request, the operators) of one event of a request:
+    ``change`` is the state it reached (the current one if not given). Each is mailed once;
+    the number of mails sent now."""
     quota_request = (
         QuotaRequest.objects.select_related("organization", "gpu_class", "requested_by")
         .filter(pk=quota_request_id)
         .first()
     )
     if quota_request is None:
-        return False
+        return 0
+    change = change or quota_request.state
+    if change not in QUOTA_REQUEST_MAIL:
+        return 0
+    what, waits_for_operators = QUOTA_REQUEST_MAIL[change]
     return mail_where_it_stands(
+        key=f"quota_request:{quota_request.pk}:{change}",
         requester=quota_request.requested_by,
-        waits_for_operators=quota_request.state == QuotaRequest.State.REQUESTED,
-        subject=f"Quota request of {quota_request.organization.name}:"
-        f" {quota_request.get_state_display().lower()}",
-        template="scheduling/email/quota_request.txt",
+        waits_for_operators=waits_for_operators,
+        subject=f"Quota request of {quota_request.organization.name} for"
+        f" {quota_request.amount} {quota_request.unit} of {quota_request.gpu_class.name}: {what}",
+        template=f"scheduling/email/quota_request_{change}.txt",
         context={"request": quota_request},
     )
 
@@ -382,7 +406,11 @@ def _decided(caller: Caller, quota_request: QuotaRequest, action: str) -> None:
     _audited(caller, quota_request, action)
 
 
-def _audited(caller: Caller | None, quota_request: QuotaRequest, action: str) -> None:
+def _audited(
+    caller: Caller | None, quota_request: QuotaRequest, action: str, *, change: str = ""
+) -> None:
+    """Audit a step of the request and publish the event it is (its new state, unless
+    ``change`` names another)."""
     until = quota_request.granted_until or quota_request.until
     audit_record(
         caller=caller,
@@ -398,4 +426,8 @@ def _audited(caller: Caller | None, quota_request: QuotaRequest, action: str) ->
             "state": quota_request.state,
         },
     )
-    publish(Event.QUOTA_REQUEST_CHANGED, quota_request_id=str(quota_request.pk))
+    publish(
+        Event.QUOTA_REQUEST_CHANGED,
+        quota_request_id=str(quota_request.pk),
+        change=change or quota_request.state,
+    )

@@ -249,8 +249,10 @@ def reservations_request(
             if not short:
                 approved = preapproved or _within_rule(organization, request)
                 state = Reservation.State.APPROVED if approved else Reservation.State.REQUESTED
+                # An order's reservations are told of by the order's own mail.
+                change = RESERVATION_ORDERED if preapproved else state
                 return _hold(
-                    caller, organization, project, gpu_class, pool, request, windows, state
+                    caller, organization, project, gpu_class, pool, request, windows, state, change
                 )
             refusals.append((pool, capacity, short))
     pool, capacity, short = refusals[0]
@@ -288,7 +290,7 @@ def _within_rule(organization: Organization, request: ReservationRequest) -> boo
 
 
 def _hold(
-    caller, organization, project, gpu_class, pool, request, windows, state
+    caller, organization, project, gpu_class, pool, request, windows, state, change
 ) -> list[Reservation]:
     series = uuid.uuid4() if len(windows) > 1 else None
     reservations = Reservation.objects.bulk_create(
@@ -316,8 +318,27 @@ def _hold(
             target=reservation,
             payload=_payload(reservation),
         )
-        publish(Event.RESERVATION_CHANGED, reservation_id=str(reservation.pk))
+        publish(Event.RESERVATION_CHANGED, reservation_id=str(reservation.pk), change=change)
     return reservations
+
+
+# The events of a reservation that are not states: made by an order (told of by the order's
+# mail), short of capacity after a loss, covered again.
+RESERVATION_ORDERED = "ordered"
+RESERVATION_SHORT = "short"
+RESERVATION_COVERED = "covered"
+# What a reservation's mail says of each event it is mailed for: its subject's end, and whether
+# the operators are mailed too (a request awaits them; a shortfall needs capacity or a talk).
+# Opening and completing on time are not mailed.
+RESERVATION_MAIL = {
+    Reservation.State.REQUESTED: ("requested, awaiting an operator's decision", True),
+    Reservation.State.APPROVED: ("approved", False),
+    Reservation.State.REJECTED: ("rejected", False),
+    Reservation.State.CANCELLED: ("cancelled", False),
+    Reservation.State.EXPIRED: ("expired unapproved", False),
+    RESERVATION_SHORT: ("short", True),
+    RESERVATION_COVERED: ("covered again", False),
+}
 
 
 def _payload(reservation: Reservation) -> dict:
@@ -357,7 +378,7 @@ def _decide(caller: Caller, reservation: Reservation, state: str, reason: str = 
             target=locked,
             payload=_payload(locked) | ({"reason": reason} if reason else {}),
         )
-        publish(Event.RESERVATION_CHANGED, reservation_id=str(locked.pk))
+        publish(Event.RESERVATION_CHANGED, reservation_id=str(locked.pk), change=state)
     return locked
 
 
@@ -396,7 +417,11 @@ def reservation_cancel(*, caller: Caller, reservation: Reservation) -> Reservati
             target=locked,
             payload=_payload(locked),
         )
-        publish(Event.RESERVATION_CHANGED, reservation_id=str(locked.pk))
+        publish(
+            Event.RESERVATION_CHANGED,
+            reservation_id=str(locked.pk),
+            change=Reservation.State.CANCELLED,
+        )
     return locked
 
 
@@ -417,7 +442,7 @@ def reservations_advance(*, now=None) -> dict[str, int]:
             ids = list(Reservation.objects.filter(condition).values_list("pk", flat=True))
             Reservation.objects.filter(pk__in=ids).update(state=state)
             for reservation_id in ids:
-                publish(Event.RESERVATION_CHANGED, reservation_id=str(reservation_id))
+                publish(Event.RESERVATION_CHANGED, reservation_id=str(reservation_id), change=state)
             moved[state.value] = len(ids)
     moved["shortfall_changed"] = reservations_recheck(now=now)
     return moved
@@ -481,33 +506,52 @@ def _mark_short(reservation: Reservation, short: int) -> None:
     was = reservation.short_gpus
     reservation.short_gpus = short
     reservation.save(update_fields=["short_gpus"])
-    audit_record(
+    audited = audit_record(
         caller=None,
         organization=reservation.organization,
         action="reservation.short" if short else "reservation.covered",
         target=reservation,
         payload=_payload(reservation) | {"short_gpus": short, "was_short_gpus": was},
     )
-    publish(Event.RESERVATION_CHANGED, reservation_id=str(reservation.pk))
+    # A shortfall may change again (and be covered again): each change is its own event.
+    publish(
+        Event.RESERVATION_CHANGED,
+        reservation_id=str(reservation.pk),
+        change=RESERVATION_SHORT if short else RESERVATION_COVERED,
+        occurrence=str(audited.pk),
+        short_gpus=short,
+    )
 
 
-def reservation_email_send(*, reservation_id: str) -> bool:
-    """Tell the requester (and, for a new request, the operators) where a reservation stands."""
+def reservation_email_send(
+    *, reservation_id: str, change: str = "", occurrence: str = "", short_gpus: int | None = None
+) -> int:
+    """Tell the requester (and, for a new request or a shortfall, the operators) of one event
+    of a reservation: ``change`` is the state it reached (the current one if not given), or
+    ``short``/``covered``; ``occurrence`` tells one shortfall change from the next, and
+    ``short_gpus`` is what it was short then. Each is mailed once; the number of mails sent
+    now."""
     reservation = (
         Reservation.objects.select_related("organization", "gpu_class", "pool", "requested_by")
         .filter(pk=reservation_id)
         .first()
     )
     if reservation is None:
-        return False
-    state = reservation.get_state_display().lower()
+        return 0
+    change = change or reservation.state
+    if change not in RESERVATION_MAIL:
+        return 0
+    what, waits_for_operators = RESERVATION_MAIL[change]
+    if short_gpus is not None:  # as it was at the event, not as it is now
+        reservation.short_gpus = short_gpus
+    if change == RESERVATION_SHORT:
+        what = f"{reservation.short_gpus} of its {reservation.gpus} {reservation.unit} short"
     return mail_where_it_stands(
+        key=f"reservation:{reservation.pk}:{change}" + (f":{occurrence}" if occurrence else ""),
         requester=reservation.requested_by,
-        # A short reservation needs an operator too: capacity back, or a talk with the tenant.
-        waits_for_operators=reservation.state == Reservation.State.REQUESTED
-        or bool(reservation.short_gpus),
+        waits_for_operators=waits_for_operators,
         subject=f"Reservation of {reservation.gpus} {reservation.gpu_class.name}"
-        f" {reservation.unit}: {state}",
-        template="scheduling/email/reservation.txt",
+        f" {reservation.unit} for {reservation.organization.name}: {what}",
+        template=f"scheduling/email/reservation_{change}.txt",
         context={"reservation": reservation},
     )

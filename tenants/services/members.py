@@ -8,14 +8,13 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
 from django.core.exceptions import ValidationError
-from django.core.mail import send_mail
 from django.db import transaction
-from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
 from portal.errors import Conflict, Forbidden
 from portal.events import Event, publish
+from portal.mail import mail_send
 
 from ..models import ApiToken, Invitation, Membership, Organization, Role
 from ..permissions import Action, Caller, authorize
@@ -111,11 +110,12 @@ def invitation_email_send(*, invitation_id: str) -> bool:
             "inviter": invitation.invited_by,
             "url": invitation_url(invitation),
         }
-        send_mail(
+        mail_send(
+            key=f"invitation:{invitation.pk}",
+            recipients=[invitation.email],
             subject=f"You are invited to {invitation.organization.name} on GPU Cloud",
-            message=render_to_string("tenants/email/invitation.txt", context),
-            from_email=None,
-            recipient_list=[invitation.email],
+            template="tenants/email/invitation.txt",
+            context=context,
         )
         invitation.sent_at = timezone.now()
         invitation.save(update_fields=["sent_at"])

@@ -186,7 +186,7 @@ def test_a_mig_request_grows_the_profiles_grant(cluster, alice, acme, operator):
 def test_a_new_request_is_mailed_to_the_requester_and_the_operators(cluster, alice, acme, operator):
     quota_request = ask(alice, acme)
     services.quota_request_email_send(quota_request_id=str(quota_request.pk))
-    assert sorted(mail.outbox[0].to) == sorted([alice.email, operator.email])
+    assert sorted(m.to[0] for m in mail.outbox) == sorted([alice.email, operator.email])
 
 
 def test_each_step_of_a_quota_request_queues_its_mail(
@@ -197,8 +197,13 @@ def test_each_step_of_a_quota_request_queues_its_mail(
         services.quota_request_deny(
             caller=Caller(user=operator), quota_request=quota_request, reason="Not now."
         )
-    expected = (tasks.quota_request_email_send.delay, {"quota_request_id": str(quota_request.pk)})
-    assert [(c.func, c.keywords) for c in callbacks] == [expected, expected]
+    assert [(c.func, c.keywords) for c in callbacks] == [
+        (
+            tasks.quota_request_email_send.delay,
+            {"quota_request_id": str(quota_request.pk), "change": change},
+        )
+        for change in ("requested", "denied")
+    ]
 
 
 def a100_grant(organization, guarantee: int, limit: int) -> QuotaGrant:

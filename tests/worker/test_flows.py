@@ -219,7 +219,7 @@ def test_a_reservation_asked_for_in_the_api_is_mailed_by_a_real_worker(
     )
     assert (
         f"To: {alice.email}" in mailed,
-        "Reservation of 8 H100-80GB GPUs: requested" in mailed,
+        "Reservation of 8 H100-80GB GPUs for Acme AI: requested" in mailed,
     ) == (
         True,
         True,
