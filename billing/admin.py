@@ -50,7 +50,16 @@ class CatalogItemAdmin(admin.ModelAdmin):
     inlines = [PriceVersionInline]
 
     def save_model(self, request, obj, form, change) -> None:
-        services.catalog_item_save(caller=Caller(user=request.user), item=obj)
+        services.catalog_item_save(
+            caller=Caller(user=request.user),
+            item=obj,
+            organizations=list(form.cleaned_data.get("organizations", [])),
+        )
+
+    def save_related(self, request, form, formsets, change) -> None:
+        # The organizations offered the item were saved (and audited) with it; its prices
+        # are added on their own page.
+        return None
 
 
 class PriceVersionForm(forms.ModelForm):

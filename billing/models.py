@@ -77,12 +77,16 @@ class CatalogItem(models.Model):
         ordering = ["gpu_class__name", "kind", "slug"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(cancellation_charge_percent__lte=100), name="catalog_charge_percent"
+                condition=Q(cancellation_charge_percent__lte=100),
+                name="catalog_charge_percent",
+                violation_error_message="A cancellation charge is at most 100 percent.",
             ),
             models.CheckConstraint(
                 condition=Q(active_until__isnull=True)
                 | Q(active_until__gt=models.F("active_from")),
                 name="catalog_active_window",
+                violation_error_message="An item stops being offered after it starts: active"
+                " until must be later than active from.",
             ),
         ]
 
@@ -124,14 +128,19 @@ class PriceVersion(models.Model):
                 fields=["item", "effective_from"],
                 condition=Q(organization__isnull=True),
                 name="price_version_one_per_moment",
+                violation_error_message="The item already has a list price from that moment.",
             ),
             models.UniqueConstraint(
                 fields=["item", "organization", "effective_from"],
                 condition=Q(organization__isnull=False),
                 name="price_version_one_per_organization_and_moment",
+                violation_error_message="The item already has a price for this organization"
+                " from that moment.",
             ),
             models.CheckConstraint(
-                condition=Q(unit_price__gte=0), name="price_version_not_negative"
+                condition=Q(unit_price__gte=0),
+                name="price_version_not_negative",
+                violation_error_message="A unit price cannot be negative.",
             ),
         ]
 
@@ -241,7 +250,7 @@ class CancellationCharge(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.organization.slug}: {self.amount} for reservation {self.reservation_id}"
+        return f"{self.organization}: {self.amount} for cancelling {self.reservation}"
 
 
 # Keys a usage interval copies from its placement's workload, and a billing record from its
@@ -324,7 +333,10 @@ class UsageInterval(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.organization_id}: {self.amount} {self.resource} from {self.started_at}"
+        return (
+            f"{self.organization}: {self.amount} {self.resource} from"
+            f" {self.started_at:%Y-%m-%d %H:%M}"
+        )
 
 
 class BillingRecord(models.Model):
@@ -418,7 +430,7 @@ class BillingRecord(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.interval_id} {self.starts_at:%Y-%m-%d %H:%M}: {self.cost}"
+        return f"{self.organization} {self.starts_at:%Y-%m-%d %H:%M}: {self.cost}"
 
 
 class UsageReconciliation(models.Model):
@@ -505,7 +517,7 @@ class Invoice(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.number or f"draft {self.organization_id} {self.period_start:%Y-%m}"
+        return self.number or f"draft {self.organization} {self.period_start:%Y-%m}"
 
     @property
     def is_credit_note(self) -> bool:
@@ -609,11 +621,15 @@ class Credit(models.Model):
     class Meta:
         ordering = ["-granted_at"]
         constraints = [
-            models.CheckConstraint(condition=Q(amount__gt=0), name="credit_positive"),
+            models.CheckConstraint(
+                condition=Q(amount__gt=0),
+                name="credit_positive",
+                violation_error_message="A credit is an amount above zero.",
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.organization_id}: {self.amount} ({self.reason})"
+        return f"{self.organization}: {self.amount} ({self.reason})"
 
 
 class BudgetAlert(models.Model):

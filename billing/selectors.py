@@ -165,7 +165,8 @@ def order_for_operator(*, caller: Caller, pk) -> Order:
 def cancellation_charge_list(
     *, caller: Caller, organization: Organization
 ) -> QuerySet[CancellationCharge]:
-    authorize(caller=caller, organization=organization, action=Action.ORGANIZATION_VIEW)
+    """The organization's cancellation charges: money, for its owners and admins."""
+    authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
     return CancellationCharge.objects.filter(organization=organization).select_related(
         "reservation__gpu_class", "reservation__pool", "item", "order"
     )
@@ -249,6 +250,15 @@ def cancellation_quote(*, reservation: Reservation, at: datetime) -> Cancellatio
         f" {charge.free_until:%Y-%m-%d %H:%M} UTC ({item.name})."
     )
     return charge
+
+
+def cancellation_charge_get(
+    *, caller: Caller, organization: Organization, reservation: Reservation, now: datetime
+) -> CancellationCharge:
+    """``cancellation_charge_of`` a reservation of the organization, for those who may see its
+    money."""
+    authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
+    return cancellation_charge_of(reservation=reservation, now=now)
 
 
 def cancellation_charge_of(*, reservation: Reservation, now: datetime) -> CancellationCharge:

@@ -18,7 +18,7 @@ from scheduling import selectors as scheduling_selectors
 from scheduling import services as scheduling
 from scheduling.models import Workload
 from tenants import selectors as tenant_selectors
-from tenants.permissions import Action, caller_of, role_allows
+from tenants.permissions import Action, caller_of, role_allows, sees_money
 
 from . import charts, exports, selectors, services
 from .forms import BudgetForm, OrderForm, UsageMonthForm
@@ -97,6 +97,7 @@ def orders(request, org_slug: str):
     caller = caller_of(request)
     organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
     can_order = role_allows(organization.my_role, Action.ORDER_MANAGE)
+    money = sees_money(organization.my_role)
     form = OrderForm(
         request.POST or None,
         items=selectors.catalog_for(caller=caller, organization=organization, at=clock.now()),
@@ -121,11 +122,14 @@ def orders(request, org_slug: str):
         {
             "organization": organization,
             "orders": selectors.order_list(caller=caller, organization=organization)[:100],
-            "charges": selectors.cancellation_charge_list(caller=caller, organization=organization)[
-                :100
-            ],
+            "charges": (
+                selectors.cancellation_charge_list(caller=caller, organization=organization)[:100]
+                if money
+                else []
+            ),
             "form": form,
             "can_order": can_order,
+            "money": money,
             "currency": settings.PORTAL_CURRENCY,
         },
     )

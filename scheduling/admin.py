@@ -7,6 +7,7 @@ from django.contrib.admin import helpers
 from django.db.models import Case, Value, When
 from django.shortcuts import render
 
+from tenants.admin import RefusalsAsMessages
 from tenants.permissions import Caller
 
 from . import services
@@ -35,6 +36,8 @@ class RejectionForm(forms.Form):
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
+    """Read-only pages (no inputs, no Save button): changes only through actions."""
+
     def has_add_permission(self, request, obj=None) -> bool:
         return False
 
@@ -45,21 +48,44 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class SettingAdmin(RefusalsAsMessages, admin.ModelAdmin):
+    """A setting operators edit here (a GPU class, pool, tier, an organization's reservation
+    rule): saved and deleted through the service, which audits it."""
+
+    def save_model(self, request, obj, form, change) -> None:
+        services.setting_save(
+            caller=Caller(user=request.user), setting=obj, changed=list(form.changed_data)
+        )
+
+    def save_related(self, request, form, formsets, change) -> None:
+        # No many-to-many fields or inlines here: all of it was saved (and audited) above.
+        return None
+
+    def delete_model(self, request, obj) -> None:
+        services.setting_delete(caller=Caller(user=request.user), setting=obj)
+
+    def delete_queryset(self, request, queryset) -> None:
+        for setting in queryset:
+            self.delete_model(request, setting)
+
+
 @admin.register(GpuClass)
-class GpuClassAdmin(admin.ModelAdmin):
+class GpuClassAdmin(SettingAdmin):
     list_display = ["name", "memory_gib", "products", "mig_profiles", "resource_name"]
     search_fields = ["name"]
 
 
 @admin.register(NodePool)
-class NodePoolAdmin(admin.ModelAdmin):
+class NodePoolAdmin(SettingAdmin):
     list_display = ["name", "gpu_class", "purpose", "taint_key", "taint_effect", "topology_keys"]
     list_filter = ["purpose", "gpu_class"]
     search_fields = ["name"]
 
 
 @admin.register(Node)
-class NodeAdmin(admin.ModelAdmin):
+class NodeAdmin(ReadOnlyAdmin):
+    """Nodes are what the cluster reports; operators cordon, uncordon and drain them."""
+
     list_display = [
         "name",
         "pool",
@@ -73,7 +99,6 @@ class NodeAdmin(admin.ModelAdmin):
     list_filter = ["pool", "ready", "cordoned"]
     search_fields = ["name"]
     list_select_related = ["pool"]
-    readonly_fields = ["last_seen_at"]
     actions = ["cordon", "uncordon", "drain"]
 
     @admin.action(description="Cordon: place nothing new on them")
@@ -98,7 +123,7 @@ class NodeAdmin(admin.ModelAdmin):
 
 
 @admin.register(PriorityTier)
-class PriorityTierAdmin(admin.ModelAdmin):
+class PriorityTierAdmin(SettingAdmin):
     list_display = ["name", "value", "preemptible", "idle_warn_after", "idle_stop_after"]
 
 
@@ -115,7 +140,7 @@ class QuotaGrantAdmin(admin.ModelAdmin):
         "cohort",
     ]
     list_filter = ["gpu_class", "cohort"]
-    search_fields = ["organization__slug", "project__slug"]
+    search_fields = ["organization__slug", "organization__name", "project__slug"]
     list_select_related = ["organization", "project", "gpu_class"]
     autocomplete_fields = ["organization"]
 
@@ -181,10 +206,6 @@ class WorkloadAdmin(ReadOnlyAdmin):
     inlines = [PlacementInline, WorkloadEventInline]
     actions = ["requeue", "stop"]
 
-    def has_change_permission(self, request, obj=None) -> bool:
-        # Viewable (with inlines) but not editable: state changes go through the actions.
-        return request.method in ("GET", "HEAD") or obj is None
-
     @admin.action(description="Requeue: stop and queue again")
     def requeue(self, request, queryset):
         caller = Caller(user=request.user)
@@ -228,7 +249,7 @@ class SchedulerStateAdmin(ReadOnlyAdmin):
 
 
 @admin.register(SimulatedNodeState)
-class SimulatedNodeStateAdmin(admin.ModelAdmin):
+class SimulatedNodeStateAdmin(ReadOnlyAdmin):
     """Failure injection on the simulated cluster (demo and tests)."""
 
     list_display = ["name", "failed"]
@@ -248,8 +269,10 @@ class SimulatedNodeStateAdmin(admin.ModelAdmin):
 
 
 @admin.register(ReservationRule)
-class ReservationRuleAdmin(admin.ModelAdmin):
+class ReservationRuleAdmin(SettingAdmin):
     list_display = ["organization", "max_gpus", "max_hours"]
+    list_select_related = ["organization"]
+    autocomplete_fields = ["organization"]
 
 
 @admin.register(Reservation)

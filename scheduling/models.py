@@ -208,22 +208,31 @@ class QuotaGrant(models.Model):
         ordering = ["organization__slug", "gpu_class__name", "resource", "mig_profile"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(limit__gte=models.F("guarantee")), name="quota_limit_ge_guarantee"
+                condition=Q(limit__gte=models.F("guarantee")),
+                name="quota_limit_ge_guarantee",
+                violation_error_message="The limit cannot be below the guarantee: the limit is"
+                " the guarantee plus what may be borrowed.",
             ),
             models.CheckConstraint(
                 condition=Q(resource="mig", mig_profile__gt="")
                 | (~Q(resource="mig") & Q(mig_profile="")),
                 name="quota_mig_names_a_profile",
+                violation_error_message="A MIG quota names its MIG profile, and only a MIG quota"
+                " names one.",
             ),
             models.UniqueConstraint(
                 fields=["organization", "gpu_class", "resource", "mig_profile"],
                 condition=Q(project__isnull=True),
                 name="quota_organization_resource_unique",
+                violation_error_message="The organization already has a quota of this GPU class"
+                " and resource: change that one.",
             ),
             models.UniqueConstraint(
                 fields=["project", "gpu_class", "resource", "mig_profile"],
                 condition=Q(project__isnull=False),
                 name="quota_project_resource_unique",
+                violation_error_message="The project already has a quota of this GPU class and"
+                " resource: change that one.",
             ),
         ]
 

@@ -2,7 +2,7 @@
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from django.db.models import Count, F, Min, Prefetch, Q, QuerySet, Sum
 
@@ -372,13 +372,15 @@ class PoolTimeline:
 
 
 def reservation_timeline(
-    *, caller: Caller, organization: Organization, starts_at: datetime, days: int
+    *, caller: Caller, organization: Organization, now: datetime, days: int
 ) -> list[PoolTimeline]:
     """Per GPU pool and reservable resource (whole GPUs, each MIG profile its nodes offer),
-    the reservations holding it over the next ``days`` days and the free capacity of each day,
-    so that a free slot is visible before asking for it."""
+    the reservations holding it from ``now`` to the end of the ``days`` calendar days that
+    start with today, in the organization's time zone, and the free capacity of each such day
+    (today's from now on), so that a free slot is visible before asking for it."""
     authorize(caller=caller, organization=organization, action=Action.RESERVATION_VIEW)
-    ends_at = starts_at + timedelta(days=days)
+    days_of = calendar_days(now=now, zone=organization.zone, days=days)
+    starts_at, ends_at = days_of[0][1], days_of[-1][2]
     timelines = []
     rows = [
         (pool, *resource)
@@ -404,18 +406,32 @@ def reservation_timeline(
             for r in holding
         ]
         free_by_day = []
-        for day in range(days):
-            day_start = starts_at + timedelta(days=day)
-            day_end = day_start + timedelta(days=1)
+        for day, day_start, day_end in days_of:
             edges = sorted(
                 {day_start} | {b.starts_at for b in blocks if day_start < b.starts_at < day_end}
             )
             peak = max(
                 sum(b.gpus for b in blocks if b.starts_at <= edge < b.ends_at) for edge in edges
             )
-            free_by_day.append(FreeDay(day_start.date(), capacity - peak))
+            free_by_day.append(FreeDay(day, capacity - peak))
         timelines.append(PoolTimeline(pool, mig_profile, capacity, blocks, free_by_day))
     return timelines
+
+
+def calendar_days(
+    *, now: datetime, zone: tzinfo, days: int
+) -> list[tuple[date, datetime, datetime]]:
+    """The ``days`` calendar days in ``zone`` from the one ``now`` falls on: each as its date
+    and its span in UTC, from midnight to midnight (23 or 25 hours across a daylight-saving
+    change), today's from ``now``."""
+    today = now.astimezone(zone).date()
+    midnights = [
+        datetime.combine(today + timedelta(days=k), time.min, tzinfo=zone).astimezone(UTC)
+        for k in range(days + 1)
+    ]
+    return [
+        (today + timedelta(days=k), max(midnights[k], now), midnights[k + 1]) for k in range(days)
+    ]
 
 
 def placements_ran(*, since_pk: int = 0) -> QuerySet[Placement]:

@@ -149,7 +149,7 @@ def reservations(request, org_slug: str):
             "timeline": selectors.reservation_timeline(
                 caller=caller,
                 organization=organization,
-                starts_at=clock.now().replace(hour=0, minute=0, second=0, microsecond=0),
+                now=clock.now(),
                 days=14,
             ),
             "form": form,

@@ -82,12 +82,14 @@ class Organization(models.Model):
         ordering = ["slug"]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(fair_share_weight__gt=0), name="organization_weight_positive"
+                condition=models.Q(fair_share_weight__gt=0),
+                name="organization_weight_positive",
+                violation_error_message="The fair-share weight is above zero.",
             ),
         ]
 
     def __str__(self) -> str:
-        return self.slug
+        return self.name
 
     @property
     def zone(self) -> tzinfo:

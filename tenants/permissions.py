@@ -44,7 +44,8 @@ class Action(StrEnum):
     RESERVATION_MANAGE = "reservation.manage"
     QUOTA_REQUEST = "quota.request"
     ORDER_MANAGE = "order.manage"
-    # Invoices and what they charge.
+    # Money, the one rule for seeing it: invoices and their exports, usage and its cost, credits,
+    # budgets, order prices and totals, cancellation charges. Owners and admins only.
     INVOICE_VIEW = "invoice.view"
     BUDGET_MANAGE = "budget.manage"
 
@@ -93,12 +94,19 @@ READ_ACTIONS = frozenset(
         Action.AUDIT_VIEW,
         Action.WORKLOAD_VIEW,
         Action.RESERVATION_VIEW,
+        Action.INVOICE_VIEW,
     }
 )
 
 
 def role_allows(role: str, action: Action) -> bool:
     return role in PERMISSIONS[action]
+
+
+def sees_money(role: str) -> bool:
+    """The money-visibility rule: whether a member of this role may see what the organization
+    pays (an order's price and total, a cancellation charge, an invoice, usage's cost)."""
+    return role_allows(role, Action.INVOICE_VIEW)
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,23 @@ class OrderOutput(serializers.ModelSerializer):
     created_by = serializers.EmailField(
         source="created_by.email", default=None, read_only=True, allow_null=True
     )
+    unit_price = serializers.DecimalField(
+        max_digits=14,
+        decimal_places=4,
+        read_only=True,
+        allow_null=True,
+        help_text="Null for members and viewers: money is for owners and admins.",
+    )
+    total = serializers.DecimalField(
+        max_digits=16,
+        decimal_places=2,
+        read_only=True,
+        allow_null=True,
+        help_text="Null for members and viewers: money is for owners and admins.",
+    )
+
+    # What only those who may see money get (the view says so in the context's "money").
+    MONEY_FIELDS = ("unit_price", "total")
 
     class Meta:
         model = Order
@@ -109,6 +126,12 @@ class OrderOutput(serializers.ModelSerializer):
             "failure_reason",
             "fulfilled_objects",
         ]
+
+    def to_representation(self, order: Order) -> dict:
+        data = super().to_representation(order)
+        if not self.context.get("money", False):
+            data.update(dict.fromkeys(self.MONEY_FIELDS))
+        return data
 
 
 class CancellationChargeOutput(serializers.ModelSerializer):

@@ -18,7 +18,7 @@ from portal.errors import NotFound
 from scheduling import clock
 from scheduling import selectors as scheduling_selectors
 from tenants import selectors as tenant_selectors
-from tenants.permissions import caller_of
+from tenants.permissions import caller_of, sees_money
 
 from .serializers import (
     BudgetInput,
@@ -61,6 +61,11 @@ def _organization(request, org_slug: str):
     return tenant_selectors.organization_get(caller=caller_of(request), slug=org_slug)
 
 
+def _money(organization) -> dict:
+    """The serializer context of an order: whether the caller may see its price and total."""
+    return {"money": sees_money(organization.my_role)}
+
+
 class OrderCollectionApi(CollectionApiView):
     queryset = Order.objects.none()
     ordering_fields = ["created_at", "state"]
@@ -72,6 +77,7 @@ class OrderCollectionApi(CollectionApiView):
             view=self,
             queryset=selectors.order_list(caller=caller_of(request), organization=organization),
             serializer_class=OrderOutput,
+            context=_money(organization),
         )
 
     @extend_schema(
@@ -92,7 +98,9 @@ class OrderCollectionApi(CollectionApiView):
             request=serializer.as_request(),
             submit=not serializer.validated_data["draft"],
         )
-        return Response(OrderOutput(order).data, status=status.HTTP_201_CREATED)
+        return Response(
+            OrderOutput(order, context=_money(organization)).data, status=status.HTTP_201_CREATED
+        )
 
 
 class OrderDetailApi(ApiView):
@@ -102,27 +110,27 @@ class OrderDetailApi(ApiView):
         order = selectors.order_get(
             caller=caller_of(request), organization=organization, pk=order_id
         )
-        return Response(OrderOutput(order).data)
+        return Response(OrderOutput(order, context=_money(organization)).data)
 
 
 class OrderSubmitApi(ApiView):
     @extend_schema(operation_id="orders_submit", request=None, responses=OrderOutput)
     def post(self, request, org_slug: str, order_id: str):
         caller = caller_of(request)
-        order = selectors.order_get(
-            caller=caller, organization=_organization(request, org_slug), pk=order_id
-        )
-        return Response(OrderOutput(services.order_submit(caller=caller, order=order)).data)
+        organization = _organization(request, org_slug)
+        order = selectors.order_get(caller=caller, organization=organization, pk=order_id)
+        order = services.order_submit(caller=caller, order=order)
+        return Response(OrderOutput(order, context=_money(organization)).data)
 
 
 class OrderCancelApi(ApiView):
     @extend_schema(operation_id="orders_cancel", request=None, responses=OrderOutput)
     def post(self, request, org_slug: str, order_id: str):
         caller = caller_of(request)
-        order = selectors.order_get(
-            caller=caller, organization=_organization(request, org_slug), pk=order_id
-        )
-        return Response(OrderOutput(services.order_cancel(caller=caller, order=order)).data)
+        organization = _organization(request, org_slug)
+        order = selectors.order_get(caller=caller, organization=organization, pk=order_id)
+        order = services.order_cancel(caller=caller, order=order)
+        return Response(OrderOutput(order, context=_money(organization)).data)
 
 
 class CancellationChargeListApi(CollectionApiView):
@@ -155,10 +163,13 @@ class ReservationCancellationChargeApi(ApiView):
     )
     def get(self, request, org_slug: str, reservation_id: str):
         caller = caller_of(request)
+        organization = _organization(request, org_slug)
         reservation = scheduling_selectors.reservation_get(
-            caller=caller, organization=_organization(request, org_slug), pk=reservation_id
+            caller=caller, organization=organization, pk=reservation_id
         )
-        charge = selectors.cancellation_charge_of(reservation=reservation, now=clock.now())
+        charge = selectors.cancellation_charge_get(
+            caller=caller, organization=organization, reservation=reservation, now=clock.now()
+        )
         return Response(CancellationChargeOutput(charge).data)
 
 

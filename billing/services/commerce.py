@@ -26,18 +26,25 @@ from ..models import CancellationCharge, CatalogItem, Order, PriceVersion
 from ..pricing import period_units, to_cents
 
 
-def catalog_item_save(*, caller: Caller, item: CatalogItem) -> CatalogItem:
-    """An operator adds or changes what the catalog offers (its prices are versions)."""
+def catalog_item_save(
+    *, caller: Caller, item: CatalogItem, organizations: list[Organization] | None = None
+) -> CatalogItem:
+    """An operator adds or changes what the catalog offers (its prices are versions), and to
+    which organizations besides the public (``organizations``; None: as they were)."""
     require_operator(caller)
     item.full_clean()
     with transaction.atomic():
         item.save()
+        payload = {"kind": item.kind, "gpu_class": item.gpu_class.name, "public": item.public}
+        if organizations is not None:
+            item.organizations.set(organizations)
+            payload["organizations"] = sorted(o.slug for o in organizations)
         audit_record(
             caller=caller,
             organization=None,
             action="catalog.item_save",
             target=item,
-            payload={"kind": item.kind, "gpu_class": item.gpu_class.name, "public": item.public},
+            payload=payload,
         )
     return item
 

@@ -326,8 +326,12 @@ class ReservedBlockOutput(serializers.Serializer):
 
 
 class FreeDayOutput(serializers.Serializer):
-    day = serializers.DateField()
-    free_gpus = serializers.IntegerField()
+    day = serializers.DateField(
+        help_text="A calendar day in the organization's time zone (midnight to midnight)."
+    )
+    free_gpus = serializers.IntegerField(
+        help_text="The fewest free at any moment of that day (today: from now on)."
+    )
 
 
 class PoolTimelineOutput(serializers.Serializer):

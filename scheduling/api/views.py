@@ -213,7 +213,8 @@ class ReservationTimelineApi(ApiView):
         parameters=[TimelineQuery],
         responses=PoolTimelineOutput(many=True),
         description="Per GPU pool: its capacity, the reservations holding GPUs (the caller's"
-        " own with their id, others' anonymous) and the free GPUs of each day from now.",
+        " own with their id, others' anonymous) and the free GPUs of each calendar day in the"
+        " organization's time zone, from today (today's from now on).",
     )
     def get(self, request, org_slug: str):
         organization = _organization(request, org_slug)
@@ -222,7 +223,7 @@ class ReservationTimelineApi(ApiView):
         timeline = selectors.reservation_timeline(
             caller=caller_of(request),
             organization=organization,
-            starts_at=clock.now().replace(minute=0, second=0, microsecond=0),
+            now=clock.now(),
             days=query.validated_data["days"],
         )
         return Response(PoolTimelineOutput(timeline, many=True).data)

@@ -28,6 +28,8 @@ from .lifecycle import (
 from .operators import (
     node_cordon,
     node_drain,
+    setting_delete,
+    setting_save,
     workload_requeue_by_operator,
     workload_stop_by_operator,
 )
@@ -108,6 +110,8 @@ __all__ = [
     "reservations_request",
     "scheduling_cycle_request",
     "scheduling_cycle_run",
+    "setting_delete",
+    "setting_save",
     "workload_cancel",
     "workload_end",
     "workload_launch",

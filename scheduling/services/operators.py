@@ -1,12 +1,18 @@
-"""What operators do to the running cluster: stop or requeue a workload, cordon and drain nodes."""
+"""What operators do to the running cluster: stop or requeue a workload, cordon and drain nodes;
+and the cluster's settings they change in admin (GPU classes, pools, tiers, reservation rules).
+Each is audited."""
+
+from datetime import timedelta
+from decimal import Decimal
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import models, transaction
 
 from tenants.permissions import (
     Caller,
     require_operator,
 )
+from tenants.services import audit_record
 
 from ..models import (
     Node,
@@ -40,9 +46,21 @@ def workload_requeue_by_operator(*, caller: Caller, workload: Workload) -> Workl
 
 @transaction.atomic
 def node_cordon(*, caller: Caller, node: Node, cordoned: bool = True) -> Node:
+    """Place nothing new on the node (or again, ``cordoned=False``); audited when it changes."""
     require_operator(caller)
-    Node.objects.filter(pk=node.pk).update(cordoned=cordoned)
-    node.refresh_from_db()
+    with transaction.atomic():
+        changed = (
+            Node.objects.filter(pk=node.pk).exclude(cordoned=cordoned).update(cordoned=cordoned)
+        )
+        node.refresh_from_db()
+        if changed:
+            audit_record(
+                caller=caller,
+                organization=None,
+                action="node.cordon" if cordoned else "node.uncordon",
+                target=node,
+                payload={"pool": node.pool.name if node.pool_id else None},
+            )
     return node
 
 
@@ -59,3 +77,46 @@ def node_drain(*, caller: Caller, node: Node) -> list[Workload]:
     for workload in drained:
         workload_requeue_by_operator(caller=caller, workload=workload)
     return drained
+
+
+def _plain(value):
+    """A field's value as an audit payload (JSON) keeps it."""
+    if isinstance(value, models.Model):
+        return str(value)
+    if isinstance(value, Decimal | timedelta):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def setting_save(*, caller: Caller, setting: models.Model, changed: list[str]) -> models.Model:
+    """An operator adds or changes a cluster setting (a GPU class, pool or priority tier) or an
+    organization's reservation rule in admin: validated, saved and audited with the fields
+    ``changed`` (their new values)."""
+    require_operator(caller)
+    setting.full_clean()
+    created = setting._state.adding
+    with transaction.atomic():
+        setting.save()
+        audit_record(
+            caller=caller,
+            organization=getattr(setting, "organization", None),
+            action=f"{setting._meta.model_name}.{'create' if created else 'update'}",
+            target=setting,
+            payload={field: _plain(getattr(setting, field)) for field in changed},
+        )
+    return setting
+
+
+def setting_delete(*, caller: Caller, setting: models.Model) -> None:
+    """An operator deletes a cluster setting or a reservation rule in admin, audited."""
+    require_operator(caller)
+    with transaction.atomic():
+        audit_record(
+            caller=caller,
+            organization=getattr(setting, "organization", None),
+            action=f"{setting._meta.model_name}.delete",
+            target=setting,
+        )
+        setting.delete()

@@ -5,15 +5,19 @@ One module per concern; the public names are importable from here.
 
 from .audit import audit_event, audit_record
 from .members import (
+    LAST_OWNER,
     invitation_accept,
     invitation_email_send,
     invitation_from_token,
     invitation_revoke,
     invitation_token,
     invitation_url,
+    member_add_by_operator,
     member_invite,
     member_remove,
+    member_remove_by_operator,
     member_role_change,
+    member_role_change_by_operator,
     user_create,
 )
 from .organizations import (
@@ -22,6 +26,7 @@ from .organizations import (
     organization_reactivate,
     organization_suspend,
     organization_update,
+    organization_update_by_operator,
 )
 from .projects import project_create, project_delete, project_namespace, project_update
 from .tokens import (
@@ -32,6 +37,7 @@ from .tokens import (
 )
 
 __all__ = [
+    "LAST_OWNER",
     "audit_event",
     "audit_record",
     "invitation_accept",
@@ -40,14 +46,18 @@ __all__ = [
     "invitation_revoke",
     "invitation_token",
     "invitation_url",
+    "member_add_by_operator",
     "member_invite",
     "member_remove",
+    "member_remove_by_operator",
     "member_role_change",
+    "member_role_change_by_operator",
     "organization_create",
     "organization_delete",
     "organization_reactivate",
     "organization_suspend",
     "organization_update",
+    "organization_update_by_operator",
     "project_create",
     "project_delete",
     "project_namespace",

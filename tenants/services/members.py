@@ -17,7 +17,7 @@ from portal.events import Event, publish
 from portal.mail import mail_send
 
 from ..models import ApiToken, Invitation, Membership, Organization, Role
-from ..permissions import Action, Caller, authorize
+from ..permissions import Action, Caller, authorize, require_operator
 from .audit import audit_record
 from .common import insert, validated
 
@@ -208,23 +208,44 @@ def _lock_owners(organization: Organization) -> list[Membership]:
     )
 
 
+LAST_OWNER = "An organization keeps at least one owner: make someone else owner first."
+
+
 @transaction.atomic
 def member_role_change(*, caller: Caller, membership: Membership, role: str) -> Membership:
     organization = membership.organization
     authorize(caller=caller, organization=organization, action=Action.MEMBER_ROLE_CHANGE)
+    return _role_set(caller=caller, membership=membership, role=role, as_member=True)
+
+
+@transaction.atomic
+def member_role_change_by_operator(
+    *, caller: Caller, membership: Membership, role: str
+) -> Membership:
+    """An operator changes a member's role (in admin), under the rules members have: an
+    organization keeps at least one owner, and the change is audited."""
+    require_operator(caller)
+    return _role_set(caller=caller, membership=membership, role=role, as_member=False)
+
+
+def _role_set(*, caller: Caller, membership: Membership, role: str, as_member: bool) -> Membership:
+    """Set the role under the owner rows' lock; ``as_member``: the caller acts as a member of
+    the organization, who needs the owner role to grant or take it."""
+    organization = membership.organization
     if role not in Role.values:
         raise ValidationError({"role": f"'{role}' is not a role: use one of {Role.values}."})
     owners = _lock_owners(organization)
-    membership = Membership.objects.select_for_update().get(pk=membership.pk)
+    membership = (
+        Membership.objects.select_for_update(of=("self",))
+        .select_related("user", "organization")
+        .get(pk=membership.pk)
+    )
     if membership.role == role:
         return membership
-    if Role.OWNER in (role, membership.role):
+    if as_member and Role.OWNER in (role, membership.role):
         authorize(caller=caller, organization=organization, action=Action.OWNER_MANAGE)
     if membership.role == Role.OWNER and len(owners) == 1:
-        raise Conflict(
-            "An organization keeps at least one owner: make someone else owner first.",
-            code="last_owner",
-        )
+        raise Conflict(LAST_OWNER, code="last_owner")
     previous = membership.role
     membership.role = role
     membership.save(update_fields=["role"])
@@ -248,6 +269,39 @@ def member_remove(*, caller: Caller, membership: Membership) -> None:
             raise Forbidden("This API token is read-only.")
     else:
         authorize(caller=caller, organization=organization, action=Action.MEMBER_REMOVE)
+    _remove(caller=caller, membership=membership, leaving_self=leaving_self, as_member=True)
+
+
+@transaction.atomic
+def member_remove_by_operator(*, caller: Caller, membership: Membership) -> None:
+    """An operator removes a member (in admin): never the last owner; their tokens end; the
+    removal is audited."""
+    require_operator(caller)
+    _remove(caller=caller, membership=membership, leaving_self=False, as_member=False)
+
+
+@transaction.atomic
+def member_add_by_operator(
+    *, caller: Caller, organization: Organization, user, role: str
+) -> Membership:
+    """An operator makes a user a member (in admin), audited as a member added."""
+    require_operator(caller)
+    if role not in Role.values:
+        raise ValidationError({"role": f"'{role}' is not a role: use one of {Role.values}."})
+    membership = Membership(organization=organization, user=user, role=role)
+    insert(membership, field="user", message=f"{user} is already a member of {organization}.")
+    audit_record(
+        caller=caller,
+        organization=organization,
+        action="member.add",
+        target=membership,
+        payload={"email": user.email, "role": role},
+    )
+    return membership
+
+
+def _remove(*, caller: Caller, membership: Membership, leaving_self: bool, as_member: bool) -> None:
+    organization = membership.organization
     owners = _lock_owners(organization)
     membership = (
         Membership.objects.select_for_update(of=("self",))
@@ -255,13 +309,10 @@ def member_remove(*, caller: Caller, membership: Membership) -> None:
         .get(pk=membership.pk)
     )
     if membership.role == Role.OWNER:
-        if not leaving_self:
+        if as_member and not leaving_self:
             authorize(caller=caller, organization=organization, action=Action.OWNER_MANAGE)
         if len(owners) == 1:
-            raise Conflict(
-                "An organization keeps at least one owner: make someone else owner first.",
-                code="last_owner",
-            )
+            raise Conflict(LAST_OWNER, code="last_owner")
     # Tokens reach the organization through the membership: they end with it.
     now = timezone.now()
     ApiToken.objects.filter(

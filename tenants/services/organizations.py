@@ -1,5 +1,7 @@
 """Organizations: create, rename, delete; operators suspend and reactivate them."""
 
+from decimal import Decimal
+
 from django.db import transaction
 
 from portal.errors import Conflict, Forbidden
@@ -50,9 +52,45 @@ def organization_update(
     time_zone: str | None = None,
 ) -> Organization:
     authorize(caller=caller, organization=organization, action=Action.ORGANIZATION_UPDATE)
-    changes = apply_changes(
-        organization, name=name, billing_email=billing_email, time_zone=time_zone
+    return _organization_change(
+        caller=caller,
+        organization=organization,
+        name=name,
+        billing_email=billing_email,
+        time_zone=time_zone,
     )
+
+
+@transaction.atomic
+def organization_update_by_operator(
+    *,
+    caller: Caller,
+    organization: Organization,
+    name: str | None = None,
+    billing_email: str | None = None,
+    time_zone: str | None = None,
+    fair_share_weight: Decimal | None = None,
+) -> Organization:
+    """An operator changes an organization (in admin): what its owners may change, under the
+    same rules, and the fair-share weight that only operators set; audited alike."""
+    require_operator(caller)
+    return _organization_change(
+        caller=caller,
+        organization=organization,
+        name=name,
+        billing_email=billing_email,
+        time_zone=time_zone,
+        fair_share_weight=fair_share_weight,
+    )
+
+
+def _plain(value):
+    """A value as the audit payload (JSON) keeps it: amounts as decimal strings."""
+    return str(value) if isinstance(value, Decimal) else value
+
+
+def _organization_change(*, caller: Caller, organization: Organization, **values) -> Organization:
+    changes = apply_changes(organization, **values)
     if changes:
         validated(organization).save()
         audit_record(
@@ -60,7 +98,10 @@ def organization_update(
             organization=organization,
             action="organization.update",
             target=organization,
-            payload=changes,
+            payload={
+                field: {end: _plain(value) for end, value in change.items()}
+                for field, change in changes.items()
+            },
         )
     return organization
 

@@ -17,7 +17,7 @@ from scheduling.models import Reservation
 from tenants.models import AuditEvent
 from tenants.permissions import Caller
 
-from ..roles import READING
+from ..roles import MANAGERS_READ
 from .test_orders import approved
 
 pytestmark = pytest.mark.django_db
@@ -200,8 +200,8 @@ def test_a_reservation_that_holds_nothing_has_nothing_to_quote(
     assert (response.status_code, response.json()["error"]["code"]) == (409, "not_holding")
 
 
-@pytest.mark.parametrize(("caller", "status"), READING)
-def test_every_member_reads_the_quote_and_others_get_nothing(
+@pytest.mark.parametrize(("caller", "status"), MANAGERS_READ)
+def test_owners_and_admins_read_the_quote_and_others_get_nothing(
     reserved, alice, acme, actors, api_as, caller, status
 ):
     held = reservation(alice, acme, starts_in=10)

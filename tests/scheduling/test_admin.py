@@ -167,3 +167,78 @@ def test_an_operator_rejects_a_reservation_with_its_reason(operator_client, requ
     )
     requested.refresh_from_db()
     assert (requested.state, requested.decision_reason) == ("rejected", "Maintenance.")
+
+
+def test_cordoning_and_uncordoning_in_admin_are_audited(operator_client, cluster):
+    from tenants.models import AuditEvent
+
+    node = Node.objects.first()
+    for action in ("cordon", "uncordon"):
+        operator_client.post(
+            "/admin/scheduling/node/", {"action": action, "_selected_action": [node.pk]}
+        )
+    events = AuditEvent.objects.filter(target_id=str(node.pk)).order_by("at")
+    assert [e.action for e in events] == ["node.cordon", "node.uncordon"]
+
+
+def test_the_workload_page_is_read_only(operator_client, submit):
+    workload = submit()
+    page = operator_client.get(f"/admin/scheduling/workload/{workload.pk}/change/")
+    content = page.content.decode()
+    assert (page.status_code, 'name="_save"' in content, 'name="name"' in content) == (
+        200,
+        False,
+        False,
+    )
+
+
+def test_a_node_page_is_read_only_so_cordoning_goes_through_the_audited_action(
+    operator_client, cluster
+):
+    node = Node.objects.first()
+    response = operator_client.post(f"/admin/scheduling/node/{node.pk}/change/", {"cordoned": "on"})
+    assert (response.status_code, Node.objects.get(pk=node.pk).cordoned) == (403, False)
+
+
+def test_a_tier_changed_in_admin_is_audited_with_what_changed(operator_client, cluster):
+    from django.utils.duration import duration_string
+
+    from scheduling.models import PriorityTier
+    from tenants.models import AuditEvent
+
+    tier = PriorityTier.objects.get(name="training")
+    response = operator_client.post(
+        f"/admin/scheduling/prioritytier/{tier.pk}/change/",
+        {
+            "name": tier.name,
+            "value": 12345,
+            "preemptible": "on" if tier.preemptible else "",
+            "description": tier.description,
+            **{
+                field: duration_string(getattr(tier, field)) if getattr(tier, field) else ""
+                for field in ("idle_warn_after", "idle_stop_after")
+            },
+        },
+    )
+    event = AuditEvent.objects.get(action="prioritytier.update")
+    assert (response.status_code, event.payload) == (302, {"value": 12345})
+
+
+def test_a_quota_below_its_guarantee_is_refused_with_a_sentence(operator_client, quotas, acme):
+    from scheduling.models import QuotaGrant
+
+    grant = QuotaGrant.objects.get(organization=acme, gpu_class__name="L4", resource="gpus")
+    page = operator_client.post(
+        f"/admin/scheduling/quotagrant/{grant.pk}/change/",
+        {
+            "organization": acme.pk,
+            "gpu_class": grant.gpu_class_id,
+            "resource": "gpus",
+            "guarantee": 9,
+            "limit": 2,
+        },
+    ).content.decode()
+    assert ("quota_limit_ge_guarantee" in page, "cannot be below the guarantee" in page) == (
+        False,
+        True,
+    )

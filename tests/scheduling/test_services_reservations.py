@@ -430,7 +430,7 @@ def services_timeline(user, organization):
     return [
         row
         for row in selectors.reservation_timeline(
-            caller=Caller(user=user), organization=organization, starts_at=clock.now(), days=3
+            caller=Caller(user=user), organization=organization, now=clock.now(), days=3
         )
         if row.pool.name == MIG_POOL
     ]

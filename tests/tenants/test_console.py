@@ -126,6 +126,37 @@ def test_signing_in_with_email_and_password_opens_the_console(alice, client):
     assert client.get("/").status_code == 200
 
 
+def internal_username(user, name: str):
+    """Give the user an internal username as sign-up makes them."""
+    user.username = name
+    user.save(update_fields=["username"])
+    return user
+
+
+def test_the_signed_in_message_names_the_user_by_e_mail_not_username(alice, client):
+    internal_username(alice, "alice-a345ec")
+    response = client.post(
+        "/accounts/login/", {"login": "alice@acme.example", "password": PASSWORD}, follow=True
+    )
+    said = [str(m) for m in response.context["messages"]]
+    assert (said, alice.username in response.content.decode()) == (
+        ["Successfully signed in as alice@acme.example."],
+        False,
+    )
+
+
+def test_the_audit_page_names_members_by_e_mail_not_username(alice, acme, mia, client):
+    internal_username(mia, "mia-5e1f00")
+    membership = acme.memberships.get(user=mia)
+    services.member_role_change(caller=Caller(user=alice), membership=membership, role="viewer")
+    client.force_login(alice)
+    page = client.get("/orgs/acme/audit/").content.decode()
+    assert ("mia@acme.example in Acme AI as viewer" in page, mia.username in page) == (
+        True,
+        False,
+    )
+
+
 def test_a_password_reset_mails_a_link(alice, client):
     client.post("/accounts/password/reset/", {"email": "alice@acme.example"})
     assert "/accounts/password/reset/key/" in mail.outbox[0].body

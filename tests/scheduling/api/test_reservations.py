@@ -1,4 +1,5 @@
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -132,10 +133,73 @@ def test_the_timeline_shows_others_reservations_as_anonymous_blocks(held, bruno,
     ]
 
 
-def test_the_timeline_gives_the_free_gpus_of_each_day(held, alice, api_as):
+def test_the_timeline_gives_the_free_gpus_of_each_day(cluster, alice, acme, api_as):
+    today = clock_at_local(hour=10, zone=UTC)
+    reserve(alice, acme, starts_at=today + timedelta(days=1), hours=4, gpus=60)
     pools = api_as(alice).get("/api/v1/organizations/acme/reservation-timeline/?days=3").json()
     dgx = next(p for p in pools if p["pool"] == "dgx-h100")
     assert [d["free_gpus"] for d in dgx["free_by_day"]] == [64, 4, 64]
+
+
+def clock_at_local(*, hour: int, zone) -> datetime:
+    """Move the simulated clock to half past ``hour`` tomorrow in ``zone``; that day's
+    midnight there."""
+    now = clock.now()
+    target = (now.astimezone(zone) + timedelta(days=1)).replace(
+        hour=hour, minute=30, second=0, microsecond=0
+    )
+    clock.advance(seconds=(target - now).total_seconds())
+    return target.replace(hour=0, minute=0)
+
+
+def reserve(user, organization, *, starts_at: datetime, hours: int, gpus: int = 8):
+    return services.reservations_request(
+        caller=Caller(user=user),
+        organization=organization,
+        request=services.ReservationRequest(
+            gpu_class="H100-80GB",
+            gpus=gpus,
+            starts_at=starts_at,
+            ends_at=starts_at + timedelta(hours=hours),
+            pool="dgx-h100",
+        ),
+    )
+
+
+def timeline_days(client, days: int = 3) -> list[tuple[str, int]]:
+    pools = client.get(f"/api/v1/organizations/acme/reservation-timeline/?days={days}").json()
+    dgx = next(p for p in pools if p["pool"] == "dgx-h100")
+    return [(d["day"], d["free_gpus"]) for d in dgx["free_by_day"]]
+
+
+def test_a_reservation_shows_on_the_calendar_day_it_is_on_not_the_24_hours_from_now(
+    cluster, alice, acme, api_as
+):
+    # 15:30 today: tomorrow's 09:00 is within 24 hours, but on tomorrow's date.
+    today = clock_at_local(hour=15, zone=UTC)
+    reserve(alice, acme, starts_at=today + timedelta(days=1, hours=9), hours=4)
+    assert timeline_days(api_as(alice)) == [
+        (str(today.date()), 64),
+        (str(today.date() + timedelta(days=1)), 56),
+        (str(today.date() + timedelta(days=2)), 64),
+    ]
+
+
+def test_the_timelines_days_are_calendar_days_in_the_organizations_time_zone(
+    cluster, alice, acme, api_as
+):
+    tokyo = ZoneInfo("Asia/Tokyo")
+    acme.time_zone = "Asia/Tokyo"
+    acme.save()
+    # 15:30 in Tokyo (06:30 UTC); the reservation starts at 02:00 tomorrow there, 17:00 UTC
+    # today.
+    today = clock_at_local(hour=15, zone=tokyo)
+    reserve(alice, acme, starts_at=today + timedelta(days=1, hours=2), hours=4)
+    assert timeline_days(api_as(alice)) == [
+        (str(today.date()), 64),
+        (str(today.date() + timedelta(days=1)), 56),
+        (str(today.date() + timedelta(days=2)), 64),
+    ]
 
 
 def test_a_timeline_of_too_many_days_is_a_400(cluster, alice, api_as):
