@@ -49,6 +49,11 @@ class CatalogItemAdmin(admin.ModelAdmin):
     filter_horizontal = ["organizations"]
     inlines = [PriceVersionInline]
 
+    def has_delete_permission(self, request, obj=None) -> bool:
+        # An item is retired with "active until": its prices stay what orders and invoices
+        # were charged at.
+        return False
+
     def save_model(self, request, obj, form, change) -> None:
         services.catalog_item_save(
             caller=Caller(user=request.user),

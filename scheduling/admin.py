@@ -257,15 +257,17 @@ class SimulatedNodeStateAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Fail these simulated nodes")
     def fail(self, request, queryset):
-        backend = get_backend()
+        backend, caller = get_backend(), Caller(user=request.user)
         for state in queryset:
-            backend.node_fail(name=state.name)
+            services.simulated_node_fail(caller=caller, backend=backend, name=state.name)
 
     @admin.action(description="Recover these simulated nodes")
     def recover(self, request, queryset):
-        backend = get_backend()
+        backend, caller = get_backend(), Caller(user=request.user)
         for state in queryset:
-            backend.node_recover(name=state.name)
+            services.simulated_node_fail(
+                caller=caller, backend=backend, name=state.name, failed=False
+            )
 
 
 @admin.register(ReservationRule)

@@ -30,6 +30,7 @@ from .operators import (
     node_drain,
     setting_delete,
     setting_save,
+    simulated_node_fail,
     workload_requeue_by_operator,
     workload_stop_by_operator,
 )
@@ -112,6 +113,7 @@ __all__ = [
     "scheduling_cycle_run",
     "setting_delete",
     "setting_save",
+    "simulated_node_fail",
     "workload_cancel",
     "workload_end",
     "workload_launch",

@@ -16,6 +16,7 @@ from tenants.services import audit_record
 
 from ..models import (
     Node,
+    SimulatedNodeState,
     Workload,
 )
 from .lifecycle import workload_end, workload_requeue
@@ -77,6 +78,25 @@ def node_drain(*, caller: Caller, node: Node) -> list[Workload]:
     for workload in drained:
         workload_requeue_by_operator(caller=caller, workload=workload)
     return drained
+
+
+def simulated_node_fail(*, caller: Caller, backend, name: str, failed: bool = True) -> None:
+    """Fail a node of the simulated cluster (or recover it, ``failed=False``): failure
+    injection for the demo and tests, audited like any operator's change to the inventory."""
+    require_operator(caller)
+    with transaction.atomic():
+        if failed:
+            backend.node_fail(name=name)
+        else:
+            backend.node_recover(name=name)
+        state = SimulatedNodeState.objects.filter(name=name).first()
+        if state is not None:
+            audit_record(
+                caller=caller,
+                organization=None,
+                action="node.simulated_fail" if failed else "node.simulated_recover",
+                target=state,
+            )
 
 
 def _plain(value):

@@ -192,3 +192,18 @@ def test_an_organizations_own_price_dated_later_shows_as_its_next_price(
     )
     [mine] = api_as(alice).get(URL).json()["results"]
     assert (mine["unit_price"], mine["next_price"]) == ("2.9000", "2.1000")
+
+
+def test_offering_an_item_to_organizations_is_audited_with_them(operator, h100, acme):
+    from billing.models import CatalogItem
+    from tenants.models import AuditEvent
+
+    item = services.catalog_item_save(
+        caller=Caller(user=operator),
+        item=CatalogItem(
+            slug="acme-only", name="Acme only", kind="on_demand", gpu_class=h100, public=False
+        ),
+        organizations=[acme],
+    )
+    event = AuditEvent.objects.get(action="catalog.item_save")
+    assert (list(item.organizations.all()), event.payload["organizations"]) == ([acme], ["acme"])

@@ -242,3 +242,17 @@ def test_a_quota_below_its_guarantee_is_refused_with_a_sentence(operator_client,
         False,
         True,
     )
+
+
+def test_failing_and_recovering_a_simulated_node_in_admin_is_audited(operator_client, cluster):
+    from scheduling.models import SimulatedNodeState
+    from tenants.models import AuditEvent
+
+    state = SimulatedNodeState.objects.create(name=Node.objects.first().name)
+    for action in ("fail", "recover"):
+        operator_client.post(
+            "/admin/scheduling/simulatednodestate/",
+            {"action": action, "_selected_action": [state.pk]},
+        )
+    events = AuditEvent.objects.filter(target_type="simulatednodestate").order_by("at")
+    assert [e.action for e in events] == ["node.simulated_fail", "node.simulated_recover"]
