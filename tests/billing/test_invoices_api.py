@@ -132,3 +132,17 @@ def test_the_admin_downloads_the_selected_as_csv(invoice, finance):
         {"action": "download_csv", "_selected_action": [str(invoice.pk)]},
     )
     assert response["Content-Type"] == "text/csv"
+
+
+def test_admin_names_a_draft_and_its_rows_by_the_organizations_name(invoice, operator, client):
+    operator.is_superuser = True
+    operator.save()
+    client.force_login(operator)
+    page = client.get("/admin/billing/invoice/").content.decode()
+    assert (
+        f"draft Acme AI {invoice.period_start:%Y-%m}" in page,
+        str(invoice.organization_id) in page,
+    ) == (
+        True,
+        False,
+    )
