@@ -6,8 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0015_scheduler_quota_standings'),
-        ('tenants', '0004_organization_weight_message'),
+        ('scheduling', '0016_quota_request_granted_from'),
     ]
 
     operations = [
