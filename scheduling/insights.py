@@ -157,7 +157,7 @@ def _demand_on_one_class(pending: list[Workload], now: datetime) -> Insight | No
 def _idle_gpus_by_class() -> dict[str, int]:
     idle: dict[str, int] = defaultdict(int)
     for capacity in selectors.cluster_capacity():
-        idle[capacity.gpu_class] += capacity.gpus_idle
+        idle[capacity.gpu_class] += capacity.gpus_idle_schedulable
     return idle
 
 

@@ -1,7 +1,7 @@
 """Reads of scheduling data, scoped to the caller's organizations like every tenant read."""
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from django.db.models import Count, F, Min, Prefetch, Q, QuerySet, Sum
@@ -162,7 +162,8 @@ def quota_overview(*, caller: Caller, organization: Organization) -> list[QuotaU
 
 @dataclass(frozen=True)
 class GpuCell:
-    """One GPU of a node as operators see it: who holds it (None: free) and how much."""
+    """One GPU of a node, or one MIG instance of it, as operators see it: who holds it (None:
+    free) and how much."""
 
     tenant: str | None = None
     tier: str = ""
@@ -170,17 +171,34 @@ class GpuCell:
 
 
 @dataclass(frozen=True)
+class MigUse:
+    """One MIG profile of a node: its instances, each held or free, in layout order."""
+
+    profile: str
+    instances: list[GpuCell]
+
+    @property
+    def used(self) -> int:
+        return sum(1 for cell in self.instances if cell.tenant)
+
+
+@dataclass(frozen=True)
 class PoolOverview:
     capacity: engine.PoolCapacity
-    # Each node of the pool with its GPUs, in index order.
+    # Each node of the pool with its whole GPUs, in index order.
     nodes: list[tuple[Node, list[GpuCell]]]
+    # The MIG instances of each node that has any (by node id), profile by profile.
+    mig: dict[int, list[MigUse]] = field(default_factory=dict)
 
     @property
     def sentence(self) -> str:
         """Free against schedulable in words, for the largest size a node of the pool could
         hold that the idle GPUs would but their fragments do not: "12 GPUs idle, but only one
-        4-GPU job fits"."""
-        idle = self.capacity.gpus_idle
+        4-GPU job fits". Idle GPUs are those of uncordoned nodes (no request may use a
+        cordoned node's); those of cordoned nodes are named apart."""
+        idle = self.capacity.gpus_idle_schedulable
+        cordoned = self.capacity.gpus_idle - idle
+        aside = f" ({cordoned} more idle on cordoned nodes)" if cordoned else ""
         largest = max((node.gpu_count for node, _ in self.nodes), default=0)
         for size in sorted(self.capacity.schedulable, reverse=True):
             if size > largest:  # no node of the pool could ever hold it: not fragmentation
@@ -189,13 +207,26 @@ class PoolOverview:
             if would > fits:
                 jobs = {0: "no", 1: "only one"}.get(fits, f"only {fits}")
                 verb = "fit" if fits > 1 else "fits"
-                return f"{idle} GPUs idle, but {jobs} {size}-GPU job{'s' * (fits > 1)} {verb}"
-        return f"{idle} GPUs idle, every one usable by the largest jobs"
+                return (
+                    f"{idle} GPUs idle{aside}, but {jobs} {size}-GPU job{'s' * (fits > 1)} {verb}"
+                )
+        return f"{idle} GPUs idle{aside}, every one usable by the largest jobs"
+
+    @property
+    def mig_totals(self) -> list[tuple[str, int, int]]:
+        """(profile, instances in use, instances) over the pool's nodes."""
+        totals: dict[str, tuple[int, int]] = {}
+        for uses in self.mig.values():
+            for use in uses:
+                used, count = totals.get(use.profile, (0, 0))
+                totals[use.profile] = (used + use.used, count + len(use.instances))
+        return [(profile, used, count) for profile, (used, count) in sorted(totals.items())]
 
 
 def cluster_overview(*, caller: Caller) -> list[PoolOverview]:
     """Operators: every pool with its free and schedulable capacity by request size (the
-    engine's view of the ready nodes) and its nodes GPU by GPU, with who holds each."""
+    engine's view of the ready nodes), its nodes GPU by GPU and MIG instance by instance,
+    with who holds each."""
     require_operator(caller)
     nodes = list(Node.objects.select_related("pool__gpu_class").order_by("pool__name", "name"))
     placements = list(
@@ -204,17 +235,37 @@ def cluster_overview(*, caller: Caller) -> list[PoolOverview]:
         )
     )
     held: dict[tuple[int, int], GpuCell] = {}
-    for placement in placements:
+    # The MIG instances each node's placements hold, per profile, in placement order.
+    instances_held: dict[tuple[int, str], list[GpuCell]] = {}
+    for placement in sorted(placements, key=lambda p: (p.started_at, p.pk)):
         workload = placement.workload
+        cell = GpuCell(
+            tenant=workload.project.organization.slug,
+            tier=workload.tier.name,
+            milli=placement.gpu_milli or MILLI_PER_GPU,
+        )
         for index in placement.gpu_indices:
-            held[(placement.node_id, index)] = GpuCell(
-                tenant=workload.project.organization.slug,
-                tier=workload.tier.name,
-                milli=placement.gpu_milli or MILLI_PER_GPU,
+            held[(placement.node_id, index)] = cell
+        if placement.mig_profile and placement.mig_count:
+            instances_held.setdefault((placement.node_id, placement.mig_profile), []).extend(
+                [cell] * placement.mig_count
             )
     capacities = engine.pool_capacity(
         nodes=engine_nodes([node for node in nodes if node.ready], placements)
     )
+    mig = {
+        node.pk: [
+            MigUse(
+                profile=profile,
+                instances=(instances_held.get((node.pk, profile), []) + [GpuCell()] * count)[
+                    : max(count, len(instances_held.get((node.pk, profile), [])))
+                ],
+            )
+            for profile, count in sorted(node.mig_layout.items())
+        ]
+        for node in nodes
+        if node.mig_layout
+    }
     return [
         PoolOverview(
             capacity=capacity,
@@ -223,6 +274,11 @@ def cluster_overview(*, caller: Caller) -> list[PoolOverview]:
                 for node in nodes
                 if node.pool.name == capacity.pool
             ],
+            mig={
+                node.pk: mig[node.pk]
+                for node in nodes
+                if node.pool.name == capacity.pool and node.pk in mig
+            },
         )
         for capacity in capacities
     ]

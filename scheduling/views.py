@@ -216,6 +216,13 @@ def cluster(request):
     GPU coloured by the tenant that holds it and lettered by its tier."""
     pools = selectors.cluster_overview(caller=caller_of(request))
     cells = [cell for pool in pools for _, gpus in pool.nodes for cell in gpus]
+    cells += [
+        cell
+        for pool in pools
+        for uses in pool.mig.values()
+        for use in uses
+        for cell in use.instances
+    ]
     tenants = sorted({cell.tenant for cell in cells if cell.tenant})
     # A hue per tenant, spread around the wheel, so neighbours differ.
     hues = {tenant: (index * 137) % 360 for index, tenant in enumerate(tenants)}
@@ -227,6 +234,10 @@ def cluster(request):
                     node,
                     [(gpu, hues.get(gpu.tenant)) for gpu in gpus],
                     sum(1 for g in gpus if g.tenant),
+                    [
+                        (use, [(cell, hues.get(cell.tenant)) for cell in use.instances])
+                        for use in pool.mig.get(node.pk, [])
+                    ],
                 )
                 for node, gpus in pool.nodes
             ],

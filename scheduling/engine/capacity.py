@@ -24,6 +24,8 @@ class PoolCapacity:
     gpus_total: int
     gpus_idle: int
     gpu_milli_free: int
+    # Idle GPUs of its uncordoned nodes: what requests could use, unlike a cordoned node's.
+    gpus_idle_schedulable: int
     schedulable: dict[int, int]  # GPUs per request -> how many such requests fit right now
 
 
@@ -47,6 +49,9 @@ def pool_capacity(
                 gpus_total=int(cluster.gpu_count[members].sum()),
                 gpus_idle=int((cluster.gpu_free[members] >= MILLI_PER_GPU).sum()),
                 gpu_milli_free=cluster.idle_gpu_milli(members),
+                gpus_idle_schedulable=int(
+                    (cluster.gpu_free[schedulable_nodes] >= MILLI_PER_GPU).sum()
+                ),
                 schedulable={
                     size: int(
                         cluster.replica_capacity(

@@ -4,10 +4,18 @@ nodes GPU by GPU with the tenant that holds each; tenants get a 403."""
 import pytest
 
 from scheduling.models import Node, Placement, Workload
+from scheduling.selectors import cluster_overview
+from tenants.permissions import Caller
+
+from ..factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
 URL = "/staff/cluster/"
+
+
+def staff() -> Caller:
+    return Caller(user=UserFactory(is_staff=True))
 
 
 def one_gpu_held_on_each_dgx(submit):
@@ -75,3 +83,64 @@ def test_each_node_says_how_many_of_its_gpus_are_used(operator_client, submit, c
     one_gpu_held_on_each_dgx(submit)
     page = operator_client.get(URL).content.decode()
     assert page.count('<span class="muted nowrap">1/8 used</span>') == 8
+
+
+def one_mig_instance_held_on_a100_01(submit, profile="mig-1g.10gb", count=2):
+    """A notebook of acme's holding ``count`` instances of ``profile`` on a100-01."""
+    workload = submit(
+        name="mig-notebook",
+        kind="notebook",
+        tier="dev",
+        gpu_classes=("A100-80GB",),
+        gpus=0,
+        mig_profile=profile,
+        mig_count=count,
+    )
+    Placement.objects.create(
+        workload=workload,
+        replica=0,
+        node=Node.objects.get(name="a100-01"),
+        mig_profile=profile,
+        mig_count=count,
+        started_at=workload.submitted_at,
+    )
+
+
+def test_the_overview_counts_the_mig_instances_each_node_holds(submit, cluster):
+    one_mig_instance_held_on_a100_01(submit)
+    [pool] = [p for p in cluster_overview(caller=staff()) if p.mig]
+    a100_01 = Node.objects.get(name="a100-01")
+    uses = {use.profile: (use.used, len(use.instances)) for use in pool.mig[a100_01.pk]}
+    assert uses == {"mig-1g.10gb": (2, 14), "mig-3g.40gb": (0, 4)}
+
+
+def test_a_node_says_how_many_of_its_mig_instances_are_used(operator_client, submit, cluster):
+    one_mig_instance_held_on_a100_01(submit)
+    page = operator_client.get(URL).content.decode()
+    assert '<span class="muted nowrap">2/14 mig-1g.10gb used</span>' in page
+
+
+def test_a_held_mig_instance_names_its_tenant_and_tier(operator_client, submit, cluster):
+    one_mig_instance_held_on_a100_01(submit)
+    page = operator_client.get(URL).content.decode()
+    assert 'title="mig-1g.10gb instance 1: acme (dev)">D</span>' in page
+
+
+def test_the_pool_totals_its_mig_instances_in_use(operator_client, submit, cluster):
+    one_mig_instance_held_on_a100_01(submit)
+    page = operator_client.get(URL).content.decode()
+    assert "MIG instances in use: 2/28 mig-1g.10gb, 0/8 mig-3g.40gb." in page
+
+
+def test_the_overview_counts_no_cordoned_gpus_as_idle(cluster):
+    Node.objects.filter(name="dgx-h100-01").update(cordoned=True)
+    [dgx] = [p for p in cluster_overview(caller=staff()) if p.capacity.pool == "dgx-h100"]
+    assert (dgx.capacity.gpus_idle_schedulable, dgx.capacity.gpus_idle) == (56, 64)
+
+
+def test_a_cordoned_nodes_idle_gpus_are_not_called_fragmentation(operator_client, cluster):
+    Node.objects.filter(name="dgx-h100-01").update(cordoned=True)
+    page = operator_client.get(URL).content.decode()
+    assert (
+        "56 GPUs idle (8 more idle on cordoned nodes), every one usable by the largest jobs" in page
+    )

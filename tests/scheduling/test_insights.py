@@ -8,7 +8,7 @@ import yaml
 from django.conf import settings
 
 from scheduling import clock, insights
-from scheduling.models import GpuClass, NodePool, Reservation
+from scheduling.models import GpuClass, Node, NodePool, Reservation
 from tenants.permissions import Caller
 
 from .test_services_preemption_and_failures import notebook_using
@@ -81,6 +81,16 @@ def test_a_queue_on_one_class_while_another_idles_is_concentrated_demand(
         "Demand concentrated on H100-80GB",
         True,
     )
+
+
+def test_concentrated_demand_counts_no_cordoned_gpus_as_idle_elsewhere(
+    submit, cycle, advance, found
+):
+    h100_filled(submit, cycle, advance, utilization="0.9")
+    queue(submit, 3)
+    Node.objects.filter(name="a100-01").update(cordoned=True)
+    clock.advance(seconds=insights.WAIT_LONG.total_seconds() + 60)
+    assert "A100-80GB has 4 idle" in found()["demand_on_one_class"].finding
 
 
 def test_a_short_wait_on_one_class_is_no_insight(submit, cycle, advance, found):
