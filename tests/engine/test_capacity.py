@@ -17,6 +17,11 @@ def test_cordoned_nodes_are_not_schedulable():
     assert views[0].schedulable[1] == 0
 
 
+def test_a_cordoned_nodes_idle_gpus_are_idle_but_not_schedulable_idle():
+    [view] = pool_capacity(nodes=[node("a", cordoned=True), node("b")])
+    assert (view.gpus_idle, view.gpus_idle_schedulable) == (16, 8)
+
+
 def test_capacity_is_reported_per_pool_and_class():
     views = pool_capacity(nodes=[node("a", pool="x"), node("b", pool="y", gpu_class="L4", gpus=1)])
     assert [(v.pool, v.gpu_class, v.gpus_total) for v in views] == [
