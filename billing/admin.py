@@ -2,9 +2,10 @@
 only ever added (none in the past), never edited or deleted."""
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.http import HttpResponse
 
+from portal.errors import DomainError
 from scheduling import clock
 from scheduling.admin import (
     ReadOnlyAdmin,
@@ -15,7 +16,7 @@ from scheduling.admin import (
 )
 from tenants.permissions import Caller
 
-from . import exports, services
+from . import exports, selectors, services
 from .models import (
     BillingRecord,
     CancellationCharge,
@@ -30,6 +31,52 @@ from .models import (
 )
 
 
+def warn_of_unpriced(request) -> None:
+    """An operator's list page warns of use rated with no price in force (billed at nothing;
+    its invoices are held) and of what the cluster offers that no list price covers."""
+    used = selectors.usage_unpriced()
+    if used:
+        listed = "; ".join(str(use) for use in used[:5]) + ("; …" if len(used) > 5 else "")
+        messages.warning(
+            request,
+            f"Use with no price in force, billed at nothing and held from issue: {listed}."
+            ' Price it: Billing records, filter No price in force, then "Price the'
+            ' selected" once the catalog has a price.',
+        )
+    offered = selectors.resources_unpriced(at=clock.now())
+    if offered:
+        messages.warning(
+            request,
+            "The cluster offers what no list price covers: "
+            + "; ".join(str(resource) for resource in offered)
+            + ".",
+        )
+
+
+class PricedFilter(admin.SimpleListFilter):
+    title = "price"
+    parameter_name = "priced"
+
+    def lookups(self, request, model_admin):
+        return [("no", "No price in force"), ("yes", "Priced")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "no":
+            return queryset.filter(unit_price__isnull=True)
+        if self.value() == "yes":
+            return queryset.filter(unit_price__isnull=False)
+        return queryset
+
+
+class WarnsOfUnpriced:
+    """Its list page warns of unpriced use (``warn_of_unpriced``)."""
+
+    def changelist_view(self, request, extra_context=None):
+        if request.method == "GET":
+            warn_of_unpriced(request)
+        return super().changelist_view(request, extra_context)
+
+
 class PriceVersionInline(admin.TabularInline):
     model = PriceVersion
     fields = ["organization", "unit_price", "effective_from", "created_at", "created_by"]
@@ -42,7 +89,7 @@ class PriceVersionInline(admin.TabularInline):
 
 
 @admin.register(CatalogItem)
-class CatalogItemAdmin(admin.ModelAdmin):
+class CatalogItemAdmin(WarnsOfUnpriced, admin.ModelAdmin):
     list_display = ["name", "slug", "kind", "gpu_class", "tier", "public", "active_until"]
     list_filter = ["kind", "gpu_class", "public"]
     search_fields = ["name", "slug"]
@@ -207,12 +254,35 @@ class UsageIntervalAdmin(ReadOnlyAdmin):
 
 
 @admin.register(BillingRecord)
-class BillingRecordAdmin(ReadOnlyAdmin):
-    """Rated by the meter; never edited."""
+class BillingRecordAdmin(WarnsOfUnpriced, ReadOnlyAdmin):
+    """Rated by the meter; never edited, but for pricing use rated with no price in force."""
 
-    list_display = ["organization", "gpu_class", "tier", "starts_at", "quantity_seconds", "cost"]
-    list_filter = ["resource", "gpu_class"]
+    list_display = [
+        "organization",
+        "gpu_class",
+        "mig_profile",
+        "resource",
+        "tier",
+        "charge",
+        "starts_at",
+        "quantity_seconds",
+        "unit_price",
+        "cost",
+    ]
+    list_filter = [PricedFilter, "resource", "charge", "gpu_class"]
     search_fields = ["organization__slug"]
+    actions = ["price"]
+
+    @admin.action(description="Price the selected unpriced use at the price now in force")
+    def price(self, request, queryset):
+        priced = services.usage_unpriced_price(caller=Caller(user=request.user), records=queryset)
+        left = queryset.filter(unit_price__isnull=True).count()
+        self.message_user(
+            request,
+            f"Priced {priced} records; their months' drafts were made again."
+            + (f" {left} still have no price in force: add one to the catalog." if left else ""),
+            messages.WARNING if left else messages.SUCCESS,
+        )
 
 
 @admin.register(UsageReconciliation)
@@ -236,7 +306,7 @@ class VoidForm(forms.Form):
 
 
 @admin.register(Invoice)
-class InvoiceAdmin(ReadOnlyAdmin):
+class InvoiceAdmin(WarnsOfUnpriced, ReadOnlyAdmin):
     """Finance: drafts first; issue, mark paid, void with a reason, download. Changes only
     through actions; an issued invoice never changes."""
 
@@ -253,13 +323,15 @@ class InvoiceAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Issue the drafts (numbered, then never changed)")
     def issue(self, request, queryset):
-        act_on_each(
-            self,
-            request,
-            queryset.filter(state=Invoice.State.DRAFT),
-            lambda caller, it: services.invoice_issue(caller=caller, invoice=it),
-            done="Issued",
-        )
+        caller, issued = Caller(user=request.user), 0
+        for invoice in queryset.filter(state=Invoice.State.DRAFT):
+            try:
+                services.invoice_issue(caller=caller, invoice=invoice)
+            except DomainError as error:  # held (unpriced use): said, the others go on
+                self.message_user(request, error.message, messages.ERROR)
+            else:
+                issued += 1
+        self.message_user(request, f"Issued {issued}.", messages.SUCCESS)
 
     @admin.action(description="Mark the issued as paid")
     def mark_paid(self, request, queryset):

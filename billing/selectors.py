@@ -9,6 +9,8 @@ from django.db.models import (
     Case,
     DateTimeField,
     DecimalField,
+    Max,
+    Min,
     OuterRef,
     Q,
     QuerySet,
@@ -21,6 +23,7 @@ from django.db.models.functions import Coalesce, TruncDate
 from portal.db import one_or_not_found
 from portal.errors import Conflict
 from scheduling import clock
+from scheduling import selectors as scheduling_selectors
 from scheduling.models import QuotaRequest, Reservation
 from tenants.models import Organization, zone_named
 from tenants.permissions import Action, Caller, authorize, require_operator
@@ -186,16 +189,17 @@ def order_of_reservation(reservation: Reservation) -> Order | None:
 
 
 def reservation_terms(
-    reservation: Reservation,
+    reservation: Reservation, *, at: datetime | None = None
 ) -> tuple[Order | None, CatalogItem | None, Decimal]:
     """The order that bought the reservation (if any), the item whose terms apply, and the
     price of the whole window: the order's total, or else the reserved GPU-hours at the price
-    in force when it was asked for, of the reservation item the organization was offered then
-    of the class and MIG profile (none: nothing to charge)."""
+    in force when it was asked for (or at ``at``: finance pricing it after the fact), of the
+    reservation item the organization was offered then of the class and MIG profile (none:
+    nothing to charge, and no item)."""
     order = order_of_reservation(reservation)
     if order is not None:
         return order, order.item, order.total
-    asked = reservation.requested_at
+    asked = at or reservation.requested_at
     item = (
         offered_to(organization=reservation.organization, at=asked)
         .filter(kind=CatalogItem.Kind.RESERVATION, gpu_class=reservation.gpu_class_id)
@@ -512,3 +516,113 @@ def gpu_seconds_rated() -> list[tuple[str, str, str, str, Decimal]]:
         .annotate(seconds=Sum("quantity_seconds"))
         .order_by("organization__slug", "gpu_class__name", "resource", "mig_profile")
     )
+
+
+@dataclass(frozen=True)
+class UnpricedUse:
+    """Rated use (or reserved capacity) of one organization that no price covered: billed at
+    nothing so far, which an invoice may not be issued with."""
+
+    organization: str
+    project: str | None
+    gpu_class: str
+    mig_profile: str
+    resource: str
+    charge: str
+    # In the resource's unit: GPU-hours (a share's fraction counted) or MIG instance-hours.
+    hours: Decimal
+    first: datetime
+    last: datetime
+
+    @property
+    def what(self) -> str:
+        """ "A100-80GB mig-1g.10gb instances, on-demand use": what is unpriced, in words."""
+        what = self.gpu_class + (f" {self.mig_profile} instances" if self.mig_profile else "")
+        if self.resource == UsageInterval.Resource.SHARED:
+            what += " shares"
+        return f"{what}, {BillingRecord.Charge(self.charge).label.lower()}"
+
+    @property
+    def unit(self) -> str:
+        return "instance-hours" if self.resource == UsageInterval.Resource.MIG else "GPU-hours"
+
+    def __str__(self) -> str:
+        scope = f"{self.organization}/{self.project}" if self.project else self.organization
+        return (
+            f"{scope}: {self.hours} {self.unit} of {self.what}, from"
+            f" {self.first:%Y-%m-%d %H:%M} to {self.last:%Y-%m-%d %H:%M} UTC"
+        )
+
+
+def usage_unpriced(*, records: QuerySet[BillingRecord] | None = None) -> list[UnpricedUse]:
+    """Operators: the rated use that no price was in force for (its records have no unit
+    price), per organization, project, class, profile, resource and charge; of ``records``
+    if given, else of all."""
+    records = BillingRecord.objects.all() if records is None else records
+    rows = (
+        records.filter(unit_price__isnull=True)
+        .values(
+            "organization__slug",
+            "project__slug",
+            "gpu_class__name",
+            "mig_profile",
+            "resource",
+            "charge",
+        )
+        .annotate(seconds=Sum("quantity_seconds"), first=Min("starts_at"), last=Max("ends_at"))
+        .order_by("organization__slug", "project__slug", "gpu_class__name", "mig_profile")
+    )
+    return [
+        UnpricedUse(
+            organization=row["organization__slug"],
+            project=row["project__slug"],
+            gpu_class=row["gpu_class__name"],
+            mig_profile=row["mig_profile"],
+            resource=row["resource"],
+            charge=row["charge"],
+            hours=billed_hours(row["seconds"], row["resource"]).quantize(Decimal("0.0001")),
+            first=row["first"],
+            last=row["last"],
+        )
+        for row in rows
+    ]
+
+
+@dataclass(frozen=True)
+class UnpricedResource:
+    """Something the cluster offers (a class's whole GPUs and shares, or one of its MIG
+    profiles) that no list price covers now."""
+
+    gpu_class: str
+    mig_profile: str
+    kind: str  # CatalogItem.Kind
+
+    def __str__(self) -> str:
+        what = self.gpu_class + (f" {self.mig_profile} instances" if self.mig_profile else "")
+        return f"{what}: no {CatalogItem.Kind(self.kind).label.split(' (')[0].lower()} price"
+
+
+def resources_unpriced(*, at: datetime) -> list[UnpricedResource]:
+    """Operators: what the cluster's pools offer (each class's GPUs and GPU shares, each of
+    its MIG profiles) with no public on-demand or reservation item for every tier that has a
+    list price in force at ``at``: use of it would be rated at no price."""
+    classes = {pool.gpu_class.pk: pool.gpu_class for pool in scheduling_selectors.pool_list()}
+    priced = set(
+        PriceVersion.objects.filter(
+            organization__isnull=True,
+            effective_from__lte=at,
+            item__public=True,
+            item__tier__isnull=True,
+            item__active_from__lte=at,
+            item__kind__in=(CatalogItem.Kind.ON_DEMAND, CatalogItem.Kind.RESERVATION),
+        )
+        .filter(Q(item__active_until__isnull=True) | Q(item__active_until__gt=at))
+        .values_list("item__gpu_class", "item__mig_profile", "item__kind")
+    )
+    return [
+        UnpricedResource(gpu_class=gpu_class.name, mig_profile=profile, kind=kind)
+        for gpu_class in sorted(classes.values(), key=lambda c: c.name)
+        for profile in ["", *sorted(gpu_class.mig_profiles or [])]
+        for kind in (CatalogItem.Kind.ON_DEMAND, CatalogItem.Kind.RESERVATION)
+        if (gpu_class.pk, profile, kind) not in priced
+    ]

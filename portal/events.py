@@ -62,6 +62,9 @@ class ExtensionPoint(StrEnum):
     # cycle however many workloads wait, {project id: (code, reason)} for the projects whose
     # pending work must be held (not admitted) for now; the reason is shown on each one held.
     PENDING_HOLD = "pending_hold"
+    # scheduling: operators' insights are gathered; context now; each check answers an
+    # insight (scheduling.insights.Insight) or None.
+    OPERATOR_INSIGHTS = "operator_insights"
 
 
 _subscribers: dict[Event, list[Callable[..., object]]] = defaultdict(list)
@@ -99,3 +102,10 @@ def checks_run(point: ExtensionPoint, **context) -> None:
     """Run every check registered for `point`, in registration order; the first refusal raises."""
     for check in _checks[ExtensionPoint(point)]:
         check(**context)
+
+
+def checks_answers(point: ExtensionPoint, **context) -> list[object]:
+    """What every check registered for `point` answers, in registration order (None
+    answers left out): for points that gather rather than refuse."""
+    answers = (check(**context) for check in _checks[ExtensionPoint(point)])
+    return [answer for answer in answers if answer is not None]

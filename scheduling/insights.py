@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Q, QuerySet
 
+from portal.events import ExtensionPoint, checks_answers
 from portal.templatetags.console import duration
 from tenants.permissions import Caller, require_operator
 
@@ -47,7 +48,8 @@ class Insight:
 
 
 def insights(*, caller: Caller, now: datetime) -> list[Insight]:
-    """Operators: every rule that finds a problem now."""
+    """Operators: every rule that finds a problem now, this app's and those other apps
+    registered (``ExtensionPoint.OPERATOR_INSIGHTS``)."""
     require_operator(caller)
     pending = list(
         Workload.objects.filter(NEEDS_GPU, state=Workload.State.PENDING).select_related(
@@ -61,6 +63,8 @@ def insights(*, caller: Caller, now: datetime) -> list[Insight]:
         _memory_full_compute_idle(seen),
         _reserved_capacity_idle(now),
         _idle_notebooks(seen, now),
+        # Other apps' rules (billing: use rated with no price in force).
+        *checks_answers(ExtensionPoint.OPERATOR_INSIGHTS, now=now),
     ]
     return [insight for insight in found if insight is not None]
 

@@ -43,6 +43,7 @@ from .metering import (
     usage_meter,
     usage_rate,
     usage_reconcile,
+    usage_unpriced_price,
 )
 
 __all__ = [
@@ -77,4 +78,5 @@ __all__ = [
     "usage_meter",
     "usage_rate",
     "usage_reconcile",
+    "usage_unpriced_price",
 ]

@@ -33,6 +33,8 @@ from ..models import (
 from ..pricing import billed_hours, month_bounds, to_cents
 
 HOURS = Decimal("0.0001")
+# What an invoice line of use no price was in force for says: never issued at zero.
+UNPRICED = "NO PRICE IN FORCE: held until priced"
 
 
 def invoice_draft(*, organization: Organization, year: int, month: int) -> Invoice:
@@ -120,6 +122,9 @@ def _usage_lines(invoice: Invoice, groups: list[dict]) -> list[InvoiceLine]:
             what += " shares"
         project = projects.get(group["project"])
         charge = BillingRecord.Charge(group["charge"]).label.lower()
+        if group["unit_price"] is None:
+            # Held: the invoice may not be issued until it is priced (``invoice_issue``).
+            charge += f", {UNPRICED}"
         lines.append(
             InvoiceLine(
                 invoice=invoice,
@@ -222,6 +227,7 @@ def invoice_issue(*, caller: Caller, invoice: Invoice) -> Invoice:
     require_operator(caller)
     with transaction.atomic():
         locked = _locked(invoice, Invoice.State.DRAFT)
+        _refuse_unpriced(locked)
         if not locked.is_credit_note:
             # Its organization locked: two invoices issued at once never spend one credit.
             organization = Organization.objects.select_for_update().get(pk=locked.organization_id)
@@ -240,6 +246,29 @@ def invoice_issue(*, caller: Caller, invoice: Invoice) -> Invoice:
         )
         _audited(caller, locked, "invoice.issue")
     return locked
+
+
+def _refuse_unpriced(invoice: Invoice) -> None:
+    """An invoice is never issued with use of its period that no price was in force for
+    (billed at nothing): finance prices it first (``usage_unpriced_price``), which makes the
+    draft again."""
+    if invoice.is_credit_note:
+        return
+    unpriced = selectors.usage_unpriced(
+        records=BillingRecord.objects.filter(
+            organization=invoice.organization_id,
+            starts_at__gte=invoice.period_start,
+            starts_at__lt=invoice.period_end,
+        )
+    )
+    if unpriced:
+        raise Conflict(
+            f"Invoice {invoice} is held: no price was in force for "
+            + "; ".join(str(use) for use in unpriced)
+            + ". Add a price to the catalog, then price the unpriced use (admin: Billing"
+            " records, No price in force), which drafts the month again, before issuing.",
+            code="unpriced_usage",
+        )
 
 
 def invoice_mark_paid(*, caller: Caller, invoice: Invoice) -> Invoice:

@@ -41,18 +41,21 @@ from scheduling import clock
 from scheduling import selectors as scheduling_selectors
 from scheduling.models import Placement, Reservation
 from tenants.models import Organization
+from tenants.permissions import Caller, require_operator
+from tenants.services import audit_record
 
 from .. import selectors
 from ..models import (
     USAGE_UNRATED,
     BillingRecord,
     CatalogItem,
+    Invoice,
     PriceVersion,
     UsageInterval,
     UsageReconciliation,
 )
 from ..pricing import hour_floor, usage_cost
-from . import rating_sql
+from . import invoicing, rating_sql
 
 BATCH = 2_000
 HOUR = timedelta(hours=1)
@@ -396,7 +399,7 @@ def _reservations_rate(*, horizon: datetime, now: datetime) -> int:
         start = reservation.rated_to or reservation.starts_at
         if until <= start:
             continue
-        _, _, value = selectors.reservation_terms(reservation)
+        _, item, value = selectors.reservation_terms(reservation)
         length = (reservation.ends_at - reservation.starts_at) // timedelta(microseconds=1)
         bounds = [start, *_hours_between(start, until), until]
         records = [
@@ -413,7 +416,10 @@ def _reservations_rate(*, horizon: datetime, now: datetime) -> int:
                 starts_at=piece_start,
                 ends_at=piece_end,
                 quantity_seconds=_quantity_seconds(reservation.gpus, piece_start, piece_end),
-                unit_price=(value * 3600 * 10**6 / (reservation.gpus * length)).quantize(
+                # None: no item priced it, which operators are told of (``usage_unpriced``).
+                unit_price=None
+                if item is None
+                else (value * 3600 * 10**6 / (reservation.gpus * length)).quantize(
                     Decimal("0.0001")
                 ),
                 cost=value * ((piece_end - piece_start) // timedelta(microseconds=1)) / length,
@@ -547,4 +553,95 @@ def usage_reconcile(
         placed_seconds=sum(placed.values(), Decimal(0)),
         billed_seconds=sum(billed.values(), Decimal(0)),
         differences=differences,
+    )
+
+
+def usage_unpriced_price(*, caller: Caller, records: QuerySet[BillingRecord] | None = None) -> int:
+    """Finance prices use that was rated with no price in force (of ``records`` if given):
+    each on-demand record at the price now in force for the organization of the on-demand
+    item now offered to it for its class, profile and tier, each reserved hour at the
+    reservation item's; then the drafts of the months concerned are made again. Records of a
+    month already invoiced (issued or paid) stay as they are. The number priced."""
+    require_operator(caller)
+    now = clock.now()
+    records = BillingRecord.objects.all() if records is None else records
+    unpriced = (
+        records.filter(unit_price__isnull=True)
+        .select_related("organization", "reservation", "reservation__organization")
+        .order_by("pk")
+    )
+    invoiced = list(
+        Invoice.objects.filter(
+            corrects__isnull=True, state__in=[Invoice.State.ISSUED, Invoice.State.PAID]
+        ).values_list("organization_id", "period_start", "period_end")
+    )
+    priced: list[BillingRecord] = []
+    months: set[tuple] = set()
+    for record in unpriced:
+        if any(
+            o == record.organization_id and start <= record.starts_at < end
+            for o, start, end in invoiced
+        ):
+            continue
+        if record.charge == BillingRecord.Charge.RESERVATION:
+            _, item, value = selectors.reservation_terms(record.reservation, at=now)
+            if item is None:
+                continue
+            reservation = record.reservation
+            length = (reservation.ends_at - reservation.starts_at) // timedelta(microseconds=1)
+            piece = (record.ends_at - record.starts_at) // timedelta(microseconds=1)
+            record.item = item
+            record.unit_price = (value * 3600 * 10**6 / (reservation.gpus * length)).quantize(
+                Decimal("0.0001")
+            )
+            record.cost = value * piece / length
+        else:
+            item = _on_demand_item_now(record, now)
+            version = item and selectors.price_in_force(
+                item=item, at=now, organization=record.organization
+            )
+            if version is None:
+                continue
+            record.item, record.price_version = item, version
+            record.unit_price = version.unit_price
+            record.cost = usage_cost(version.unit_price, record.quantity_seconds, record.resource)
+        priced.append(record)
+        local = record.starts_at.astimezone(record.organization.zone)
+        months.add((record.organization, local.year, local.month))
+    with transaction.atomic():
+        BillingRecord.objects.bulk_update(
+            priced, ["item", "price_version", "unit_price", "cost"], batch_size=BATCH
+        )
+        for organization in {organization for organization, _, _ in months}:
+            audit_record(
+                caller=caller,
+                organization=organization,
+                action="usage.price",
+                target=organization,
+                payload={
+                    "records": sum(1 for r in priced if r.organization_id == organization.pk),
+                    "cost": str(
+                        sum(
+                            (r.cost for r in priced if r.organization_id == organization.pk),
+                            Decimal(0),
+                        )
+                    ),
+                },
+            )
+    for organization, year, month in sorted(months, key=lambda m: (m[0].slug, m[1], m[2])):
+        invoicing.invoice_draft(organization=organization, year=year, month=month)
+    return len(priced)
+
+
+def _on_demand_item_now(record: BillingRecord, now: datetime) -> CatalogItem | None:
+    """The on-demand item offered to the record's organization now for its class, profile and
+    tier (one for its tier before one for every tier), as rating chooses one."""
+    offered = selectors.offered_to(organization=record.organization, at=now).filter(
+        kind=CatalogItem.Kind.ON_DEMAND,
+        gpu_class=record.gpu_class_id,
+        mig_profile=record.mig_profile,
+    )
+    return (
+        offered.filter(tier=record.tier_id).order_by("slug").first()
+        or offered.filter(tier__isnull=True).order_by("slug").first()
     )

@@ -131,58 +131,65 @@ class Command(BaseCommand):
 
     def _catalog(self, operator_caller):
         """For each demo class: on-demand use (batch and dev at a preemptible discount), a
-        reservation price, and a quota package of 8 GPUs a month."""
-        if CatalogItem.objects.exists():
-            return
+        reservation price, and a quota package of 8 GPUs a month; for each of its MIG
+        profiles, on-demand use and reservations of an instance at the profile's share of the
+        GPU's price (``mig_share``). A GPU share (milli-GPU) pays its fraction of the GPU's
+        on-demand price: rating divides, no item of its own is needed. Items the demo's
+        catalog lacks (an older demo database) are added; existing ones stay as they are."""
         tiers = {tier.name: tier for tier in PriorityTier.objects.all()}
         for gpu_class in GpuClass.objects.filter(name__in=DEMO_HOURLY_PRICES):
-            hourly = DEMO_HOURLY_PRICES[gpu_class.name]
-            slug = gpu_class.name.lower()
-            offers = [
-                (f"{slug}-on-demand", f"{gpu_class.name} on demand", "on_demand", None, hourly),
-                *(
-                    (
-                        f"{slug}-{tier}",
-                        f"{gpu_class.name} {tier} (preemptible)",
-                        "on_demand",
-                        tiers.get(tier),
-                        hourly * Decimal("0.6"),
-                    )
-                    for tier in ("batch", "dev")
-                ),
+            for profile in ["", *gpu_class.mig_profiles]:
+                hourly = DEMO_HOURLY_PRICES[gpu_class.name] * mig_share(profile)
+                self._offers(operator_caller, gpu_class, profile, hourly, tiers)
+
+    def _offers(self, operator_caller, gpu_class, profile, hourly, tiers):
+        slug = gpu_class.name.lower() + (f"-{profile.replace('.', '-')}" if profile else "")
+        name = gpu_class.name + (f" {profile} instance" if profile else "")
+        offers = [
+            (f"{slug}-on-demand", f"{name} on demand", "on_demand", None, hourly),
+            *(
                 (
-                    f"{slug}-reserved",
-                    f"{gpu_class.name} reserved",
-                    "reservation",
-                    None,
-                    hourly * Decimal("0.85"),
-                ),
+                    f"{slug}-{tier}",
+                    f"{name} {tier} (preemptible)",
+                    "on_demand",
+                    tiers.get(tier),
+                    hourly * Decimal("0.6"),
+                )
+                for tier in ("batch", "dev")
+            ),
+            (f"{slug}-reserved", f"{name} reserved", "reservation", None, hourly * Decimal("0.85")),
+        ]
+        if not profile:
+            offers.append(
                 (
                     f"{slug}-package-8",
                     f"8 {gpu_class.name} GPUs, monthly",
                     "quota_package",
                     None,
                     hourly * 8 * 730 * Decimal("0.7"),
+                )
+            )
+        for item_slug, item_name, kind, tier, price in offers:
+            if CatalogItem.objects.filter(slug=item_slug).exists():
+                continue
+            item = billing.catalog_item_save(
+                caller=operator_caller,
+                item=CatalogItem(
+                    slug=item_slug,
+                    name=item_name,
+                    kind=kind,
+                    gpu_class=gpu_class,
+                    mig_profile=profile,
+                    tier=tier,
+                    quantity=8 if kind == "quota_package" else 1,
+                    active_from=clock.now() - timedelta(days=1),
                 ),
-            ]
-            for item_slug, name, kind, tier, price in offers:
-                item = billing.catalog_item_save(
-                    caller=operator_caller,
-                    item=CatalogItem(
-                        slug=item_slug,
-                        name=name,
-                        kind=kind,
-                        gpu_class=gpu_class,
-                        tier=tier,
-                        quantity=8 if kind == "quota_package" else 1,
-                        active_from=clock.now() - timedelta(days=1),
-                    ),
-                )
-                billing.price_version_add(
-                    caller=operator_caller,
-                    item=item,
-                    unit_price=price.quantize(Decimal("0.0001")),
-                )
+            )
+            billing.price_version_add(
+                caller=operator_caller,
+                item=item,
+                unit_price=price.quantize(Decimal("0.0001")),
+            )
 
     def _order(self, acme, owner_caller, operator_caller):
         """4 reserved A100s next Wednesday 09:00 to 13:00 UTC, ordered, approved, fulfilled."""
@@ -237,13 +244,29 @@ class Command(BaseCommand):
                 )
 
 
-# (class, resource, MIG profile, guarantee, limit): GPUs, milli-GPU or MIG instances.
 # On-demand price of one GPU-hour per class, in PORTAL_CURRENCY.
 DEMO_HOURLY_PRICES = {
     "H100-80GB": Decimal("2.90"),
     "A100-80GB": Decimal("1.80"),
     "L4": Decimal("0.60"),
 }
+# A100 and H100 GPUs split into 7 compute slices (GPCs) for MIG: a "<n>g.<mem>gb" instance
+# has n of them, and the 1g.10gb, 2g.20gb, 3g.40gb, 4g.40gb and 7g.80gb profiles of an
+# A100-80GB are 1/7 to 7/7 of its compute (NVIDIA, "MIG User Guide", Supported MIG Profiles:
+# https://docs.nvidia.com/datacenter/tesla/mig-user-guide/). An instance-hour is priced at its
+# compute share of the GPU's hour, as clouds price MIG slices by their fraction of a GPU.
+MIG_SLICES = 7
+
+
+def mig_share(profile: str) -> Decimal:
+    """The share of a GPU a MIG profile's instance is priced at (1 for a whole GPU)."""
+    if not profile:
+        return Decimal(1)
+    slices = int(profile.removeprefix("mig-").split("g.", 1)[0])
+    return Decimal(slices) / MIG_SLICES
+
+
+# (class, resource, MIG profile, guarantee, limit): GPUs, milli-GPU or MIG instances.
 DEMO_QUOTAS = [
     ("H100-80GB", "gpus", "", 32, 48),
     ("A100-80GB", "gpus", "", 8, 8),
