@@ -37,12 +37,14 @@ class DailyChart:
 
 @dataclass(frozen=True)
 class Share:
-    """One label's part of a total, for a horizontal bar."""
+    """One label's part of a total, for a horizontal bar: its use in each unit (None: none of
+    that unit), never added together, and its cost."""
 
     label: str
-    gpu_hours: Decimal
+    gpu_hours: Decimal | None
+    mig_instance_hours: Decimal | None
     cost: Decimal
-    percent: int  # of the largest part's GPU-hours, for the bar's width
+    percent: int  # of the largest part's cost (the one measure every unit shares)
 
 
 def resource_label(row: dict) -> str:
@@ -52,11 +54,14 @@ def resource_label(row: dict) -> str:
 
 
 def daily_by_class(rows: list[dict]) -> DailyChart | None:
-    """GPU-hours per day stacked by class (and MIG profile), the largest class at the bottom;
-    None when there is nothing to draw."""
+    """GPU-hours (whole GPUs and shares) per day stacked by class, the largest class at the
+    bottom; None when there is nothing to draw. MIG instance-hours are another unit: not
+    stacked onto GPU-hours (the tables show them)."""
     per_day: dict[date, dict[str, Decimal]] = {}
     per_label: dict[str, Decimal] = {}
     for row in rows:
+        if row["gpu_hours"] is None:
+            continue
         label = resource_label(row)
         day = per_day.setdefault(row["day"], {})
         day[label] = day.get(label, Decimal(0)) + row["gpu_hours"]
@@ -96,16 +101,31 @@ def daily_by_class(rows: list[dict]) -> DailyChart | None:
     )
 
 
+def _plus(total: Decimal | None, hours: Decimal | None) -> Decimal | None:
+    return total if hours is None else (total or Decimal(0)) + hours
+
+
 def shares(rows: list[dict], *, by) -> list[Share]:
-    """GPU-hours and cost summed per ``by(row)``, largest first."""
-    totals: dict[str, tuple[Decimal, Decimal]] = {}
+    """GPU-hours, MIG instance-hours and cost summed per ``by(row)``, the costliest first
+    (then the most GPU-hours)."""
+    totals: dict[str, tuple[Decimal | None, Decimal | None, Decimal]] = {}
     for row in rows:
         label = by(row)
-        hours, cost = totals.get(label, (Decimal(0), Decimal(0)))
-        totals[label] = (hours + row["gpu_hours"], cost + row["cost"])
-    top = max((hours for hours, _ in totals.values()), default=Decimal(0)) or Decimal(1)
-    ordered = sorted(totals.items(), key=lambda item: (-item[1][0], item[0]))
+        gpu_hours, mig_hours, cost = totals.get(label, (None, None, Decimal(0)))
+        totals[label] = (
+            _plus(gpu_hours, row["gpu_hours"]),
+            _plus(mig_hours, row.get("mig_instance_hours")),
+            cost + row["cost"],
+        )
+    top = max((cost for _, _, cost in totals.values()), default=Decimal(0)) or Decimal(1)
+    ordered = sorted(totals.items(), key=lambda item: (-item[1][2], -(item[1][0] or 0), item[0]))
     return [
-        Share(label=label, gpu_hours=hours, cost=cost, percent=round(hours / top * 100))
-        for label, (hours, cost) in ordered
+        Share(
+            label=label,
+            gpu_hours=gpu_hours,
+            mig_instance_hours=mig_hours,
+            cost=cost,
+            percent=round(cost / top * 100),
+        )
+        for label, (gpu_hours, mig_hours, cost) in ordered
     ]

@@ -180,7 +180,17 @@ def invoice_file(invoice: Invoice, kind: str) -> HttpResponse:
     return response
 
 
-USAGE_COLUMNS = ["day", "gpu_class", "mig_profile", "tier", "project", "gpu_hours", "cost"]
+USAGE_COLUMNS = [
+    "day",
+    "gpu_class",
+    "mig_profile",
+    "resource",
+    "tier",
+    "project",
+    "gpu_hours",
+    "mig_instance_hours",
+    "cost",
+]
 
 
 def usage_csv(rows: list[dict]) -> str:

@@ -407,9 +407,25 @@ def spend(*, organization: Organization, project_id=None, at: datetime) -> Decim
     return to_cents(total)
 
 
+HOURS = Decimal("0.0001")
+
+
+def use_in_units(seconds: Decimal, resource: str) -> dict[str, Decimal | None]:
+    """Rated seconds of ``resource`` in the unit each is counted in, each under its own name:
+    ``gpu_hours`` for whole GPUs and GPU shares (a share's fraction counted), or
+    ``mig_instance_hours`` for MIG instances (the other None). Never one added to the other."""
+    hours = billed_hours(seconds, resource).quantize(HOURS)
+    mig = resource == UsageInterval.Resource.MIG
+    return {"gpu_hours": None if mig else hours, "mig_instance_hours": hours if mig else None}
+
+
 @dataclass(frozen=True)
 class UsageSummary:
     rows: list[dict]
+    # Per class, MIG profile and resource over the period: each in its unit (``use_in_units``).
+    totals: list[dict]
+    # GPU-hours of whole GPUs and GPU shares, every class; MIG instance-hours are not in it
+    # (``totals`` has them per class and profile).
     gpu_hours: Decimal
     cost: Decimal
     # This month's cost so far and where the run rate of its rated use takes it by the
@@ -417,13 +433,20 @@ class UsageSummary:
     month_to_date: Decimal | None
     forecast: Decimal | None
 
+    @property
+    def mig_totals(self) -> list[dict]:
+        """The MIG totals, per class and profile, in instance-hours."""
+        return [total for total in self.totals if total["mig_instance_hours"] is not None]
+
 
 def usage_summary(
     *, caller: Caller, organization: Organization, starts_at: datetime, ends_at: datetime
 ) -> UsageSummary:
-    """GPU-hours (MIG instance-hours for MIG rows) and cost per day, class, profile, tier and
-    project over [starts_at, ends_at), as rated, and a forecast to the end of the month from
-    the run rate so far when the period is the current month."""
+    """Use and cost per day, class, profile, resource, tier and project over [starts_at,
+    ends_at), as rated, and per class, profile and resource: whole GPUs and shares in
+    GPU-hours, MIG instances in instance-hours, each under its own name, never added
+    together; and a forecast to the end of the month from the run rate so far when the period
+    is the current month."""
     authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
     groups = (
         BillingRecord.objects.filter(
@@ -435,19 +458,24 @@ def usage_summary(
         .order_by("day", "gpu_class__name", "mig_profile", "tier__name", "project__slug")
     )
     rows = []
+    totals: dict[tuple[str, str, str], dict] = {}
     for group in groups:
-        hours = billed_hours(group["seconds"], group["resource"])
         rows.append(
             {
                 "day": group["day"],
                 "gpu_class": group["gpu_class__name"],
                 "mig_profile": group["mig_profile"],
+                "resource": group["resource"],
                 "tier": group["tier__name"],
                 "project": group["project__slug"],
-                "gpu_hours": hours.quantize(Decimal("0.0001")),
+                **use_in_units(group["seconds"], group["resource"]),
                 "cost": to_cents(group["cost"] or Decimal(0)),
             }
         )
+        key = (group["gpu_class__name"], group["mig_profile"], group["resource"])
+        total = totals.setdefault(key, {"seconds": Decimal(0), "cost": Decimal(0)})
+        total["seconds"] += group["seconds"]
+        total["cost"] += rows[-1]["cost"]
     now = clock.now()
     month_start, month_end = month_of(now, organization.zone)
     month_to_date = forecast = None
@@ -465,7 +493,24 @@ def usage_summary(
         forecast = rate_part + month_to_date - rated
     return UsageSummary(
         rows=rows,
-        gpu_hours=sum((r["gpu_hours"] for r in rows), Decimal(0)),
+        totals=[
+            {
+                "gpu_class": gpu_class,
+                "mig_profile": mig_profile,
+                "resource": resource,
+                **use_in_units(total["seconds"], resource),
+                "cost": total["cost"],
+            }
+            for (gpu_class, mig_profile, resource), total in sorted(totals.items())
+        ],
+        gpu_hours=sum(
+            (
+                billed_hours(total["seconds"], resource)
+                for (_, _, resource), total in totals.items()
+                if resource != UsageInterval.Resource.MIG
+            ),
+            Decimal(0),
+        ).quantize(HOURS),
         cost=to_cents(sum((r["cost"] for r in rows), Decimal(0))),
         month_to_date=month_to_date,
         forecast=forecast,

@@ -319,20 +319,50 @@ class BudgetInput(InputSerializer):
     )
 
 
-class UsageRowOutput(serializers.Serializer):
-    day = serializers.DateField()
+RESOURCE_HELP = (
+    "What was used: gpus (whole GPUs), shared (GPU shares) or mig (MIG instances of mig_profile)."
+)
+GPU_HOURS_HELP = (
+    "GPU-hours of whole GPUs or GPU shares (a share counts its fraction of a GPU); null for"
+    " MIG use, which is counted in mig_instance_hours."
+)
+MIG_HOURS_HELP = "MIG instance-hours of mig_profile; null unless resource is mig."
+
+
+class UsageTotalOutput(serializers.Serializer):
     gpu_class = serializers.CharField()
     mig_profile = serializers.CharField()
+    resource = serializers.ChoiceField(
+        choices=UsageInterval.Resource.choices, help_text=RESOURCE_HELP
+    )
+    gpu_hours = serializers.DecimalField(
+        max_digits=18, decimal_places=4, allow_null=True, help_text=GPU_HOURS_HELP
+    )
+    mig_instance_hours = serializers.DecimalField(
+        max_digits=18, decimal_places=4, allow_null=True, help_text=MIG_HOURS_HELP
+    )
+    cost = serializers.DecimalField(max_digits=16, decimal_places=2)
+
+
+class UsageRowOutput(UsageTotalOutput):
+    day = serializers.DateField()
     tier = serializers.CharField()
     project = serializers.CharField()
-    gpu_hours = serializers.DecimalField(max_digits=18, decimal_places=4)
-    cost = serializers.DecimalField(max_digits=16, decimal_places=2)
 
 
 class UsageOutput(serializers.Serializer):
     currency = CurrencyField()
     rows = UsageRowOutput(many=True)
-    gpu_hours = serializers.DecimalField(max_digits=18, decimal_places=4)
+    totals = UsageTotalOutput(
+        many=True,
+        help_text="Per GPU class, MIG profile and resource over the period, each in its unit.",
+    )
+    gpu_hours = serializers.DecimalField(
+        max_digits=18,
+        decimal_places=4,
+        help_text="GPU-hours of whole GPUs and GPU shares of every class. MIG instance-hours"
+        " are not in it: totals has them per class and profile.",
+    )
     cost = serializers.DecimalField(max_digits=16, decimal_places=2)
     month_to_date = serializers.DecimalField(max_digits=16, decimal_places=2, allow_null=True)
     forecast = serializers.DecimalField(

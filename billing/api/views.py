@@ -312,10 +312,12 @@ class UsageApi(ApiView):
         operation_id="usage_summary",
         parameters=[UsageQuery],
         responses=UsageOutput,
-        description="GPU-hours and cost per day, class, tier and project over a period of"
-        " whole days in the organization's time zone (this month by default), as rated, with"
-        " a forecast to the month's end from the run rate when the period is the current"
-        " month.",
+        description="Use and cost per day, class, MIG profile, resource, tier and project,"
+        " and totals per class, profile and resource, over a period of whole days in the"
+        " organization's time zone (this month by default), as rated, with a forecast to the"
+        " month's end from the run rate when the period is the current month. Whole GPUs and"
+        " shares are counted in gpu_hours, MIG instances in mig_instance_hours: never added"
+        " together.",
     )
     def get(self, request, org_slug: str):
         organization = _organization(request, org_slug)

@@ -1,0 +1,119 @@
+"""Usage is counted per unit: whole GPUs and GPU shares in GPU-hours, MIG instances in
+instance-hours of their profile, never added together (the selector, the API, the console's
+usage page and its CSV)."""
+
+import csv
+import io
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+
+from billing import charts, selectors, services
+from scheduling import clock
+from tenants.permissions import Caller
+
+from .test_metering import DAY, ran
+
+pytestmark = pytest.mark.django_db
+
+USAGE = "/api/v1/organizations/acme/usage/"
+PAGE = "/orgs/acme/usage/"
+
+
+def hours_ago(hours: float) -> float:
+    return (clock.now() - DAY) / timedelta(hours=1) - hours
+
+
+@pytest.fixture
+def mixed(on_demand, vision):
+    """This month: 8 H100s for an hour, and 2 mig-1g.10gb instances for an hour, rated."""
+    ran(vision, start=hours_ago(1.5), end=hours_ago(0.5))
+    ran(vision, start=hours_ago(1.5), end=hours_ago(0.5), mig=("mig-1g.10gb", 2), name="nb")
+    services.usage_meter()
+
+
+def summary(alice, acme):
+    now = clock.now()
+    start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    end = (start + timedelta(days=32)).replace(day=1)
+    return selectors.usage_summary(
+        caller=Caller(user=alice), organization=acme, starts_at=start, ends_at=end
+    )
+
+
+def test_the_gpu_hour_total_adds_no_mig_instance_hours(mixed, alice, acme):
+    assert summary(alice, acme).gpu_hours == Decimal("8.0000")
+
+
+def test_mig_use_is_totalled_in_instance_hours_of_its_class_and_profile(mixed, alice, acme):
+    totals = {
+        (t["gpu_class"], t["mig_profile"]): (t["gpu_hours"], t["mig_instance_hours"])
+        for t in summary(alice, acme).totals
+    }
+    assert totals == {
+        ("A100-80GB", "mig-1g.10gb"): (None, Decimal("2.0000")),
+        ("H100-80GB", ""): (Decimal("8.0000"), None),
+    }
+
+
+def test_a_mig_row_counts_instance_hours_and_no_gpu_hours(mixed, alice, acme):
+    rows = [r for r in summary(alice, acme).rows if r["mig_profile"]]
+    assert {(r["resource"], r["gpu_hours"]) for r in rows} == {("mig", None)}
+    assert sum(r["mig_instance_hours"] for r in rows) == Decimal("2.0000")
+
+
+def test_the_api_names_gpu_hours_and_mig_instance_hours_apart(mixed, alice, api_as):
+    usage = api_as(alice).get(USAGE).json()
+    assert (usage["gpu_hours"], usage["totals"][0]) == (
+        "8.0000",
+        {
+            "gpu_class": "A100-80GB",
+            "mig_profile": "mig-1g.10gb",
+            "resource": "mig",
+            "gpu_hours": None,
+            "mig_instance_hours": "2.0000",
+            "cost": "0.00",
+        },
+    )
+
+
+def test_the_usage_page_says_gpu_hours_and_mig_instance_hours_apart(mixed, alice, client):
+    client.force_login(alice)
+    page = client.get(PAGE).content.decode()
+    assert (
+        "<strong>8.0000 GPU-hours</strong>, <strong>2.0000 A100-80GB mig-1g.10gb"
+        " instance-hours</strong>"
+    ) in page
+
+
+def test_the_usage_page_shows_a_mig_profiles_use_in_its_own_column(mixed, alice, client):
+    client.force_login(alice)
+    page = client.get(PAGE).content.decode()
+    assert "<tr><td>A100-80GB mig-1g.10gb</td><td>—</td><td>2.0000</td>" in page
+
+
+def test_the_usage_csv_has_mig_instance_hours_in_their_own_column(mixed, alice, client):
+    client.force_login(alice)
+    response = client.get(f"{PAGE}?format=csv")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    mig = [(r["gpu_hours"], r["mig_instance_hours"]) for r in rows if r["mig_profile"]]
+    assert {gpu_hours for gpu_hours, _ in mig} == {""}
+    assert sum(Decimal(hours) for _, hours in mig) == 2
+
+
+def test_the_daily_chart_stacks_no_mig_instance_hours_onto_gpu_hours():
+    day = DAY.date()
+    chart = charts.daily_by_class(
+        [
+            {"day": day, "gpu_class": "H100-80GB", "mig_profile": "", "gpu_hours": Decimal(8)},
+            {
+                "day": day,
+                "gpu_class": "A100-80GB",
+                "mig_profile": "mig-1g.10gb",
+                "gpu_hours": None,
+                "mig_instance_hours": Decimal(2),
+            },
+        ]
+    )
+    assert [segment.label for segment in chart.segments] == ["H100-80GB"]
