@@ -19,11 +19,13 @@ def database_check() -> str | None:
 
 
 def broker_check() -> str | None:
+    from portal.broker import transport_of
     from portal.celery import app
 
+    url = settings.CELERY_BROKER_URL
     try:
         with app.connection_for_write(
-            settings.CELERY_BROKER_URL, connect_timeout=BROKER_TIMEOUT
+            url, connect_timeout=BROKER_TIMEOUT, transport=transport_of(url)
         ) as broker:
             broker.ensure_connection(max_retries=1, interval_start=0, timeout=BROKER_TIMEOUT)
     except Exception as error:  # kombu raises its transports' own errors

@@ -7,6 +7,7 @@ from pathlib import Path
 import dj_database_url
 from kombu import Queue
 
+from portal.broker import embedded_broker
 from portal.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -220,20 +221,16 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Celery: JSON only, acknowledged after the task ran so a killed worker loses nothing.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://localhost//")
+# The default broker needs no server, for the demo and the tests: a SQLite file (var/), through
+# kombu's SQLAlchemy transport as portal/broker.py adapts it (kombu's file-system transport, the
+# default until issue 21, let the worker read half-written messages and die). Redis in production.
+CELERY_BROKER_URL = os.environ.get(
+    "CELERY_BROKER_URL", f"sqlite:///{BASE_DIR / 'var' / 'broker.sqlite3'}"
+)
 # No task runs longer than this (seconds): the worker kills it, and the broker may redeliver it.
 CELERY_TASK_TIME_LIMIT = int(os.environ.get("CELERY_TASK_TIME_LIMIT", "300"))
-if CELERY_BROKER_URL.startswith("filesystem"):
-    # kombu's filesystem transport: a broker that needs no server, for the demo. It needs the
-    # folder to exist before the first message.
-    BROKER_FOLDER = Path(os.environ.get("CELERY_BROKER_FOLDER", BASE_DIR / "var" / "broker"))
-    BROKER_FOLDER.mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(BROKER_FOLDER),
-        "data_folder_out": str(BROKER_FOLDER),
-        "control_folder": str(BROKER_FOLDER / "control"),
-        "store_processed": False,
-    }
+if CELERY_BROKER_URL.startswith("sqlite:"):
+    CELERY_BROKER_TRANSPORT, CELERY_BROKER_TRANSPORT_OPTIONS = embedded_broker(CELERY_BROKER_URL)
 else:
     # Redis redelivers a task whose worker died once this has passed since it was taken: the
     # longest task's limit and a margin, so a live task is never run twice. The reconciler
