@@ -103,7 +103,7 @@ def produce(first: int, count: int, burst: int, pause: float, errors) -> None:
         for number in range(start, min(start + burst, first + count)):
             try:
                 task.apply_async(args=[number], queue=QUEUES[number % len(QUEUES)])
-            except Exception as error:
+            except Exception:
                 with errors.get_lock():
                     errors.value += 1
                 import traceback

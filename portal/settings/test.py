@@ -2,9 +2,9 @@
 
 import os
 
-from .base import *  # noqa: F403
 from portal.broker import embedded_broker
 
+from .base import *  # noqa: F403
 from .base import BASE_DIR, DATABASES, celery_queues
 
 SECRET_KEY = "test-only-secret-key-not-for-production-use"
