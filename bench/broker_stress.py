@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,8 +107,6 @@ def produce(first: int, count: int, burst: int, pause: float, errors) -> None:
             except Exception:
                 with errors.get_lock():
                     errors.value += 1
-                import traceback
-
                 traceback.print_exc()
         time.sleep(pause)
 
