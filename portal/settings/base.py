@@ -83,6 +83,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "portal.health.operator_banner",
             ],
         },
     },
@@ -276,6 +277,9 @@ TASK_QUEUES = {
     "billing.tasks.invoices_draft": "sync",
     "billing.tasks.budgets_check": "sync",
     "billing.tasks.budget_alert_email_send": "mail",
+    # The worker's heartbeat: on the queue that holds nothing else, so that a backlog of other
+    # work does not delay it.
+    "portal.tasks.worker_heartbeat": "default",
 }
 
 
@@ -319,6 +323,9 @@ PORTAL_EVICTION_BACKOFF_SECONDS = int(os.environ.get("PORTAL_EVICTION_BACKOFF_SE
 # How often beat runs the scheduling cycle and follows workloads, in seconds (whole seconds:
 # django-celery-beat's intervals are).
 PORTAL_CYCLE_SECONDS = int(os.environ.get("PORTAL_CYCLE_SECONDS", "5"))
+# How often beat sends the worker's heartbeat task (seconds); /healthz/workers reports the worker
+# stale after three of these without one taken (portal/health.py).
+PORTAL_WORKER_HEARTBEAT_SECONDS = int(os.environ.get("PORTAL_WORKER_HEARTBEAT_SECONDS", "30"))
 # How often beat turns placements into usage intervals and rates them.
 PORTAL_METER_SECONDS = int(os.environ.get("PORTAL_METER_SECONDS", "60"))
 # Database connections that metering uses at once on PostgreSQL, each on its own ranges of
@@ -355,6 +362,8 @@ def every(seconds: int, task: str) -> dict:
 
 
 CELERY_BEAT_SCHEDULE = {
+    # A worker took a task: /healthz/workers, /metrics and the operators' banner read it.
+    "worker-heartbeat": every(PORTAL_WORKER_HEARTBEAT_SECONDS, "portal.tasks.worker_heartbeat"),
     "scheduling-cycle": every(PORTAL_CYCLE_SECONDS, "scheduling.tasks.scheduling_cycle"),
     "workloads-sync": every(PORTAL_CYCLE_SECONDS, "scheduling.tasks.workloads_sync"),
     "inventory-sync": every(60, "scheduling.tasks.inventory_sync"),
