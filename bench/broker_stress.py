@@ -2,8 +2,9 @@
 
 Several producer processes send `--tasks` tasks in bursts, spread over two queues, while a
 Celery worker (prefork, as `make demo` runs it: acks late, prefetch 1) takes them; each task
-appends its number to a file. Prints one JSON line: tasks sent, done, lost, run twice, whether
-the worker is still alive, and its unrecoverable error if it died.
+appends its number to a file. Prints one JSON line: tasks sent, done, lost (sent, never done),
+run twice, whether the worker is still alive, and its unrecoverable error if it died (which ends
+the run: nothing would take the rest).
 
     nice python bench/broker_stress.py --broker filesystem   # the demo's broker until issue 21
     nice python bench/broker_stress.py --broker sqlite       # the demo's broker since
@@ -96,7 +97,7 @@ def record(number: int) -> None:
         os.close(handle)
 
 
-def produce(first: int, count: int, burst: int, pause: float, errors) -> None:
+def produce(first: int, count: int, burst: int, pause: float, sent, errors) -> None:
     """Send tasks first..first+count-1 in bursts of `burst`, `pause` seconds between."""
     producer = make_app()
     task = producer.signature("bench.record")
@@ -104,6 +105,8 @@ def produce(first: int, count: int, burst: int, pause: float, errors) -> None:
         for number in range(start, min(start + burst, first + count)):
             try:
                 task.apply_async(args=[number], queue=QUEUES[number % len(QUEUES)])
+                with sent.get_lock():
+                    sent.value += 1
             except Exception:
                 with errors.get_lock():
                     errors.value += 1
@@ -153,18 +156,25 @@ def run(
             start_new_session=True,
         )
     started = time.perf_counter()
-    errors = multiprocessing.Value("i", 0)
+    sent, errors = multiprocessing.Value("i", 0), multiprocessing.Value("i", 0)
     share = tasks // producers
     processes = [
         multiprocessing.Process(
             target=produce,
             args=(index * share, share if index < producers - 1 else tasks - index * share),
-            kwargs={"burst": burst, "pause": pause, "errors": errors},
+            kwargs={"burst": burst, "pause": pause, "sent": sent, "errors": errors},
         )
         for index in range(producers)
     ]
     for process in processes:
         process.start()
+    # The producers send; a worker that dies meanwhile ends the run (what it had not taken
+    # counts as lost).
+    while any(process.is_alive() for process in processes):
+        if worker.poll() is not None:
+            for process in processes:
+                process.terminate()
+        time.sleep(0.5)
     for process in processes:
         process.join()
     sent_seconds = time.perf_counter() - started
@@ -175,7 +185,7 @@ def run(
         count = len(done_numbers(done_file))
         if count != last_count:
             last_count, last_progress = count, time.monotonic()
-        if count >= tasks or worker.poll() is not None:
+        if count >= sent.value or worker.poll() is not None:
             break
         if time.monotonic() - last_progress > stall_seconds:
             break
@@ -200,9 +210,10 @@ def run(
         "producers": producers,
         "burst": burst,
         "pause_s": pause,
+        "sent": sent.value,
         "send_errors": errors.value,
         "done": len(unique),
-        "lost": tasks - len(unique),
+        "lost": sent.value - len(unique & set(range(tasks))),
         "run_twice": len(numbers) - len(unique),
         "worker_alive_at_end": alive,
         "worker_fatal": fatal[0].split("Unrecoverable error:", 1)[1].strip()[:120] if fatal else "",

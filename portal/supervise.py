@@ -6,8 +6,8 @@
 SIGKILL, the out-of-memory killer) is back within seconds, each restart logged. The command
 runs in a process group of its own; when it exits, whatever it left behind in that group (an
 embedded beat, pool processes) is killed before it starts again, so two beats never run at
-once. SIGINT or SIGTERM stops the command (SIGTERM to its group; SIGKILL after
-STOP_GRACE_SECONDS) and then this process, leaving nothing running.
+once. SIGINT or SIGTERM stops the command (SIGINT to its group, as Ctrl-C; SIGKILL to what is
+left after STOP_GRACE_SECONDS) and then this process, leaving nothing running.
 
 A command that keeps dying at once is started again after a delay that doubles from 1 s up to
 60 s, back to 1 s once it has run for a minute. Production leaves this to its process
@@ -22,7 +22,10 @@ import subprocess
 import sys
 import time
 
-STOP_GRACE_SECONDS = 5.0
+# Ctrl-C stops everything within about this long: Celery's warm shutdown takes well under a
+# second on a quiet machine; a task it was still running is lost as with any SIGKILL (the
+# reconcilers finish a lost launch or teardown; periodic tasks come round again).
+STOP_GRACE_SECONDS = 1.0
 FIRST_DELAY_SECONDS = 1.0
 MAX_DELAY_SECONDS = 60.0
 # A run at least this long resets the delay: the command had started fine.
@@ -38,24 +41,23 @@ def group_kill(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
-def group_alive(pid: int) -> bool:
-    try:
-        os.killpg(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 class Supervisor:
     def __init__(self, command: list[str]) -> None:
         self.command = command
         self.child: subprocess.Popen | None = None
         self.stopping = False
+        self.interrupted: int | None = None  # the child that was sent SIGINT
 
     def stop(self, signum, _frame) -> None:
+        """SIGINT to the command's group, once, as a terminal's Ctrl-C would send it (Celery
+        takes it for a warm shutdown; its pool processes ignore it)."""
         self.stopping = True
-        if self.child is not None:
-            group_kill(self.child.pid, signal.SIGTERM)
+        self.interrupt()
+
+    def interrupt(self) -> None:
+        if self.child is not None and self.interrupted != self.child.pid:
+            self.interrupted = self.child.pid
+            group_kill(self.child.pid, signal.SIGINT)
 
     def start(self) -> None:
         self.child = subprocess.Popen(self.command, start_new_session=True)
@@ -65,8 +67,8 @@ class Supervisor:
         group_kill(self.child.pid, signal.SIGKILL)
 
     def stop_child(self) -> None:
-        """SIGTERM to the command's group; SIGKILL to what is left after the grace period."""
-        group_kill(self.child.pid, signal.SIGTERM)
+        """SIGINT to the command's group; SIGKILL to what is left after the grace period."""
+        self.interrupt()
         deadline = time.monotonic() + STOP_GRACE_SECONDS
         while time.monotonic() < deadline and self.child.poll() is None:
             time.sleep(0.05)
