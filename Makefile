@@ -14,19 +14,20 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-# Everything on this machine: SQLite, a file-system Celery broker, the simulated cluster.
+# Everything on this machine: SQLite (the database and the Celery broker), the simulated cluster.
 demo: install
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py seed_demo
 	$(MAKE) serve
 
 # The web server and a real Celery worker (with beat: the scheduling cycle, status sync, idle
-# checks) beside it; Ctrl-C stops both. Debug off, as users meet it (DEBUG=1 for Django's
-# debug pages); --insecure: runserver serves the static files all the same.
+# checks) beside it, started again whenever it dies (portal/supervise.py); Ctrl-C stops both.
+# Debug off, as users meet it (DEBUG=1 for Django's debug pages); --insecure: runserver serves
+# the static files all the same.
 serve:
-	@$(BIN)/celery -A portal worker --beat --loglevel=INFO --concurrency=2 & worker=$$!; \
-	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
-	echo "Console: http://$(HOST):$(PORT)/   API docs: http://$(HOST):$(PORT)/api/docs/"; \
+	@$(BIN)/python -m portal.supervise $(BIN)/celery -A portal worker --beat --loglevel=INFO --concurrency=2 & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
+	echo "Console: http://$(HOST):$(PORT)/   API docs: http://$(HOST):$(PORT)/api/docs/   Task side: http://$(HOST):$(PORT)/healthz/workers"; \
 	DEBUG=$${DEBUG:-0} $(BIN)/python manage.py runserver --insecure $(HOST):$(PORT)
 
 test: install

@@ -21,3 +21,14 @@ class SentMail(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} to {self.recipient}"
+
+
+class WorkerHeartbeat(models.Model):
+    """When a Celery worker last ran the heartbeat task, which beat sends every
+    PORTAL_WORKER_HEARTBEAT_SECONDS (portal/health.py reads the latest)."""
+
+    hostname = models.CharField(max_length=255, unique=True)
+    seen_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.hostname}: {self.seen_at:%Y-%m-%d %H:%M:%S} UTC"

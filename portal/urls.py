@@ -5,7 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from portal.api.errors import api_not_found
 from portal.api.explorers import RedocView
-from portal.views import favicon, health, metrics, ready
+from portal.views import favicon, health, metrics, ready, workers_health
 
 # Operators sign in to admin as everyone signs in to the console: by e-mail, through allauth.
 admin.site.login = secure_admin_login(admin.site.login)
@@ -29,6 +29,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
     path("healthz", health, name="health"),
+    path("healthz/workers", workers_health, name="health-workers"),
     path("readyz", ready, name="ready"),
     path("metrics", metrics, name="metrics"),
     path("favicon.ico", favicon),

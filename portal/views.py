@@ -10,7 +10,7 @@ from django.template import loader
 from django.templatetags.static import static
 
 from portal.api.errors import api_bad_request, api_not_found, api_server_error
-from portal.health import readiness
+from portal.health import heartbeats, readiness
 from portal.metrics import bearer_token_matches, metrics_exposition
 
 # What a console page says when it cannot answer, by status: what happened, and what to do.
@@ -51,6 +51,22 @@ def ready(request):
     return JsonResponse(body, status=503 if failed else 200)
 
 
+def workers_health(request):
+    """The task side: 200 while a worker takes tasks and scheduling cycles finish, each within
+    a few of its periods; 503 naming what is stale otherwise (portal/health.py)."""
+    standings = heartbeats()
+    stale = any(standing.stale for standing in standings)
+    body = {
+        "status": "stale" if stale else "ok",
+        "checks": {standing.name: standing.problem or "ok" for standing in standings},
+        "age_seconds": {
+            standing.name: None if standing.age_seconds is None else round(standing.age_seconds)
+            for standing in standings
+        },
+    }
+    return JsonResponse(body, status=503 if stale else 200)
+
+
 def metrics(request):
     """Prometheus metrics behind a bearer token (PORTAL_METRICS_TOKEN); without a token
     configured the endpoint does not exist."""
@@ -69,7 +85,12 @@ def metrics(request):
 
 # Served before host validation and the HTTPS redirect: probes and Prometheus call a pod by
 # its IP, over plain HTTP inside the cluster.
-PROBES = {"/healthz": health, "/readyz": ready, "/metrics": metrics}
+PROBES = {
+    "/healthz": health,
+    "/healthz/workers": workers_health,
+    "/readyz": ready,
+    "/metrics": metrics,
+}
 
 
 class ProbeMiddleware:

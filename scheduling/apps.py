@@ -6,10 +6,13 @@ class SchedulingConfig(AppConfig):
     verbose_name = "Scheduling"
 
     def ready(self) -> None:
+        from django.conf import settings
+
         from portal.events import Event, subscribe
+        from portal.health import Heartbeat, heartbeat_register
         from portal.metrics import collector_register
 
-        from . import metrics, tasks
+        from . import clock, metrics, selectors, tasks
 
         subscribe(Event.PROJECT_CREATED, tasks.project_provision.delay)
         subscribe(Event.PROJECT_CHANGED, tasks.project_provision.delay)
@@ -21,3 +24,13 @@ class SchedulingConfig(AppConfig):
         subscribe(Event.QUOTA_REQUEST_CHANGED, tasks.quota_request_email_send.delay)
         # The queue, pools, reservations and the cycle's heartbeat on /metrics.
         collector_register("scheduling", metrics.scheduling_metrics)
+        # A cycle that stopped finishing, on /healthz/workers, /metrics and operators' pages.
+        heartbeat_register(
+            Heartbeat(
+                name="scheduling_cycle",
+                silence="no scheduling cycle has finished",
+                last_seen=selectors.last_cycle_at,
+                period_seconds=lambda: settings.PORTAL_CYCLE_SECONDS,
+                now=clock.now,  # the cycle writes its time in the scheduling clock
+            )
+        )

@@ -7,6 +7,7 @@ from pathlib import Path
 import dj_database_url
 from kombu import Queue
 
+from portal.broker import embedded_broker
 from portal.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -82,6 +83,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "portal.health.operator_banner",
             ],
         },
     },
@@ -220,20 +222,16 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Celery: JSON only, acknowledged after the task ran so a killed worker loses nothing.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://localhost//")
+# The default broker needs no server, for the demo and the tests: a SQLite file (var/), through
+# kombu's SQLAlchemy transport as portal/broker.py adapts it (kombu's file-system transport, the
+# default until issue 21, let the worker read half-written messages and die). Redis in production.
+CELERY_BROKER_URL = os.environ.get(
+    "CELERY_BROKER_URL", f"sqlite:///{BASE_DIR / 'var' / 'broker.sqlite3'}"
+)
 # No task runs longer than this (seconds): the worker kills it, and the broker may redeliver it.
 CELERY_TASK_TIME_LIMIT = int(os.environ.get("CELERY_TASK_TIME_LIMIT", "300"))
-if CELERY_BROKER_URL.startswith("filesystem"):
-    # kombu's filesystem transport: a broker that needs no server, for the demo. It needs the
-    # folder to exist before the first message.
-    BROKER_FOLDER = Path(os.environ.get("CELERY_BROKER_FOLDER", BASE_DIR / "var" / "broker"))
-    BROKER_FOLDER.mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(BROKER_FOLDER),
-        "data_folder_out": str(BROKER_FOLDER),
-        "control_folder": str(BROKER_FOLDER / "control"),
-        "store_processed": False,
-    }
+if CELERY_BROKER_URL.startswith("sqlite:"):
+    CELERY_BROKER_TRANSPORT, CELERY_BROKER_TRANSPORT_OPTIONS = embedded_broker(CELERY_BROKER_URL)
 else:
     # Redis redelivers a task whose worker died once this has passed since it was taken: the
     # longest task's limit and a margin, so a live task is never run twice. The reconciler
@@ -279,6 +277,9 @@ TASK_QUEUES = {
     "billing.tasks.invoices_draft": "sync",
     "billing.tasks.budgets_check": "sync",
     "billing.tasks.budget_alert_email_send": "mail",
+    # The worker's heartbeat: on the queue that holds nothing else, so that a backlog of other
+    # work does not delay it.
+    "portal.tasks.worker_heartbeat": "default",
 }
 
 
@@ -322,6 +323,9 @@ PORTAL_EVICTION_BACKOFF_SECONDS = int(os.environ.get("PORTAL_EVICTION_BACKOFF_SE
 # How often beat runs the scheduling cycle and follows workloads, in seconds (whole seconds:
 # django-celery-beat's intervals are).
 PORTAL_CYCLE_SECONDS = int(os.environ.get("PORTAL_CYCLE_SECONDS", "5"))
+# How often beat sends the worker's heartbeat task (seconds); /healthz/workers reports the worker
+# stale after three of these without one taken (portal/health.py).
+PORTAL_WORKER_HEARTBEAT_SECONDS = int(os.environ.get("PORTAL_WORKER_HEARTBEAT_SECONDS", "30"))
 # How often beat turns placements into usage intervals and rates them.
 PORTAL_METER_SECONDS = int(os.environ.get("PORTAL_METER_SECONDS", "60"))
 # Database connections that metering uses at once on PostgreSQL, each on its own ranges of
@@ -358,6 +362,8 @@ def every(seconds: int, task: str) -> dict:
 
 
 CELERY_BEAT_SCHEDULE = {
+    # A worker took a task: /healthz/workers, /metrics and the operators' banner read it.
+    "worker-heartbeat": every(PORTAL_WORKER_HEARTBEAT_SECONDS, "portal.tasks.worker_heartbeat"),
     "scheduling-cycle": every(PORTAL_CYCLE_SECONDS, "scheduling.tasks.scheduling_cycle"),
     "workloads-sync": every(PORTAL_CYCLE_SECONDS, "scheduling.tasks.workloads_sync"),
     "inventory-sync": every(60, "scheduling.tasks.inventory_sync"),

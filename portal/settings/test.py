@@ -2,6 +2,8 @@
 
 import os
 
+from portal.broker import embedded_broker
+
 from .base import *  # noqa: F403
 from .base import BASE_DIR, DATABASES, celery_queues
 
@@ -17,6 +19,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 # A test's rows are uncommitted, which another connection would not see.
 PORTAL_METER_CONNECTIONS = 1
+# The embedded broker in a file of its own, not the demo's (a worker a test starts opens the same).
+if not os.environ.get("CELERY_BROKER_URL"):
+    CELERY_BROKER_URL = f"sqlite:///{BASE_DIR / 'var' / 'test-broker.sqlite3'}"
+    CELERY_BROKER_TRANSPORT, CELERY_BROKER_TRANSPORT_OPTIONS = embedded_broker(CELERY_BROKER_URL)
 # Broker queues of their own per test process (pytest-xdist runs several): a Celery worker that a
 # test starts inherits the names, so it only takes the tasks of its own process's tests.
 CELERY_TASK_DEFAULT_QUEUE, CELERY_TASK_QUEUES, CELERY_TASK_ROUTES = celery_queues(

@@ -256,6 +256,7 @@ def test_every_collector_read_the_database(client, token, demo):
     family = scrape(client)["portal_metrics_collector_up"]
     assert samples(family) == {
         frozenset({"collector": "billing"}.items()): 1,
+        frozenset({"collector": "heartbeats"}.items()): 1,
         frozenset({"collector": "scheduling"}.items()): 1,
     }
 

@@ -7,6 +7,7 @@ broker queue would take each other's tasks."""
 
 import os
 import signal
+import socket
 import time
 from datetime import timedelta
 from decimal import Decimal
@@ -20,6 +21,7 @@ from django_celery_beat.models import PeriodicTask
 
 from billing import services as billing
 from billing.models import CancellationCharge, Order, UsageInterval
+from portal.models import WorkerHeartbeat
 from scheduling import clock, services
 from scheduling.cluster.simulated import SimulatedBackend
 from scheduling.models import (
@@ -239,6 +241,21 @@ def test_beat_keeps_its_schedule_in_the_database_and_needs_no_file(
     } <= names
     # The worker ran in an empty folder, as in a fresh clone: beat wrote nothing there.
     assert [path.name for path in tmp_path.iterdir() if path.name != "mail"] == []
+
+
+def test_a_real_worker_checks_in_and_the_task_side_reports_healthy(simulated, client, tmp_path):
+    assert client.get("/healthz/workers").status_code == 503  # no worker has checked in yet
+    worker, _ = start_worker(tmp_path, beat=True, PORTAL_WORKER_HEARTBEAT_SECONDS="1")
+    try:
+        wait_for(lambda: WorkerHeartbeat.objects.exists())
+        wait_for(lambda: SchedulerState.objects.filter(last_cycle_at__isnull=False).exists())
+        response = client.get("/healthz/workers")
+    finally:
+        stop_worker(worker)
+    assert (response.status_code, WorkerHeartbeat.objects.get().hostname) == (
+        200,
+        f"celery@{socket.gethostname()}",
+    )
 
 
 def test_a_launch_killed_with_its_worker_is_finished_by_the_reconciler(
