@@ -55,7 +55,7 @@ def one_or_not_found(queryset, pk, name: str):
     may not see, which the queryset leaves out) is a NotFound."""
     try:
         found = queryset.filter(pk=pk).first()
-    except ValidationError:
+    except (ValidationError, ValueError, TypeError):  # not a UUID / not a number ("abc")
         found = None
     if found is None:
         raise NotFound(f"No such {name}.")

@@ -3,8 +3,10 @@ from datetime import UTC, timedelta
 
 from django import forms
 
+from portal.bounds import booking_horizon_error
 from tenants.models import slug_validator
 
+from . import clock
 from .models import (
     IMAGE_MAX,
     GpuClass,
@@ -177,9 +179,18 @@ class ReservationForm(forms.Form):
             (project.slug, project.name) for project in projects
         ]
 
+    def clean_starts_at(self):
+        # Bounded before the window's end is computed from it (9999-12-31T23:00 plus hours
+        # is past the last date Python has); the service checks the rest.
+        starts_at = self.cleaned_data["starts_at"].replace(tzinfo=UTC)
+        too_far = booking_horizon_error(starts_at, now=clock.now())
+        if too_far:
+            raise forms.ValidationError(too_far)
+        return starts_at
+
     def as_request(self) -> ReservationRequest:
         data = self.cleaned_data
-        starts_at = data["starts_at"].replace(tzinfo=UTC)
+        starts_at = data["starts_at"]
         return ReservationRequest(
             gpu_class=data["gpu_class"],
             gpus=data["gpus"],

@@ -3,6 +3,7 @@
 import uuid
 from datetime import UTC, tzinfo
 from decimal import Decimal
+from importlib import resources
 from zoneinfo import ZoneInfo, available_timezones
 
 from django.conf import settings
@@ -32,8 +33,12 @@ class Role(models.TextChoices):
     VIEWER = "viewer", "Viewer"
 
 
-# The IANA database's zones, as the tzdata package (or the system) has them.
-TIME_ZONES = sorted(available_timezones())
+# The IANA database's zones: those the tzdata package lists (its `zones` file) that Python can
+# load. available_timezones() alone also lists what the system's zoneinfo folder holds beside
+# them, such as "localtime" (whatever the server's /etc/localtime says) and "posixrules".
+TIME_ZONES = sorted(
+    set(resources.files("tzdata").joinpath("zones").read_text().split()) & available_timezones()
+)
 
 
 def time_zone_validator(value: str) -> None:

@@ -1,3 +1,4 @@
+import re
 from decimal import Decimal
 
 from django.conf import settings
@@ -16,7 +17,8 @@ from billing.models import (
     UsageInterval,
 )
 from billing.services import OrderRequest
-from portal.api.serializers import InputSerializer
+from portal.api.serializers import AwareDateTimeField, InputSerializer
+from portal.bounds import FIRST_YEAR, LAST_YEAR, date_error
 from tenants.models import SLUG_PATTERN
 
 
@@ -166,8 +168,8 @@ class CancellationChargeOutput(serializers.ModelSerializer):
 class OrderInput(InputSerializer):
     item = serializers.RegexField(SLUG_PATTERN, max_length=60)
     quantity = serializers.IntegerField(min_value=1, max_value=100_000)
-    starts_at = serializers.DateTimeField()
-    ends_at = serializers.DateTimeField()
+    starts_at = AwareDateTimeField()
+    ends_at = AwareDateTimeField()
     project = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
     pool = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
     draft = serializers.BooleanField(default=False, help_text="Keep it as a draft to submit later.")
@@ -289,19 +291,30 @@ class BudgetOutput(serializers.ModelSerializer):
         ]
 
 
-@extend_schema_field(
-    {
-        "type": "string",
-        "format": "decimal",
-        "pattern": r"^(?!0*(?:\.0*)?$)\d{1,12}(?:\.\d{1,2})?$",
-    }
-)
+# A positive amount of money as a request sends it: a string of digits, at most two decimals,
+# not zero. The schema's pattern, and what the field takes: no JSON number (a float on the
+# way), no exponent ("1e5"), sign or surrounding space (" 5", "+5").
+MONEY_PATTERN = r"^(?!0*(?:\.0*)?$)\d{1,12}(?:\.\d{1,2})?$"
+
+
+@extend_schema_field({"type": "string", "format": "decimal", "pattern": MONEY_PATTERN})
 class MoneyInputField(serializers.DecimalField):
-    """A positive amount of money in a request: digits, at most two decimals, not zero (DRF's
-    own schema lets an empty string and 0 through its pattern)."""
+    """A positive amount of money in a request, exactly as MONEY_PATTERN spells it (DRF's own
+    schema lets an empty string and 0 through its pattern, and its field takes numbers,
+    exponents, signs and spaces)."""
+
+    default_error_messages = {
+        "money": "An amount as a string of digits with at most two decimals, such as"
+        ' "1500.00", above zero.',
+    }
 
     def __init__(self, **kwargs):
         super().__init__(max_digits=14, decimal_places=2, min_value=Decimal("0.01"), **kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str) or not re.fullmatch(MONEY_PATTERN, data):
+            self.fail("money")
+        return super().to_internal_value(data)
 
 
 class BudgetInput(InputSerializer):
@@ -373,9 +386,25 @@ class UsageOutput(serializers.Serializer):
     )
 
 
+def _bounded_day(day):
+    error = date_error(day)
+    if error:
+        raise serializers.ValidationError(error)
+    return day
+
+
 class UsageQuery(serializers.Serializer):
-    start = serializers.DateField(required=False, help_text="First day (UTC); this month's first.")
-    end = serializers.DateField(required=False, help_text="Last day, included; today.")
+    start = serializers.DateField(
+        required=False,
+        help_text=f"First day (in the organization's time zone), in the years {FIRST_YEAR} to"
+        f" {LAST_YEAR};"
+        " default: this month's first.",
+    )
+    end = serializers.DateField(
+        required=False,
+        help_text=f"Last day, included, in the years {FIRST_YEAR} to {LAST_YEAR}; default: this"
+        " month's last.",
+    )
 
     def to_internal_value(self, data):
         # DRF reads a blank query parameter as absent; the schema says a date.
@@ -385,6 +414,12 @@ class UsageQuery(serializers.Serializer):
                 {name: ["A date (YYYY-MM-DD) is required."] for name in blank}
             )
         return super().to_internal_value(data)
+
+    def validate_start(self, day):
+        return _bounded_day(day)
+
+    def validate_end(self, day):
+        return _bounded_day(day)
 
     def validate(self, data):
         if data.get("start") and data.get("end") and data["end"] < data["start"]:

@@ -14,12 +14,14 @@ from billing import exports, selectors, services
 from billing.models import CancellationCharge, CatalogItem, Invoice, Order, UsageInterval
 from billing.pricing import hour_floor, month_of
 from portal.api.views import ApiView, CollectionApiView, list_response
+from portal.bounds import FIRST_YEAR, LAST_YEAR, year_in_range
 from portal.errors import NotFound
 from scheduling import clock
 from scheduling import selectors as scheduling_selectors
 from tenants import selectors as tenant_selectors
 from tenants.permissions import caller_of, sees_money
 
+from .filters import OrderFilter
 from .serializers import (
     BudgetInput,
     BudgetOutput,
@@ -68,6 +70,7 @@ def _money(organization) -> dict:
 
 class OrderCollectionApi(CollectionApiView):
     queryset = Order.objects.none()
+    filterset_class = OrderFilter
     ordering_fields = ["created_at", "state"]
 
     @extend_schema(operation_id="orders_list", responses=OrderOutput(many=True))
@@ -239,8 +242,8 @@ class MonthExportApi(ApiView):
         description="Finance (operators): every line of every invoice of a month, as CSV.",
     )
     def get(self, request, year: int, month: int):
-        if not 1 <= month <= 12:
-            raise NotFound("No such month.")
+        if not (1 <= month <= 12 and year_in_range(year)):
+            raise NotFound(f"No such month (years {FIRST_YEAR} to {LAST_YEAR}, months 1 to 12).")
         invoices = selectors.invoices_of_month(caller=caller_of(request), year=year, month=month)
         response = HttpResponse(exports.month_csv(invoices), content_type="text/csv")
         response["Content-Disposition"] = f'attachment; filename="invoices-{year}-{month:02d}.csv"'
@@ -308,6 +311,8 @@ class BudgetDetailApi(ApiView):
 
 
 class UsageApi(ApiView):
+    query_serializer = UsageQuery
+
     @extend_schema(
         operation_id="usage_summary",
         parameters=[UsageQuery],

@@ -6,17 +6,30 @@ from datetime import UTC, datetime
 
 import django_filters
 from django.core.exceptions import ValidationError
+from django.utils.dateparse import parse_datetime
 from django_filters.fields import ChoiceField, IsoDateTimeField
 from rest_framework import exceptions, filters
 
 
 class UtcIsoDateTimeField(IsoDateTimeField):
-    """An ISO 8601 instant, any UTC offset Python reads (±23:59), turned into UTC before it
-    reaches the database: PostgreSQL refuses offsets past ±15:59."""
+    """An ISO 8601 instant with its UTC offset (any Python reads, ±23:59), turned into UTC
+    before it reaches the database: PostgreSQL refuses offsets past ±15:59. Without an offset
+    (or a date alone) it is a 400, as in request bodies: the server does not guess the zone."""
+
+    default_error_messages = {
+        "naive": "A date and time with its UTC offset, such as 2026-11-30T09:00Z.",
+    }
 
     def to_python(self, value):
         if value == "":  # sent without a value: not an instant (absent, it filters nothing)
             raise ValidationError(self.error_messages["invalid"], code="invalid")
+        if isinstance(value, str):
+            try:
+                parsed = parse_datetime(value.strip())
+            except ValueError:
+                parsed = None  # the parent's parse says it is not an instant
+            if parsed is not None and parsed.tzinfo is None:
+                raise ValidationError(self.error_messages["naive"], code="naive")
         instant = super().to_python(value)
         if instant is None:
             return None

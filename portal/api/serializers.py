@@ -1,4 +1,9 @@
+from datetime import UTC
+
+from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
+
+from portal.bounds import FIRST_YEAR, LAST_YEAR, year_in_range
 
 
 def _type_error(field: serializers.Field, value) -> str | None:
@@ -65,3 +70,28 @@ class InputSerializer(serializers.Serializer):
             if wrong:
                 raise serializers.ValidationError(wrong, code="invalid")
         return super().to_internal_value(data)
+
+
+class AwareDateTimeField(serializers.DateTimeField):
+    """An instant in a request: ISO 8601 with an explicit UTC offset (`Z` or `±hh:mm`), as the
+    schema's `date-time` says, in the years FIRST_YEAR to LAST_YEAR; taken in UTC. A time
+    without an offset, or a date alone, is a 400: which zone it meant is not for the server to
+    guess."""
+
+    default_error_messages = {
+        "naive": "A date and time with its UTC offset, such as 2026-06-01T09:00:00Z.",
+        "range": f"A time in the years {FIRST_YEAR} to {LAST_YEAR}.",
+    }
+
+    def to_internal_value(self, value):
+        if isinstance(value, str):
+            try:
+                parsed = parse_datetime(value)
+            except ValueError:
+                parsed = None  # DRF's own parse says it is not a time
+            if parsed is not None and parsed.tzinfo is None:
+                self.fail("naive")
+        instant = super().to_internal_value(value)
+        if not year_in_range(instant.year):
+            self.fail("range")
+        return instant.astimezone(UTC)

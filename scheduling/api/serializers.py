@@ -3,7 +3,7 @@ from datetime import timedelta
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from portal.api.serializers import InputSerializer
+from portal.api.serializers import AwareDateTimeField, InputSerializer
 from scheduling.models import (
     ENV_MAX_BYTES,
     ENV_MAX_VARIABLES,
@@ -289,8 +289,8 @@ class ReservationInput(InputSerializer):
         validators=[mig_profile_validator],
         help_text="Reserve instances of this MIG profile of the class instead of whole GPUs.",
     )
-    starts_at = serializers.DateTimeField()
-    ends_at = serializers.DateTimeField()
+    starts_at = AwareDateTimeField()
+    ends_at = AwareDateTimeField()
     pool = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
     project = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
     weeks = serializers.IntegerField(min_value=1, max_value=52, default=1)
@@ -392,7 +392,7 @@ class QuotaRequestInput(InputSerializer):
     )
     amount = serializers.IntegerField(min_value=1, max_value=1_000_000)
     reason = serializers.CharField(max_length=1000)
-    until = serializers.DateTimeField(required=False, allow_null=True)
+    until = AwareDateTimeField(required=False, allow_null=True)
     project = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
 
     def as_ask(self) -> QuotaAsk:

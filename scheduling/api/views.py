@@ -208,6 +208,8 @@ class ReservationCancelApi(ApiView):
 
 
 class ReservationTimelineApi(ApiView):
+    query_serializer = TimelineQuery
+
     @extend_schema(
         operation_id="reservation_timeline",
         parameters=[TimelineQuery],

@@ -4,7 +4,9 @@ instances and its whole GPUs are separate capacity.
 
 No overbooking, ever: a request locks the pools it may use (a row lock per pool on PostgreSQL),
 then checks every instant of its windows against what requested, approved and active
-reservations already hold there. A refusal says where the window is short and by how much,
+reservations already hold there, and against the series' own earlier windows (a weekly window
+longer than a week overlaps the next). Every window lies within the booking horizon
+(``portal.bounds``). A refusal says where the window is short and by how much,
 and proposes the nearest windows of the same length that fit, before and after.
 """
 
@@ -18,6 +20,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 
+from portal.bounds import booking_horizon, booking_horizon_error
 from portal.errors import Conflict
 from portal.events import Event, publish
 from portal.mail import mail_where_it_stands
@@ -69,17 +72,25 @@ class Shortfall:
 
 
 def pool_load(
-    pool: NodePool, starts_at: datetime, ends_at: datetime, mig_profile: str = ""
+    pool: NodePool,
+    starts_at: datetime,
+    ends_at: datetime,
+    mig_profile: str = "",
+    also: tuple[tuple[datetime, datetime, int], ...] = (),
 ) -> list[tuple[datetime, datetime, int]]:
-    """GPUs (or instances of ``mig_profile``) the pool's holding reservations take over
-    [starts_at, ends_at), as consecutive pieces of constant load."""
-    overlapping = Reservation.objects.filter(
-        pool=pool,
-        mig_profile=mig_profile,
-        state__in=Reservation.HOLDING_STATES,
-        starts_at__lt=ends_at,
-        ends_at__gt=starts_at,
-    ).values_list("starts_at", "ends_at", "gpus")
+    """GPUs (or instances of ``mig_profile``) the pool's holding reservations, and ``also``
+    (windows not saved yet, as (start, end, GPUs)), take over [starts_at, ends_at), as
+    consecutive pieces of constant load."""
+    overlapping = [
+        *Reservation.objects.filter(
+            pool=pool,
+            mig_profile=mig_profile,
+            state__in=Reservation.HOLDING_STATES,
+            starts_at__lt=ends_at,
+            ends_at__gt=starts_at,
+        ).values_list("starts_at", "ends_at", "gpus"),
+        *((start, end, gpus) for start, end, gpus in also if start < ends_at and end > starts_at),
+    ]
     changes: dict[datetime, int] = {}
     for start, end, gpus in overlapping:
         changes[max(start, starts_at)] = changes.get(max(start, starts_at), 0) + gpus
@@ -101,11 +112,12 @@ def shortfalls(
     *,
     capacity: int,
     mig_profile: str = "",
+    also: tuple[tuple[datetime, datetime, int], ...] = (),
 ) -> list[Shortfall]:
     """Where [starts_at, ends_at) lacks ``gpus`` free GPUs (or instances of ``mig_profile``)
-    of the pool, merged by amount."""
+    of the pool, beside what its reservations and ``also`` hold, merged by amount."""
     short: list[Shortfall] = []
-    for start, end, load in pool_load(pool, starts_at, ends_at, mig_profile):
+    for start, end, load in pool_load(pool, starts_at, ends_at, mig_profile, also):
         missing = load + gpus - capacity
         if missing <= 0:
             continue
@@ -128,9 +140,10 @@ def nearest_windows(
 ) -> tuple[datetime | None, datetime | None]:
     """The latest start before ``starts_at`` (not in the past) and the earliest after it at
     which a window of the same length fits in the pool; None where none does within
-    ``SEARCH_SPAN``. A window fits first right after a reservation ends or right before one
-    starts, so only those starts are tried."""
+    ``SEARCH_SPAN`` (nor within the booking horizon). A window fits first right after a
+    reservation ends or right before one starts, so only those starts are tried."""
     length = ends_at - starts_at
+    last_start = booking_horizon(now) - length
     nearby = Reservation.objects.filter(
         pool=pool,
         mig_profile=mig_profile,
@@ -145,7 +158,7 @@ def nearest_windows(
             pool, start, start + length, gpus, capacity=capacity, mig_profile=mig_profile
         )
 
-    later = sorted(c for c in candidates if c > starts_at)
+    later = sorted(c for c in candidates if starts_at < c <= last_start)
     earlier = sorted((c for c in candidates if now <= c < starts_at), reverse=True)
     return next(filter(fits, earlier), None), next(filter(fits, later), None)
 
@@ -159,6 +172,8 @@ def _request_errors(
         return errors
     if request.starts_at < now:
         errors["starts_at"] = ["The window starts in the past."]
+    elif too_far := booking_horizon_error(request.starts_at, now=now):
+        errors["starts_at"] = [too_far]
     if request.ends_at <= request.starts_at:
         errors["ends_at"] = ["The window ends after it starts."]
     longest = timedelta(hours=settings.PORTAL_RESERVATION_MAX_HOURS)
@@ -168,6 +183,11 @@ def _request_errors(
         errors["gpus"] = ["Reserve at least one GPU."]
     if not 1 <= request.weeks <= WEEKS_MAX:
         errors["weeks"] = [f"Between 1 and {WEEKS_MAX} weekly windows."]
+    elif errors.keys().isdisjoint({"starts_at", "ends_at"}) and (
+        too_far := booking_horizon_error(request.ends_at + WEEK * (request.weeks - 1), now=now)
+    ):
+        last = "The window" if request.weeks == 1 else "The series' last window"
+        errors["weeks" if request.weeks > 1 else "ends_at"] = [f"{last} ends too late: {too_far}"]
     if request.lead_time is not None and request.lead_time < timedelta(0):
         errors["lead_time"] = ["A lead time cannot be negative."]
     return errors
@@ -239,11 +259,19 @@ def reservations_request(
         refusals = []
         for pool in locked:
             capacity = capacities[pool.pk]
+            # Each window against what is held and the series' earlier windows: a window
+            # longer than a week overlaps the next one.
             short = [
                 s
-                for start, end in windows
+                for index, (start, end) in enumerate(windows)
                 for s in shortfalls(
-                    pool, start, end, request.gpus, capacity=capacity, mig_profile=profile
+                    pool,
+                    start,
+                    end,
+                    request.gpus,
+                    capacity=capacity,
+                    mig_profile=profile,
+                    also=tuple((s, e, request.gpus) for s, e in windows[:index]),
                 )
             ]
             if not short:

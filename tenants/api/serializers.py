@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from portal.api.serializers import InputSerializer
+from portal.api.serializers import AwareDateTimeField, InputSerializer
 from tenants.models import (
     ORGANIZATION_SLUG_MAX,
     PROJECT_SLUG_MAX,
@@ -213,7 +213,7 @@ class TokenIssuedOutput(TokenOutput):
 class TokenIssueInput(InputSerializer):
     name = serializers.CharField(max_length=100)
     scope = serializers.ChoiceField(choices=ApiToken.Scope.choices, default=ApiToken.Scope.READ)
-    expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    expires_at = AwareDateTimeField(required=False, allow_null=True, default=None)
 
 
 # Audit

@@ -33,7 +33,9 @@ MAX_EXAMPLES = 10
 # not have, more than the quota or the largest node, a name twice in a batch, a reservation
 # window in the past or ending before it starts, a quota request's end in the past, an order
 # of an item not offered or for a period in the past, a budget for a project the organization
-# does not have. Every other status stays checked.
+# does not have; a time past the booking horizon or outside the years 2000 to 2100, and a
+# usage period outside them (portal.bounds: no format states a range of dates). Every other
+# status stays checked.
 RULES_BEYOND_THE_SCHEMA = [
     "budgets_set",
     "invitations_accept",
@@ -43,6 +45,7 @@ RULES_BEYOND_THE_SCHEMA = [
     "quota_requests_create",
     "reservations_request",
     "tokens_issue",
+    "usage_summary",
     "workloads_submit",
     "workloads_submit_batch",
 ]

@@ -422,3 +422,41 @@ def test_a_workloads_clock_stops_when_it_ends(submit, cycle, advance):
 def test_the_quota_page_shows_borrowing_as_unknown_before_the_first_cycle(signed_in, alice, quotas):
     page = signed_in(alice).get("/orgs/acme/quotas/").content.decode()
     assert "<td>64 GPUs</td><td>0 GPUs</td><td>—</td><td>—</td>" in page
+
+
+def test_a_reservation_at_the_end_of_year_9999_is_refused_on_the_form(signed_in, alice, cluster):
+    response = signed_in(alice).post(
+        RESERVATIONS,
+        {
+            "gpu_class": "H100-80GB",
+            "pool": "",
+            "gpus": 8,
+            "starts_at": "9999-12-31T23:00",
+            "hours": 4,
+            "weeks": 1,
+            "project": "",
+        },
+    )
+    assert (response.status_code, "At most 5 years ahead." in response.content.decode()) == (
+        200,
+        True,
+    )
+
+
+def test_a_weekly_series_that_would_overbook_the_pool_is_refused_in_the_console(
+    signed_in, alice, cluster
+):
+    start = (clock.now() + timedelta(days=2)).strftime("%Y-%m-%dT%H:00")
+    response = signed_in(alice).post(
+        RESERVATIONS,
+        {
+            "gpu_class": "L4",
+            "pool": "l4-inference",
+            "gpus": 16,
+            "starts_at": start,
+            "hours": 24 * 14,
+            "weeks": 3,
+            "project": "",
+        },
+    )
+    assert (response.status_code, Reservation.objects.count()) == (200, 0)

@@ -434,3 +434,42 @@ def services_timeline(user, organization):
         )
         if row.pool.name == MIG_POOL
     ]
+
+
+L4_POOL = "l4-inference"  # 16 L4 in the demo cluster
+
+
+def test_a_weekly_series_whose_windows_overlap_may_not_hold_more_than_the_pool(
+    cluster, alice, acme
+):
+    # Two weeks long, weekly: each window overlaps the next by a week, 32 of 16 GPUs there.
+    with pytest.raises(Conflict) as refused:
+        ask(alice, acme, gpus=16, gpu_class="L4", pool=L4_POOL, length=24 * 14, weeks=3)
+    assert (refused.value.code, Reservation.objects.count()) == ("reservation_short", 0)
+
+
+def test_a_weekly_series_whose_windows_overlap_fits_when_the_pool_holds_both(cluster, alice, acme):
+    held = ask(alice, acme, gpus=8, gpu_class="L4", pool=L4_POOL, length=24 * 14, weeks=3)
+    assert len(held) == 3
+
+
+def test_a_window_more_than_five_years_ahead_is_refused_on_its_start(cluster, alice, acme):
+    with pytest.raises(ValidationError) as refused:
+        ask(alice, acme, start=24 * (5 * 366 + 1))
+    assert refused.value.message_dict["starts_at"] == ["At most 5 years ahead."]
+
+
+def test_a_series_whose_last_window_is_more_than_five_years_ahead_is_refused_on_weeks(
+    cluster, alice, acme
+):
+    with pytest.raises(ValidationError) as refused:
+        ask(alice, acme, start=24 * (5 * 365 - 7), weeks=52)
+    assert list(refused.value.message_dict) == ["weeks"]
+
+
+def test_the_nearest_later_window_is_never_past_the_booking_horizon(cluster, alice, acme):
+    horizon = 24 * (5 * 365 + 1)  # hours from now (the hour)
+    ask(alice, acme, gpus=64, start=horizon - 10, length=8)
+    with pytest.raises(Conflict) as refused:
+        ask(alice, acme, gpus=8, start=horizon - 9, length=4)
+    assert refused.value.details["nearest_after"] is None

@@ -215,3 +215,45 @@ def test_mig_instances_are_reserved_and_answered_with_their_unit(cluster, alice,
         "mig-3g.40gb",
         "mig-3g.40gb instances",
     )
+
+
+def test_a_weekly_series_that_would_overbook_the_pool_is_a_409_and_holds_nothing(
+    cluster, alice, api_as
+):
+    # The whole L4 pool for two weeks, three weeks running: 32 of 16 GPUs in weeks 2 and 3.
+    june = clock.now().replace(year=clock.now().year + 1, month=6, day=1, hour=0, minute=0)
+    series = body(
+        gpu_class="L4",
+        pool="l4-inference",
+        gpus=16,
+        starts_at=june.isoformat(),
+        ends_at=(june + timedelta(days=14)).isoformat(),
+        weeks=3,
+    )
+    response = api_as(alice).post(URL, series, format="json")
+    assert (response.status_code, Reservation.objects.count()) == (409, 0)
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"starts_at": "9999-12-24T00:00:00Z", "ends_at": "9999-12-24T04:00:00Z"}, "starts_at"),
+        (
+            {"starts_at": "9999-01-01T00:00:00Z", "ends_at": "9999-01-01T04:00:00Z", "weeks": 52},
+            "starts_at",
+        ),
+        ({"starts_at": "9999-12-31T23:00:00-05:00"}, "starts_at"),
+        ({"starts_at": (datetime.now(UTC) + timedelta(days=5 * 366 + 2)).isoformat()}, "starts_at"),
+    ],
+)
+def test_a_window_past_the_booking_horizon_is_a_400_on_its_field(
+    cluster, alice, api_as, fields, field
+):
+    response = api_as(alice).post(URL, body(**fields), format="json")
+    assert (response.status_code, field in response.json()["error"]["fields"]) == (400, True)
+
+
+@pytest.mark.parametrize("starts_at", ["2027-06-01T09:00:00", "2027-06-01", "2027-06-01 09:00"])
+def test_a_time_without_its_utc_offset_is_a_400_on_its_field(cluster, alice, api_as, starts_at):
+    response = api_as(alice).post(URL, body(starts_at=starts_at), format="json")
+    assert (response.status_code, list(response.json()["error"]["fields"])) == (400, ["starts_at"])

@@ -102,3 +102,11 @@ def test_a_member_may_not_set_the_time_zone(mia, acme, api_as):
     response = api_as(mia).patch(f"{URL}acme/", {"time_zone": "Asia/Tokyo"}, format="json")
     acme.refresh_from_db()
     assert (response.status_code, acme.time_zone) == (403, "")
+
+
+@pytest.mark.parametrize("zone", ["localtime", "posixrules", "right/UTC", "posix/Europe/Paris"])
+def test_a_zone_file_of_the_server_that_is_no_iana_zone_is_a_400_on_the_field(
+    alice, acme, api_as, zone
+):
+    response = api_as(alice).patch(f"{URL}acme/", {"time_zone": zone}, format="json")
+    assert (response.status_code, list(response.json()["error"]["fields"])) == (400, ["time_zone"])
