@@ -5,7 +5,7 @@ instances and its whole GPUs are separate capacity.
 No overbooking, ever: a request locks the pools it may use (a row lock per pool on PostgreSQL),
 then checks every instant of its windows against what requested, approved and active
 reservations already hold there, and against the series' own earlier windows (a weekly window
-longer than a week overlaps the next). Every window lies within the booking horizon
+longer than a week overlaps the next). Every window starts within the booking horizon
 (``portal.bounds``). A refusal says where the window is short and by how much,
 and proposes the nearest windows of the same length that fit, before and after.
 """
@@ -140,10 +140,10 @@ def nearest_windows(
 ) -> tuple[datetime | None, datetime | None]:
     """The latest start before ``starts_at`` (not in the past) and the earliest after it at
     which a window of the same length fits in the pool; None where none does within
-    ``SEARCH_SPAN`` (nor within the booking horizon). A window fits first right after a
-    reservation ends or right before one starts, so only those starts are tried."""
+    ``SEARCH_SPAN`` (nor starting within the booking horizon). A window fits first right after
+    a reservation ends or right before one starts, so only those starts are tried."""
     length = ends_at - starts_at
-    last_start = booking_horizon(now) - length
+    last_start = booking_horizon(now)
     nearby = Reservation.objects.filter(
         pool=pool,
         mig_profile=mig_profile,
@@ -183,11 +183,10 @@ def _request_errors(
         errors["gpus"] = ["Reserve at least one GPU."]
     if not 1 <= request.weeks <= WEEKS_MAX:
         errors["weeks"] = [f"Between 1 and {WEEKS_MAX} weekly windows."]
-    elif errors.keys().isdisjoint({"starts_at", "ends_at"}) and (
-        too_far := booking_horizon_error(request.ends_at + WEEK * (request.weeks - 1), now=now)
+    elif "starts_at" not in errors and (
+        too_far := booking_horizon_error(request.starts_at + WEEK * (request.weeks - 1), now=now)
     ):
-        last = "The window" if request.weeks == 1 else "The series' last window"
-        errors["weeks" if request.weeks > 1 else "ends_at"] = [f"{last} ends too late: {too_far}"]
+        errors["weeks"] = [f"The series' last window starts too late: {too_far}"]
     if request.lead_time is not None and request.lead_time < timedelta(0):
         errors["lead_time"] = ["A lead time cannot be negative."]
     return errors
