@@ -20,7 +20,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 
-from portal.bounds import booking_horizon, booking_horizon_error
+from portal.bounds import BOOKING_HORIZON_YEARS, booking_horizon, booking_horizon_error
 from portal.errors import Conflict
 from portal.events import Event, publish
 from portal.mail import mail_where_it_stands
@@ -183,10 +183,12 @@ def _request_errors(
         errors["gpus"] = ["Reserve at least one GPU."]
     if not 1 <= request.weeks <= WEEKS_MAX:
         errors["weeks"] = [f"Between 1 and {WEEKS_MAX} weekly windows."]
-    elif "starts_at" not in errors and (
-        too_far := booking_horizon_error(request.starts_at + WEEK * (request.weeks - 1), now=now)
+    elif "starts_at" not in errors and booking_horizon_error(
+        request.starts_at + WEEK * (request.weeks - 1), now=now
     ):
-        errors["weeks"] = [f"The series' last window starts too late: {too_far}"]
+        errors["weeks"] = [
+            f"The series' last window would start more than {BOOKING_HORIZON_YEARS} years ahead."
+        ]
     if request.lead_time is not None and request.lead_time < timedelta(0):
         errors["lead_time"] = ["A lead time cannot be negative."]
     return errors
