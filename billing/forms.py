@@ -3,10 +3,10 @@ from decimal import Decimal
 
 from django import forms
 
+from portal.bounds import booking_horizon_error
 from scheduling import clock
 
 from .services import OrderRequest
-from .services.commerce import ORDER_HORIZON, ORDER_HORIZON_YEARS
 
 
 class OrderForm(forms.Form):
@@ -43,10 +43,8 @@ class OrderForm(forms.Form):
     def clean_starts_at(self):
         # The service bounds the start too; here only so that the end is a date at all.
         starts_at = self.cleaned_data["starts_at"].replace(tzinfo=UTC)
-        if starts_at > clock.now() + ORDER_HORIZON:
-            raise forms.ValidationError(
-                f"An order starts within {ORDER_HORIZON_YEARS} years from now."
-            )
+        if too_far := booking_horizon_error(starts_at, now=clock.now()):
+            raise forms.ValidationError(too_far)
         return starts_at
 
     def as_request(self) -> OrderRequest:

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from portal.bounds import BOOKING_HORIZON, BOOKING_HORIZON_YEARS, booking_horizon_error
 from portal.errors import Conflict, DomainError
 from portal.events import Event, publish
 from portal.mail import mail_where_it_stands
@@ -138,8 +139,8 @@ def order_create(
         ]
     if request.starts_at < now:
         errors["starts_at"] = ["The period starts in the past."]
-    elif request.starts_at > now + ORDER_HORIZON:
-        errors["starts_at"] = [f"An order starts within {ORDER_HORIZON_YEARS} years from now."]
+    elif too_far := booking_horizon_error(request.starts_at, now=now):
+        errors["starts_at"] = [too_far]
     if request.ends_at <= request.starts_at:
         errors["ends_at"] = ["The period ends after it starts."]
     elif item is not None:
@@ -172,11 +173,6 @@ def order_create(
     return order
 
 
-# An order starts within this much of now, and lasts at most this long (or less, by its item's
-# terms): what the portal sells stays within dates it can plan and totals it can keep.
-ORDER_HORIZON_YEARS = 5
-ORDER_HORIZON = timedelta(days=365 * ORDER_HORIZON_YEARS)
-ORDER_LONGEST_HOURS = 24 * 365 * ORDER_HORIZON_YEARS
 # The largest total an order keeps (Order.total: 16 digits, 2 of them decimals).
 TOTAL_CEILING = Decimal("1E14")
 
@@ -188,8 +184,9 @@ def _period_problems(item: CatalogItem, length: timedelta) -> dict[str, list[str
     longest = item.maximum_period_hours
     if longest is not None and length > timedelta(hours=longest):
         return {"ends_at": [f"At most {longest} h, by the item's terms."]}
-    if length > timedelta(hours=ORDER_LONGEST_HOURS):
-        return {"ends_at": [f"An order lasts at most {ORDER_HORIZON_YEARS} years."]}
+    # What the portal sells stays within dates it can plan and totals it can keep.
+    if length > BOOKING_HORIZON:
+        return {"ends_at": [f"An order lasts at most {BOOKING_HORIZON_YEARS} years."]}
     return {}
 
 
