@@ -111,8 +111,13 @@ def _gpu_resource(workload: Workload, gpu_class: GpuClass | None) -> tuple[str |
     return None, 0
 
 
-def workload_spec(workload: Workload, *, nodes: Iterable[Node] = ()) -> WorkloadSpec:
-    nodes = list(nodes)
+def workload_spec(workload: Workload, *, placements: Iterable[Placement] = ()) -> WorkloadSpec:
+    """The workload as its admission placed it: one replica per placement (an elastic gang
+    admitted short gets only the replicas the engine placed), on the placements' nodes.
+    Without placements (it is not admitted), the replicas it asked for: enough to name every
+    object it may have had."""
+    placements = list(placements)
+    nodes = [placement.node for placement in placements]
     resource, count = _gpu_resource(workload, workload.gpu_class)
     pool = nodes[0].pool if nodes else None
     expires_at = (
@@ -132,7 +137,7 @@ def workload_spec(workload: Workload, *, nodes: Iterable[Node] = ()) -> Workload
         image=workload.image,
         command=tuple(workload.command),
         env=dict(workload.env),
-        replicas=workload.replicas,
+        replicas=len(placements) or workload.replicas,
         gpu_resource=resource,
         gpu_count=count,
         cpu=f"{workload.cpu_milli}m",

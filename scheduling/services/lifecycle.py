@@ -263,13 +263,13 @@ def _workload_for_cluster(workload_id) -> Workload | None:
 
 
 def _manifests_of(workload: Workload) -> list[dict]:
-    """Its objects, on the nodes of its current admission."""
-    nodes = [
-        placement.node
+    """Its objects as its current admission placed them: its replicas and their nodes."""
+    placements = [
+        placement
         for placement in workload.placements.all()
         if workload.admitted_at and placement.started_at == workload.admitted_at
     ]
-    return workload_manifests(workload_spec(workload, nodes=nodes))
+    return workload_manifests(workload_spec(workload, placements=placements))
 
 
 def workload_objects_delete(*, workload_id, backend: ClusterBackend) -> None:

@@ -157,6 +157,9 @@ def _catalog_errors(
         errors["gpus"] = [
             f"A {workload.kind} workload needs GPUs: set gpus, gpu_milli or mig_count."
         ]
+    if workload.kind == Workload.Kind.NOTEBOOK and workload.replicas != 1:
+        # Its object is one Pod: more replicas would hold GPUs that nothing runs on.
+        errors["replicas"] = ["A notebook is a single pod: 1 replica."]
     unknown = [name for name in workload.gpu_classes if name not in catalog.mig_profiles]
     if unknown:
         errors["gpu_classes"] = [f"Unknown GPU class: {', '.join(unknown)}."]
