@@ -32,6 +32,12 @@ from tenants.models import SLUG_PATTERN
 
 
 class GpuClassOutput(serializers.ModelSerializer):
+    mig_profiles = serializers.ListField(
+        child=serializers.CharField(),
+        read_only=True,
+        help_text="The MIG profiles its GPUs may be split into (empty: none).",
+    )
+
     class Meta:
         model = GpuClass
         fields = ["name", "memory_gib", "mig_profiles"]
@@ -188,8 +194,14 @@ class WorkloadSubmitInput(InputSerializer):
     )
     gpus = serializers.IntegerField(**request_bounds("gpus"), default=0)
     gpu_milli = serializers.IntegerField(**request_bounds("gpu_milli"), default=0)
+    # Omitted or empty: no MIG instances (the service's default; no schema default here, which
+    # would sit in the alternative whose pattern refuses it).
     mig_profile = serializers.CharField(
-        max_length=20, required=False, default="", validators=[mig_profile_validator]
+        max_length=20,
+        required=False,
+        allow_blank=True,
+        validators=[mig_profile_validator],
+        help_text="A MIG profile of the class; omitted or empty for none.",
     )
     mig_count = serializers.IntegerField(**request_bounds("mig_count"), default=0)
     replicas = serializers.IntegerField(
@@ -213,7 +225,9 @@ class WorkloadSubmitInput(InputSerializer):
     max_runtime_seconds = serializers.IntegerField(
         **request_bounds("max_runtime_seconds"), required=False
     )
-    required_topology = serializers.CharField(max_length=63, required=False, default="")
+    required_topology = serializers.CharField(
+        max_length=63, required=False, default="", allow_blank=True
+    )
     requeue_on_eviction = serializers.BooleanField(
         default=True,
         help_text="Back to the queue when preempted (at most PORTAL_EVICTIONS_MAX times).",
@@ -387,8 +401,14 @@ class QuotaRequestInput(InputSerializer):
     resource = serializers.ChoiceField(
         choices=QuotaGrant.Resource.choices, default=QuotaGrant.Resource.GPUS
     )
+    # Omitted or empty: no MIG instances (the service's default; no schema default here, which
+    # would sit in the alternative whose pattern refuses it).
     mig_profile = serializers.CharField(
-        max_length=20, required=False, default="", validators=[mig_profile_validator]
+        max_length=20,
+        required=False,
+        allow_blank=True,
+        validators=[mig_profile_validator],
+        help_text="A MIG profile of the class; omitted or empty for none.",
     )
     amount = serializers.IntegerField(min_value=1, max_value=1_000_000)
     reason = serializers.CharField(max_length=1000)

@@ -1,5 +1,7 @@
 """The OpenAPI schema says what the API does: errors, nullable fields, closed request bodies."""
 
+import re
+
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
@@ -94,3 +96,47 @@ def test_page_and_page_size_document_their_bounds(schema):
 def test_free_strings_of_a_request_forbid_the_nul_character_as_the_api_does(schema):
     name = schema["components"]["schemas"]["ProjectCreateInputRequest"]["properties"]["name"]
     assert name["pattern"] == "^[^\\u0000]*$"
+
+
+def _properties(schema: dict):
+    for component, body in schema["components"]["schemas"].items():
+        for field, prop in body.get("properties", {}).items():
+            yield f"{component}.{field}", prop
+
+
+def _accepts(prop: dict, value: str) -> bool:
+    """Whether a string schema (or one of its alternatives) takes the value."""
+    if "oneOf" in prop:
+        return any(_accepts(branch, value) for branch in prop["oneOf"])
+    return (
+        prop.get("minLength", 0) <= len(value) <= prop.get("maxLength", 10**9)
+        and re.search(prop.get("pattern", ""), value) is not None
+    )
+
+
+def _defaults(prop: dict):
+    """The defaults a property states, at its top or in one of its alternatives."""
+    for part in (prop, *prop.get("oneOf", ())):
+        if isinstance(part.get("default"), str):
+            yield part, part["default"]
+
+
+def test_no_field_has_a_default_that_its_own_schema_refuses(schema):
+    contradictions = [
+        (name, default)
+        for name, prop in _properties(schema)
+        for part, default in _defaults(prop)
+        if not (_accepts(prop, default) and _accepts(part, default))
+    ]
+    assert contradictions == []
+
+
+@pytest.mark.parametrize("component", ["WorkloadSubmitInputRequest", "QuotaRequestInputRequest"])
+def test_an_empty_mig_profile_is_allowed_by_the_schema(schema, component):
+    prop = schema["components"]["schemas"][component]["properties"]["mig_profile"]
+    assert _accepts(prop, "")
+
+
+def test_a_gpu_classs_mig_profiles_are_typed_as_a_list_of_strings(schema):
+    prop = schema["components"]["schemas"]["GpuClassOutput"]["properties"]["mig_profiles"]
+    assert (prop["type"], prop["items"]["type"]) == ("array", "string")

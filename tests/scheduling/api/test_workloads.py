@@ -153,6 +153,12 @@ def test_every_form_of_oci_reference_is_accepted_as_image(ready, api_as, image):
     assert response.json()["image"] == image
 
 
+def test_an_empty_mig_profile_is_accepted_as_none_as_the_schema_default_says(ready, api_as):
+    response = api_as(ready["member"]).post(URL, {**BODY, "mig_profile": ""}, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["mig_profile"] == ""
+
+
 @pytest.mark.parametrize("gpus", ["8", 8.0, True])
 def test_a_value_that_is_not_an_integer_where_an_integer_is_expected_is_a_400(ready, api_as, gpus):
     response = api_as(ready["member"]).post(URL, {**BODY, "gpus": gpus}, format="json")
