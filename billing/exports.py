@@ -2,15 +2,23 @@
 (every invoice of it), and a PDF per invoice drawn with reportlab."""
 
 import csv
+import functools
 import io
 import json
+import re
 from decimal import Decimal
+from pathlib import Path
+from xml.sax.saxutils import escape
 
+import fontpkg_noto_sans
+import justmytype_intl_cjk
 from django.http import HttpResponse
 from reportlab.lib import colors
 from reportlab.lib.pagesizes import A4
 from reportlab.lib.styles import getSampleStyleSheet
 from reportlab.lib.units import mm
+from reportlab.pdfbase import pdfmetrics
+from reportlab.pdfbase.ttfonts import TTFont
 from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
 from portal.errors import NotFound
@@ -19,6 +27,68 @@ from .models import Invoice
 
 LINE_COLUMNS = ["description", "project", "gpu_class", "charge", "hours", "unit_price", "amount"]
 MONTH_COLUMNS = ["number", "organization", "period_start", "state", "currency", *LINE_COLUMNS]
+
+
+# CSV cells a spreadsheet would run as a formula (OWASP's CSV injection triggers) get a leading
+# apostrophe; a plain decimal number (an amount, "-12.50") is data and is left as it is.
+_FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"-?\d+(\.\d+)?")
+
+
+def csv_cell(value):
+    """A value as a CSV cell that no spreadsheet evaluates."""
+    formula = isinstance(value, str) and value.startswith(_FORMULA_TRIGGERS)
+    return "'" + value if formula and not _NUMBER.fullmatch(value) else value
+
+
+def _csv_row(row: dict) -> dict:
+    return {column: csv_cell(value) for column, value in row.items()}
+
+
+# PDF text is set in Noto Sans (Latin, Greek, Cyrillic and more), with Noto Sans JP, KR, SC and
+# TC for the characters it lacks, both embedded (subset) so that any viewer shows them.
+TEXT_FONT = "NotoSans"
+_NOTO_CJK = Path(justmytype_intl_cjk.__file__).parent / "fonts" / "ofl"
+_FALLBACK_FONTS = {
+    f"NotoSans{script.upper()}": _NOTO_CJK
+    / f"notosans{script}"
+    / f"NotoSans{script.upper()}[wght].ttf"
+    for script in ("jp", "kr", "sc", "tc")
+}
+
+
+@functools.cache
+def _font(name: str) -> TTFont:
+    """A font registered with reportlab, once per process (read on first use)."""
+    if name == TEXT_FONT:
+        path = fontpkg_noto_sans.ROOT / "files" / "NotoSans[wdth,wght].ttf"
+    else:
+        path = _FALLBACK_FONTS[name]
+    font = TTFont(name, str(path))
+    pdfmetrics.registerFont(font)
+    return font
+
+
+def _font_of(char: str) -> str:
+    """The first font that has a glyph for the character (the text font if none has)."""
+    for name in (TEXT_FONT, *_FALLBACK_FONTS):
+        if ord(char) in _font(name).face.charToGlyph:
+            return name
+    return TEXT_FONT
+
+
+def pdf_text(text: str) -> str:
+    """Text (a tenant's or the portal's) as the markup of a reportlab Paragraph that shows it
+    literally: escaped, so that no tag in it is obeyed, and each run of characters in a font
+    that has them."""
+    runs: list[tuple[str, str]] = []
+    for char in str(text):
+        font = TEXT_FONT if char.isspace() else _font_of(char)
+        if runs and runs[-1][0] == font:
+            runs[-1] = (font, runs[-1][1] + char)
+        else:
+            runs.append((font, char))
+    return "".join(f'<font name="{font}">{escape(run)}</font>' for font, run in runs)
 
 
 def _money(value: Decimal | None) -> str:
@@ -86,7 +156,7 @@ def invoice_csv(invoice: Invoice) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=LINE_COLUMNS)
     writer.writeheader()
-    writer.writerows(_rows(invoice))
+    writer.writerows(_csv_row(row) for row in _rows(invoice))
     return out.getvalue()
 
 
@@ -103,22 +173,26 @@ def month_csv(invoices) -> str:
             "state": invoice.state,
             "currency": invoice.currency,
         }
-        writer.writerows(head | row for row in _rows(invoice))
+        writer.writerows(_csv_row(head | row) for row in _rows(invoice))
     return out.getvalue()
 
 
 def invoice_pdf(invoice: Invoice) -> bytes:
-    """The invoice on A4: the organization, the period, every line and the total."""
+    """The invoice on A4: the organization, the period, every line and the total. Every text
+    is set literally (never read as markup) in fonts embedded into the file."""
     out = io.BytesIO()
     styles = getSampleStyleSheet()
     title = "Credit note" if invoice.is_credit_note else "Invoice"
+    organization = invoice.organization
     story = [
-        Paragraph(f"{title} {invoice.number or '(draft)'}", styles["Title"]),
-        Paragraph(f"{invoice.organization.name} ({invoice.organization.slug})", styles["Normal"]),
+        Paragraph(pdf_text(f"{title} {invoice.number or '(draft)'}"), styles["Title"]),
+        Paragraph(pdf_text(f"{organization.name} ({organization.slug})"), styles["Normal"]),
         Paragraph(
-            f"Period: {_local(invoice.period_start, invoice):%Y-%m-%d} to"
-            f" {_local(invoice.period_end, invoice):%Y-%m-%d}"
-            f" ({invoice.organization.time_zone or 'UTC'}, end excluded)",
+            pdf_text(
+                f"Period: {_local(invoice.period_start, invoice):%Y-%m-%d} to"
+                f" {_local(invoice.period_end, invoice):%Y-%m-%d}"
+                f" ({organization.time_zone or 'UTC'}, end excluded)"
+            ),
             styles["Normal"],
         ),
         Spacer(1, 6 * mm),
@@ -126,7 +200,7 @@ def invoice_pdf(invoice: Invoice) -> bytes:
     rows = [["Line", "Hours", f"Unit price ({invoice.currency})", f"Amount ({invoice.currency})"]]
     rows += [
         [
-            Paragraph(line.description, styles["BodyText"]),
+            Paragraph(pdf_text(line.description), styles["BodyText"]),
             str(line.hours),
             "" if line.unit_price is None else str(line.unit_price),
             _money(line.amount),
@@ -155,7 +229,8 @@ def invoice_pdf(invoice: Invoice) -> bytes:
         )
     )
     story.append(table)
-    SimpleDocTemplate(out, pagesize=A4, title=f"{title} {invoice.number or ''}").build(story)
+    document = SimpleDocTemplate(out, pagesize=A4, title=f"{title} {invoice.number or ''}")
+    document.build(story)
     return out.getvalue()
 
 
@@ -198,5 +273,5 @@ def usage_csv(rows: list[dict]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=USAGE_COLUMNS, extrasaction="ignore")
     writer.writeheader()
-    writer.writerows(row | {"cost": _money(row["cost"])} for row in rows)
+    writer.writerows(_csv_row(row | {"cost": _money(row["cost"])}) for row in rows)
     return out.getvalue()
