@@ -185,7 +185,8 @@ def invoice_pdf(invoice: Invoice) -> bytes:
     title = "Credit note" if invoice.is_credit_note else "Invoice"
     organization = invoice.organization
     story = [
-        Paragraph(pdf_text(f"{title} {invoice.number or '(draft)'}"), styles["Title"]),
+        # The portal's own words and number, in the title's bold face.
+        Paragraph(escape(f"{title} {invoice.number or '(draft)'}"), styles["Title"]),
         Paragraph(pdf_text(f"{organization.name} ({organization.slug})"), styles["Normal"]),
         Paragraph(
             pdf_text(
