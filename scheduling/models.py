@@ -122,7 +122,10 @@ class NodePool(models.Model):
         DEV = "dev", "Development"
 
     name = models.CharField(max_length=40, unique=True, validators=[slug_validator])
-    gpu_class = models.ForeignKey(GpuClass, on_delete=models.PROTECT, related_name="pools")
+    # None: a CPU pool, whose untainted nodes have no GPUs and run CPU-only work.
+    gpu_class = models.ForeignKey(
+        GpuClass, null=True, blank=True, on_delete=models.PROTECT, related_name="pools"
+    )
     purpose = models.CharField(max_length=16, choices=Purpose.choices)
     labels = models.JSONField(default=dict, blank=True)
     taint_key = models.CharField(max_length=100, default="nvidia.com/gpu", blank=True)
@@ -140,6 +143,11 @@ class NodePool(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def gpu_class_name(self) -> str:
+        """Its GPU class's name; empty for a CPU pool."""
+        return self.gpu_class.name if self.gpu_class_id else ""
 
 
 class Node(models.Model):

@@ -304,7 +304,12 @@ def tier_list() -> QuerySet[PriorityTier]:
 
 
 def pool_list() -> QuerySet[NodePool]:
-    return NodePool.objects.select_related("gpu_class").order_by("name")
+    """The GPU pools (what can be reserved and ordered), CPU pools left out."""
+    return (
+        NodePool.objects.filter(gpu_class__isnull=False)
+        .select_related("gpu_class")
+        .order_by("name")
+    )
 
 
 def pool_capacity(pool: NodePool, mig_profile: str = "") -> int:
@@ -438,11 +443,7 @@ def reservation_timeline(
     days_of = calendar_days(now=now, zone=organization.zone, days=days)
     starts_at, ends_at = days_of[0][1], days_of[-1][2]
     timelines = []
-    rows = [
-        (pool, *resource)
-        for pool in NodePool.objects.select_related("gpu_class").order_by("name")
-        for resource in pool_resources(pool)
-    ]
+    rows = [(pool, *resource) for pool in pool_list() for resource in pool_resources(pool)]
     for pool, mig_profile, capacity in rows:
         holding = Reservation.objects.filter(
             pool=pool,

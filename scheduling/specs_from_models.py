@@ -42,7 +42,7 @@ def pool_spec(pool: NodePool) -> PoolSpec:
     )
     return PoolSpec(
         name=pool.name,
-        gpu_class=pool.gpu_class.name,
+        gpu_class=pool.gpu_class_name,
         purpose=pool.purpose,
         labels=dict(pool.labels),
         taint=taint,
@@ -166,25 +166,43 @@ def _engine_taint(pool: NodePool) -> tuple[engine.Taint, ...]:
     )
 
 
-def _empty_nodes(shapes: Iterable[tuple[str, int, int, int]]) -> tuple[engine.NodeState, ...]:
+# A node's shape: GPU class ("" for a CPU node), GPUs, CPU, memory, and its pool's taint
+# (key, value, effect; an empty key for none).
+Shape = tuple[str, int, int, int, str, str, str]
+
+
+def _shape_taints(key: str, value: str, effect: str) -> tuple[engine.Taint, ...]:
+    return (engine.Taint(key=key, value=value, effect=engine.TaintEffect(effect)),) if key else ()
+
+
+def _empty_nodes(shapes: Iterable[Shape]) -> tuple[engine.NodeState, ...]:
     return tuple(
         engine.NodeState(
             name=f"shape-{index}",
             pool="",
-            gpu_class=gpu_class,
+            gpu_class=gpu_class or "",
             gpu_free_milli=(MILLI_PER_GPU,) * gpus,
             cpu_free_milli=cpu,
             memory_free_mib=memory,
+            taints=_shape_taints(key, value, effect),
         )
-        for index, (gpu_class, gpus, cpu, memory) in enumerate(shapes)
+        for index, (gpu_class, gpus, cpu, memory, key, value, effect) in enumerate(shapes)
     )
 
 
 def node_shapes(nodes: QuerySet[Node]) -> tuple[engine.NodeState, ...]:
-    """One empty node of each distinct shape (GPU class, GPUs, CPU, memory): all that
+    """One empty node of each distinct shape (GPU class, GPUs, CPU, memory, taint): all that
     `engine.validate_request` compares a replica with, in one small query."""
-    shapes = nodes.values_list("pool__gpu_class__name", "gpu_count", "cpu_milli", "memory_mib")
-    return _empty_nodes(shapes.distinct())
+    shapes = nodes.values_list(
+        "pool__gpu_class__name",
+        "gpu_count",
+        "cpu_milli",
+        "memory_mib",
+        "pool__taint_key",
+        "pool__taint_value",
+        "pool__taint_effect",
+    )
+    return _empty_nodes(shapes.order_by().distinct())
 
 
 def schedulable_shapes(nodes: Iterable[Node]) -> tuple[engine.NodeState, ...]:
@@ -193,7 +211,15 @@ def schedulable_shapes(nodes: Iterable[Node]) -> tuple[engine.NodeState, ...]:
     return _empty_nodes(
         sorted(
             {
-                (node.pool.gpu_class.name, node.gpu_count, node.cpu_milli, node.memory_mib)
+                (
+                    node.pool.gpu_class_name,
+                    node.gpu_count,
+                    node.cpu_milli,
+                    node.memory_mib,
+                    node.pool.taint_key,
+                    node.pool.taint_value,
+                    node.pool.taint_effect,
+                )
                 for node in nodes
                 if not node.cordoned
             }
@@ -228,7 +254,7 @@ def engine_nodes(
             engine.NodeState(
                 name=node.name,
                 pool=node.pool.name,
-                gpu_class=node.pool.gpu_class.name,
+                gpu_class=node.pool.gpu_class_name,
                 gpu_free_milli=tuple(gpu_free),
                 cpu_free_milli=max(0, cpu),
                 memory_free_mib=max(0, memory),

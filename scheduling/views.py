@@ -15,7 +15,7 @@ from . import clock, selectors, services
 from . import insights as scheduling_insights
 from .api.filters import WorkloadFilter
 from .forms import QuotaRequestForm, ReservationForm, WorkloadSubmitForm
-from .models import NodePool, ProvisioningRecord, Reservation
+from .models import ProvisioningRecord, Reservation
 
 
 def _project(caller, org_slug: str, project_slug: str):
@@ -122,7 +122,7 @@ def reservations(request, org_slug: str):
     can_reserve = role_allows(organization.my_role, Action.RESERVATION_MANAGE)
     form = ReservationForm(
         request.POST or None,
-        pools=NodePool.objects.select_related("gpu_class").order_by("name"),
+        pools=selectors.pool_list(),
         projects=tenant_selectors.project_list(caller=caller, organization=organization),
     )
     if request.method == "POST" and can_reserve and form.is_valid():

@@ -19,25 +19,27 @@ class ClusterDescription:
     nodes: list[NodeInventory]
 
 
-def _expand_nodes(pool: dict, gpu_memory_gib: int) -> list[NodeInventory]:
+def _expand_nodes(pool: dict, gpu_memory_gib: int | None) -> list[NodeInventory]:
+    """The nodes of a pool as the cluster reports them: GPU nodes labeled by GPU Feature
+    Discovery, CPU nodes (a pool without a GPU class) without any GPU; every node carries the
+    labels of its pool (set by whoever added it to the pool)."""
     template = pool["nodes"]
     per_rack = template.get("per_rack", template["count"])
     nodes = []
     for index in range(1, template["count"] + 1):
         fields = {"index": index, "rack": (index - 1) // per_rack + 1}
-        labels = {
-            "kubernetes.io/hostname": template["name"].format(**fields),
-            "nvidia.com/gpu.product": template["product"],
-            "nvidia.com/gpu.count": str(template["gpus"]),
-            "nvidia.com/gpu.memory": str(gpu_memory_gib * MIB_PER_GIB),
-            "nvidia.com/mig.strategy": "mixed" if template.get("mig") else "none",
-        }
+        labels = {"kubernetes.io/hostname": template["name"].format(**fields)}
+        allocatable = {"cpu": str(template["cpu"]), "memory": f"{template['memory_gib']}Gi"}
+        if gpu_memory_gib is not None:
+            labels |= {
+                "nvidia.com/gpu.product": template["product"],
+                "nvidia.com/gpu.count": str(template["gpus"]),
+                "nvidia.com/gpu.memory": str(gpu_memory_gib * MIB_PER_GIB),
+                "nvidia.com/mig.strategy": "mixed" if template.get("mig") else "none",
+            }
+            allocatable["nvidia.com/gpu"] = str(template["gpus"])
         labels.update({k: str(v).format(**fields) for k, v in template.get("topology", {}).items()})
-        allocatable = {
-            "cpu": str(template["cpu"]),
-            "memory": f"{template['memory_gib']}Gi",
-            "nvidia.com/gpu": str(template["gpus"]),
-        }
+        labels.update(pool.get("labels", {}))
         for profile, count in template.get("mig", {}).items():
             labels[f"nvidia.com/{profile}.count"] = str(count)
             allocatable[f"nvidia.com/{profile}"] = str(count)
@@ -53,7 +55,11 @@ def cluster_description_load(path: Path) -> ClusterDescription:
     data = yaml.safe_load(Path(path).read_text())
     memory = {c["name"]: c["memory_gib"] for c in data["gpu_classes"]}
     nodes = [
-        node for pool in data["pools"] for node in _expand_nodes(pool, memory[pool["gpu_class"]])
+        node
+        for pool in data["pools"]
+        for node in _expand_nodes(
+            pool, memory[pool["gpu_class"]] if pool.get("gpu_class") else None
+        )
     ]
     return ClusterDescription(
         gpu_classes=data["gpu_classes"], pools=data["pools"], tiers=data["tiers"], nodes=nodes

@@ -224,10 +224,11 @@ def node_labels(spec: NodeSpec) -> tuple[dict[str, str], tuple[TaintSpec, ...]]:
     labels = {
         **spec.pool.labels,
         **spec.topology,
-        GPU_TYPE_LABEL: spec.pool.gpu_class,
         POOL_PURPOSE_LABEL: spec.pool.purpose,
         POOL_LABEL: spec.pool.name,
     }
+    if spec.pool.gpu_class:  # a CPU pool's nodes have no GPU type
+        labels[GPU_TYPE_LABEL] = spec.pool.gpu_class
     taints = (spec.pool.taint,) if spec.pool.taint else ()
     return labels, taints
 

@@ -61,7 +61,7 @@ class TierSpec:
 @dataclass(frozen=True)
 class PoolSpec:
     name: str
-    gpu_class: str
+    gpu_class: str  # "" for a CPU pool
     purpose: str  # training | inference | dev
     labels: Mapping[str, str] = field(default_factory=dict)
     taint: TaintSpec | None = None

@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .eligibility import BLOCKING_EFFECTS, untolerated_taints
 from .model import (
     MILLI_PER_GPU,
     SHARED,
@@ -358,15 +359,40 @@ def validate_request(
     return dict(errors)
 
 
+def _untolerated(node: NodeState, request: Request) -> list[str]:
+    """The hard taints of the node that the request does not tolerate, as key=value:effect."""
+    blocking = [t for t in node.taints if t.effect in BLOCKING_EFFECTS]
+    return [
+        f"{t.key}={t.value}:{t.effect.value}" if t.value else f"{t.key}:{t.effect.value}"
+        for t in untolerated_taints(taints=blocking, tolerations=request.tolerations)
+    ]
+
+
 def larger_than_any_node(request: Request, nodes: Sequence[NodeState]) -> dict[str, list[str]]:
-    """Field errors for each resource of which a replica asks more than the largest node that
-    could run it has (a node of an acceptable GPU class, or any node for CPU-only work); none
-    when no node is given."""
+    """Field errors for what no node could ever take: a replica for which every node that could
+    run it (of an acceptable GPU class, or any node for CPU-only work) has a taint it does not
+    tolerate, or of which it asks more of a resource than the largest of them has; none when
+    no node is given."""
     errors: dict[str, list[str]] = defaultdict(list)
     if not nodes:
         return {}
     if request.needs_gpu:
         nodes = [n for n in nodes if n.gpu_class in request.gpu_classes]
+    hosts = [n for n in nodes if not _untolerated(n, request)]
+    if nodes and not hosts:
+        taints = ", ".join(sorted({taint for n in nodes for taint in _untolerated(n, request)}))
+        if request.needs_gpu:
+            classes = " or ".join(request.gpu_classes)
+            errors["gpu_classes"].append(
+                f"No {classes} node of the cluster takes this work: every one is tainted {taints}."
+            )
+        else:
+            errors["gpus"].append(
+                "No node of the cluster takes work without GPUs: every node is tainted"
+                f" {taints} (GPU work only). Ask for GPUs, or an operator for a CPU pool."
+            )
+        return dict(errors)
+    nodes = hosts
     if request.gpus:
         largest = max((len(n.gpu_free_milli) for n in nodes), default=0)
         if request.gpus > largest:

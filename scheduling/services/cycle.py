@@ -252,7 +252,7 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
             decisions,
             workloads=workloads,
             nodes={node.name: node for node in ready_nodes},
-            classes={pool.gpu_class.name: pool.gpu_class for pool in pools},
+            classes={pool.gpu_class.name: pool.gpu_class for pool in pools if pool.gpu_class},
             now=now,
         )
         elapsed = (time.perf_counter() - started) * 1000

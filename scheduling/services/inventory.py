@@ -38,13 +38,15 @@ def cluster_description_apply(*, path: Path) -> None:
             },
         )
     for item in description.pools:
+        gpu_class = GpuClass.objects.get(name=item["gpu_class"]) if item.get("gpu_class") else None
         NodePool.objects.update_or_create(
             name=item["name"],
             defaults={
-                "gpu_class": GpuClass.objects.get(name=item["gpu_class"]),
+                "gpu_class": gpu_class,
                 "purpose": item["purpose"],
                 "topology_keys": item.get("topology_keys", []),
                 "labels": item.get("labels", {}),
+                **_pool_taint(item, gpu_class=gpu_class),
             },
         )
     for item in description.tiers:
@@ -60,6 +62,19 @@ def cluster_description_apply(*, path: Path) -> None:
         )
 
 
+def _pool_taint(item: dict, *, gpu_class: GpuClass | None) -> dict:
+    """The taint of a described pool: its `taint` (null: none); by default the GPU taint for a
+    GPU pool, so that only GPU work lands there, and none for a CPU pool."""
+    if "taint" not in item and gpu_class is not None:
+        return {}  # the model's default, nvidia.com/gpu=present:NoSchedule
+    taint = item.get("taint") or {}
+    return {
+        "taint_key": taint.get("key", ""),
+        "taint_value": taint.get("value", ""),
+        "taint_effect": taint.get("effect", "NoSchedule"),
+    }
+
+
 def _pool_of(inventory: NodeInventory, pools: list[NodePool]) -> NodePool | None:
     """The pool a node belongs to: named by its pool label, or the pool whose labels it
     carries, or the only pool of its GPU product."""
@@ -71,7 +86,7 @@ def _pool_of(inventory: NodeInventory, pools: list[NodePool]) -> NodePool | None
     for pool in pools:
         if pool.labels and all(inventory.labels.get(k) == v for k, v in pool.labels.items()):
             return pool
-    by_product = [p for p in pools if product in p.gpu_class.products]
+    by_product = [p for p in pools if p.gpu_class and product in p.gpu_class.products]
     return by_product[0] if len(by_product) == 1 else None
 
 
@@ -110,7 +125,9 @@ def inventory_sync(*, backend: ClusterBackend) -> list[str]:
                 name=inventory.name,
                 defaults={
                     "pool": pool,
-                    "gpu_count": int(inventory.allocatable.get(pool.gpu_class.resource_name, 0)),
+                    "gpu_count": int(inventory.allocatable.get(pool.gpu_class.resource_name, 0))
+                    if pool.gpu_class
+                    else 0,
                     "mig_layout": mig,
                     "cpu_milli": _quantity_milli(inventory.allocatable.get("cpu", "0")),
                     "memory_mib": _quantity_mib(inventory.allocatable.get("memory", "0")),

@@ -31,6 +31,7 @@ from ..selectors import quota_grants_to_come
 from ..specs_from_models import (
     engine_quotas,
     engine_request,
+    gpu_tolerations,
     node_shapes,
     topology_levels,
 )
@@ -98,6 +99,7 @@ class _Catalog:
     topology_levels: tuple[str, ...]
     quotas: list
     node_shapes: list
+    tolerations: tuple  # what GPU work tolerates: the GPU pools' taints
 
     @classmethod
     def load(cls, *, project: Project, requests: Sequence[WorkloadRequest]) -> "_Catalog":
@@ -115,6 +117,7 @@ class _Catalog:
             # A request within a grant as an approved increase will make it may wait for it.
             quotas=engine_quotas(quota_grants_to_come(organization=project.organization)),
             node_shapes=node_shapes(Node.objects.filter(ready=True)),
+            tolerations=gpu_tolerations(NodePool.objects.all()),
         )
 
 
@@ -193,7 +196,9 @@ def _workload_errors(
     except ValidationError as error:
         return error.message_dict
     return engine.validate_request(
-        request=engine_request(workload, tolerations=()),  # no taint matters to its size
+        # As the cycle builds it: GPU work tolerates the GPU pools' taints, CPU-only work none,
+        # so that what no node of the cluster could ever take is refused now.
+        request=engine_request(workload, tolerations=catalog.tolerations),
         quotas=catalog.quotas,
         nodes=catalog.node_shapes,
     )
