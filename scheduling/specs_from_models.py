@@ -283,6 +283,20 @@ def gpu_tolerations(pools: Iterable[NodePool]) -> tuple[engine.Toleration, ...]:
     return tuple(seen.values())
 
 
+def shape_tolerations(shapes: Iterable[engine.NodeState]) -> tuple[engine.Toleration, ...]:
+    """`gpu_tolerations` read from node shapes (no query): the taints of the GPU nodes."""
+    seen = {}
+    for shape in shapes:
+        for taint in shape.taints if shape.gpu_class else ():
+            seen[(taint.key, taint.value, taint.effect)] = engine.Toleration(
+                key=taint.key,
+                operator=engine.TolerationOperator.EQUAL,
+                value=taint.value,
+                effect=taint.effect,
+            )
+    return tuple(seen.values())
+
+
 class WorkloadRow(NamedTuple):
     """A workload as the scheduling cycle reads it: the fields `engine_request` and
     `engine_running` read of a Workload, under the same names, with its project (its

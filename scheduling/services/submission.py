@@ -31,8 +31,8 @@ from ..selectors import quota_grants_to_come
 from ..specs_from_models import (
     engine_quotas,
     engine_request,
-    gpu_tolerations,
     node_shapes,
+    shape_tolerations,
     topology_levels,
 )
 from .timeline import workload_event
@@ -104,6 +104,7 @@ class _Catalog:
     @classmethod
     def load(cls, *, project: Project, requests: Sequence[WorkloadRequest]) -> "_Catalog":
         classes = {name for request in requests for name in request.gpu_classes}
+        shapes = node_shapes(Node.objects.filter(ready=True))
         return cls(
             tiers=PriorityTier.objects.in_bulk({r.tier for r in requests}, field_name="name"),
             mig_profiles=dict(
@@ -116,8 +117,8 @@ class _Catalog:
             ),
             # A request within a grant as an approved increase will make it may wait for it.
             quotas=engine_quotas(quota_grants_to_come(organization=project.organization)),
-            node_shapes=node_shapes(Node.objects.filter(ready=True)),
-            tolerations=gpu_tolerations(NodePool.objects.all()),
+            node_shapes=shapes,
+            tolerations=shape_tolerations(shapes),
         )
 
 

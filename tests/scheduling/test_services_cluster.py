@@ -18,11 +18,12 @@ pytestmark = pytest.mark.django_db
 
 def test_the_demo_inventory_lands_every_node_in_its_pool(cluster):
     pools = dict(Node.objects.values_list("name", "pool__name"))
-    assert len(pools) == 14
-    assert (pools["dgx-h100-01"], pools["a100-01"], pools["l4-01"]) == (
+    assert len(pools) == 16
+    assert (pools["dgx-h100-01"], pools["a100-01"], pools["l4-01"], pools["cpu-01"]) == (
         "dgx-h100",
         "a100-mig",
         "l4-inference",
+        "cpu",
     )
 
 
@@ -119,7 +120,7 @@ def test_deleting_a_project_stops_its_workloads_and_removes_its_namespace(
 def test_the_manifests_dry_run_lists_tiers_nodes_and_namespaces(cluster, quotas, ai_dev):
     kinds = [m["kind"] for m in services.cluster_manifests()]
     assert kinds.count("PriorityClass") == 4
-    assert kinds.count("Node") == 14
+    assert kinds.count("Node") == 16
     assert kinds.count("Namespace") == 1
 
 

@@ -112,8 +112,8 @@ def test_cpu_only_work_never_lands_on_tainted_gpu_nodes(submit, cycle):
     notebook = submit(kind="notebook", tier="dev", gpus=0, gpu_classes=())
     cycle()
     notebook.refresh_from_db()
-    assert notebook.state == Workload.State.PENDING
-    assert notebook.pending_code == "no_eligible_node"
+    assert notebook.state == Workload.State.ADMITTED
+    assert [p.node.pool.gpu_class for p in notebook.placements.all()] == [None]
 
 
 def submit_unprovisioned(*, user, project, gpus: int) -> Workload:
