@@ -318,4 +318,13 @@ DEMO_WORKLOADS = [
         gpus=0,
         env={"SIMULATED_GPU_UTIL": "0.01"},  # left open: idle
     ),
+    # CPU-only work runs on the CPU pool (no GPU asked, none held, nothing billed).
+    scheduling.WorkloadRequest(
+        name="data-prep",
+        kind="notebook",
+        tier="dev",
+        image="jupyter/scipy-notebook:latest",
+        cpu_milli=8000,
+        memory_mib=32 * 1024,
+    ),
 ]
