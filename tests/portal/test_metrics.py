@@ -93,7 +93,8 @@ def test_the_demos_workloads_are_pending_by_organization_class_and_reason(client
         "gauge",
         {
             frozenset({"organization": "acme", "gpu_class": gpu_class, "reason": "new"}.items()): 1
-            for gpu_class in ("H100-80GB", "L4", "A100-80GB")
+            # "any": the CPU-only notebook names no class.
+            for gpu_class in ("H100-80GB", "L4", "A100-80GB", "any")
         },
     )
 
@@ -149,7 +150,7 @@ def test_a_cycle_counts_its_decisions_duration_and_each_admissions_wait(
         sample("portal_scheduling_decisions_total", kind="admitted") - before[0],
         sample("portal_scheduling_cycle_duration_seconds_count") - before[1],
         sample("portal_admission_wait_seconds_count", gpu_class="H100-80GB") - before[2],
-    ) == ("counter", "histogram", "histogram", 3, 1, 1)
+    ) == ("counter", "histogram", "histogram", 4, 1, 1)
 
 
 def test_gpu_hours_per_organization_and_class_come_from_the_rated_records(client, token, scheduled):
