@@ -69,12 +69,12 @@ def test_the_pdf_shows_a_hostile_line_description_literally(invoice, description
 
 def test_the_pdf_never_opens_a_file_a_name_points_to(invoice, acme, tmp_path):
     image = tmp_path / "secret.png"
+    image.write_bytes(b"not an image: reading it as one fails the export")
     acme.name = f'<img src="{image}"/>'
     acme.save()
     invoice.refresh_from_db()
-    image.write_bytes(b"not even an image")
-    image.chmod(0)  # opening it would fail the export; showing the name does not
-    assert str(image) in _pdf_text(invoice)
+    # A long path may be wrapped anywhere: compared without white space.
+    assert "".join(acme.name.split()) in _pdf_text(invoice).replace(" ", "")
 
 
 @pytest.mark.parametrize("name", NON_LATIN_NAMES)
