@@ -1,5 +1,6 @@
 """The demo's simulated cluster (deploy/clusters/demo.yaml: 8 DGX H100 in two racks, 2 A100 with
-MIG, 4 L4, 2 CPU nodes) with acme's quotas, and helpers that drive it the way the Celery tasks do."""
+MIG, 4 L4, 2 CPU nodes) with acme's quotas, and helpers that drive it the way the Celery tasks
+do."""
 
 from datetime import timedelta
 from pathlib import Path
