@@ -195,7 +195,10 @@ class PoolOverview:
         """Free against schedulable in words, for the largest size a node of the pool could
         hold that the idle GPUs would but their fragments do not: "12 GPUs idle, but only one
         4-GPU job fits". Idle GPUs are those of uncordoned nodes (no request may use a
-        cordoned node's); those of cordoned nodes are named apart."""
+        cordoned node's); those of cordoned nodes are named apart. A CPU pool's is what it is
+        for."""
+        if not self.capacity.gpu_class:
+            return f"A CPU pool of {len(self.nodes)} nodes without GPUs, for CPU-only work"
         idle = self.capacity.gpus_idle_schedulable
         cordoned = self.capacity.gpus_idle - idle
         aside = f" ({cordoned} more idle on cordoned nodes)" if cordoned else ""

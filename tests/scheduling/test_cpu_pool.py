@@ -87,3 +87,8 @@ def test_a_cpu_only_submission_is_a_400_naming_gpus_without_a_cpu_node(
     response = api_as(mia).post(url, body, format="json")
     assert response.status_code == 400
     assert "No node of the cluster takes work without GPUs" in str(response.json())
+
+
+def test_the_cluster_page_shows_the_cpu_pool_as_one(operator_client, cluster):
+    page = operator_client.get("/staff/cluster/").content.decode()
+    assert "A CPU pool of 2 nodes without GPUs, for CPU-only work" in page
