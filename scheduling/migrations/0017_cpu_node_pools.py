@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0015_scheduler_quota_standings'),
+        ('scheduling', '0016_quota_request_granted_from'),
     ]
 
     operations = [
