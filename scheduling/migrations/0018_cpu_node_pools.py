@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0016_quota_request_granted_from'),
+        ('scheduling', '0017_quota_constraint_messages'),
     ]
 
     operations = [
