@@ -310,8 +310,17 @@ class InvoiceAdmin(WarnsOfUnpriced, ReadOnlyAdmin):
     """Finance: drafts first; issue, mark paid, void with a reason, download. Changes only
     through actions; an issued invoice never changes."""
 
-    list_display = ["__str__", "organization", "period_start", "state", "total", "issued_at"]
-    list_filter = ["state", "period_start"]
+    list_display = [
+        "__str__",
+        "organization",
+        "month",
+        "period_start",
+        "state",
+        "total",
+        "updated_at",
+        "issued_at",
+    ]
+    list_filter = ["state", "month"]
     search_fields = ["number", "organization__slug"]
     inlines = [InvoiceLineInline]
     actions = ["issue", "mark_paid", "void", "download_csv"]
@@ -321,14 +330,18 @@ class InvoiceAdmin(WarnsOfUnpriced, ReadOnlyAdmin):
             super().get_queryset(request), Invoice.State.DRAFT, "-period_start"
         ).select_related("organization")
 
-    @admin.action(description="Issue the drafts (numbered, then never changed)")
+    @admin.action(description="Issue the drafts whose period has ended (then never changed)")
     def issue(self, request, queryset):
+        """Each draft through the service; one it refuses (its period has not ended, or it
+        holds unpriced use) is said with the reason, and the others are issued."""
         caller, issued = Caller(user=request.user), 0
-        for invoice in queryset.filter(state=Invoice.State.DRAFT):
+        for invoice in queryset.filter(state=Invoice.State.DRAFT).select_related("organization"):
             try:
                 services.invoice_issue(caller=caller, invoice=invoice)
-            except DomainError as error:  # held (unpriced use): said, the others go on
-                self.message_user(request, error.message, messages.ERROR)
+            except DomainError as error:
+                self.message_user(
+                    request, f"Not issued: {invoice.organization}: {error.message}", messages.ERROR
+                )
             else:
                 issued += 1
         self.message_user(request, f"Issued {issued}.", messages.SUCCESS)

@@ -6,7 +6,6 @@ up to cents per line.
 """
 
 import uuid
-from datetime import date
 from decimal import Decimal
 
 from django.conf import settings
@@ -469,9 +468,12 @@ class InvoiceCounter(models.Model):
 
 
 class Invoice(models.Model):
-    """An organization's invoice for a month (UTC), or a credit note correcting an issued
-    one. Issued, it never changes but for being paid or voided: the services refuse, and so
-    does the database (triggers)."""
+    """An organization's invoice for a month, or a credit note correcting an issued one.
+    Its period is the month in the organization's time zone when the month was first drafted
+    (a later change of zone applies from the next month, which starts where this one ends);
+    one invoice per organization and month (the database refuses a second). Issued, it never
+    changes but for being paid or voided: the services refuse, and so does the database
+    (triggers)."""
 
     class State(models.TextChoices):
         DRAFT = "draft", "Draft"
@@ -481,6 +483,8 @@ class Invoice(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="+")
+    # The first day of the month it invoices (a credit note: its invoice's month).
+    month = models.DateField()
     period_start = models.DateTimeField()
     period_end = models.DateTimeField()
     state = models.CharField(max_length=8, choices=State.choices, default=State.DRAFT)
@@ -499,6 +503,8 @@ class Invoice(models.Model):
     total = models.DecimalField(max_digits=16, decimal_places=2, default=Decimal(0))
     reason = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # When its lines were last built from what was rated (a draft's figures are as of then).
+    updated_at = models.DateTimeField(default=timezone.now)
     issued_at = models.DateTimeField(null=True, blank=True)
     paid_at = models.DateTimeField(null=True, blank=True)
     voided_at = models.DateTimeField(null=True, blank=True)
@@ -507,9 +513,10 @@ class Invoice(models.Model):
         ordering = ["-period_start", "number"]
         constraints = [
             models.UniqueConstraint(
-                fields=["organization", "period_start"],
+                fields=["organization", "month"],
                 condition=Q(corrects__isnull=True) & ~Q(state="void"),
                 name="invoice_one_per_month",
+                violation_error_message="The organization already has an invoice for the month.",
             ),
             models.CheckConstraint(
                 condition=Q(state="draft") | Q(number__isnull=False), name="invoice_issued_numbered"
@@ -517,16 +524,11 @@ class Invoice(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.number or f"draft {self.organization} {self.period_start:%Y-%m}"
+        return self.number or f"draft {self.organization} {self.month:%Y-%m}"
 
     @property
     def is_credit_note(self) -> bool:
         return self.corrects_id is not None
-
-    @property
-    def month(self) -> date:
-        """The first day of its month, in its organization's time zone."""
-        return self.period_start.astimezone(self.organization.zone).date()
 
 
 class InvoiceLine(models.Model):

@@ -1,7 +1,7 @@
 """Reads of billing, scoped to the caller's organizations; and what waits for operators."""
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -25,7 +25,7 @@ from portal.errors import Conflict
 from scheduling import clock
 from scheduling import selectors as scheduling_selectors
 from scheduling.models import QuotaRequest, Reservation
-from tenants.models import Organization, zone_named
+from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize, require_operator
 
 from .models import (
@@ -288,6 +288,78 @@ def usage_reconciliation_last(*, caller: Caller) -> UsageReconciliation | None:
     return UsageReconciliation.objects.first()
 
 
+def _next_month(first: date, months: int) -> date:
+    index = first.year * 12 + first.month - 1 + months
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def invoice_period(
+    *, organization: Organization, year: int, month: int
+) -> tuple[datetime, datetime]:
+    """The period [start, end) that the organization's invoice for the month covers: the
+    month in its time zone, unless invoices of its months say otherwise. One invoiced (not
+    void) already keeps its period, and a neighbour's fixes the edge they share (a month
+    starts where the last invoiced one ends, and ends where the next one starts), so a change
+    of time zone applies from the next period and no hour is invoiced twice or never."""
+    first = date(year, month, 1)
+    before, after = _next_month(first, -1), _next_month(first, 1)
+    neighbours = {
+        invoice.month: invoice
+        for invoice in Invoice.objects.filter(
+            organization=organization, corrects__isnull=True, month__in=[before, first, after]
+        ).exclude(state=Invoice.State.VOID)
+    }
+    return _period_between(
+        month_bounds(year, month, organization.zone),
+        neighbours.get(before),
+        neighbours.get(first),
+        neighbours.get(after),
+    )
+
+
+def _period_between(bounds, before, own, after) -> tuple[datetime, datetime]:
+    if own is not None:
+        return own.period_start, own.period_end
+    start, end = bounds
+    return (
+        before.period_end if before is not None else start,
+        after.period_start if after is not None else end,
+    )
+
+
+def invoice_periods(
+    *, organizations: QuerySet[Organization], year: int, month: int, zone
+) -> dict[object, tuple[datetime, datetime]]:
+    """``invoice_period`` of each of ``organizations`` (all in ``zone``) whose period is not
+    the month in ``zone``, in one query."""
+    first = date(year, month, 1)
+    months = [_next_month(first, -1), first, _next_month(first, 1)]
+    bounds = month_bounds(year, month, zone)
+    neighbours: dict[object, dict[date, Invoice]] = {}
+    for invoice in Invoice.objects.filter(
+        organization__in=organizations, corrects__isnull=True, month__in=months
+    ).exclude(state=Invoice.State.VOID):
+        neighbours.setdefault(invoice.organization_id, {})[invoice.month] = invoice
+    periods = {}
+    for organization, invoices in neighbours.items():
+        period = _period_between(bounds, *(invoices.get(m) for m in months))
+        if period != bounds:
+            periods[organization] = period
+    return periods
+
+
+def period_of(*, organization: Organization, at: datetime) -> tuple[datetime, datetime]:
+    """The invoice period (``invoice_period``) that ``at`` falls in."""
+    local = at.astimezone(organization.zone)
+    first = date(local.year, local.month, 1)
+    for months in (0, -1, 1):
+        moment = _next_month(first, months)
+        start, end = invoice_period(organization=organization, year=moment.year, month=moment.month)
+        if start <= at < end:
+            return start, end
+    return month_of(at, organization.zone)
+
+
 def credit_balance(*, organization: Organization) -> Decimal:
     """The organization's credit not yet spent: granted, less what issued invoices took (a
     voided one gives its share back)."""
@@ -353,12 +425,9 @@ def invoices_of_month(*, caller: Caller, year: int, month: int) -> QuerySet[Invo
     """Every invoice and credit note of a month (each organization's, in its time zone), for
     finance."""
     require_operator(caller)
-    zones = Organization.objects.values_list("time_zone", flat=True).order_by().distinct()
-    of_month = Q(pk__in=[])
-    for zone in zones:
-        start, _ = month_bounds(year, month, zone_named(zone))
-        of_month |= Q(organization__time_zone=zone, period_start=start)
-    return Invoice.objects.filter(of_month).order_by("number", "organization__slug")
+    return Invoice.objects.filter(month=date(year, month, 1)).order_by(
+        "number", "organization__slug"
+    )
 
 
 def budget_get(*, caller: Caller, organization: Organization, pk) -> Budget:
@@ -384,27 +453,43 @@ def budget_spent(budget: Budget, *, at: datetime) -> Budget:
     return budget
 
 
-def spend(*, organization: Organization, project_id=None, at: datetime) -> Decimal:
-    """What the organization (or one project of it) has spent in ``at``'s month (in its time
-    zone) so far: its rated use and reserved capacity, its quota packages' months, and (for
-    the organization) its cancellation charges."""
+# What an invoice line sums: the records of one project, class, profile, resource, charge
+# and unit price.
+LINE_KEY = ("project", "gpu_class", "mig_profile", "resource", "charge", "unit_price")
+
+
+def charged(records: QuerySet[BillingRecord]) -> Decimal:
+    """What ``records`` come to on an invoice, by the one rounding rule (``pricing``): their
+    cost summed per invoice line, each line rounded half up to cents once, then added."""
+    lines = records.values(*LINE_KEY).annotate(cost=Sum("cost")).order_by(*LINE_KEY)
+    return sum((to_cents(line["cost"] or Decimal(0)) for line in lines), Decimal(0))
+
+
+def spend(*, organization: Organization, project_id=None, at: datetime, period=None) -> Decimal:
+    """What the organization (or one project of it) has spent in the invoice period ``at``
+    falls in (``period_of``; or ``period``) so far, as its invoice counts it: its rated use and
+    reserved capacity, its quota packages' months, and (for the organization) its
+    cancellation charges."""
     organization_id = organization.pk
-    start, end = month_of(at, organization.zone)
+    start, end = period or period_of(organization=organization, at=at)
     records = BillingRecord.objects.filter(
         organization=organization_id, starts_at__gte=start, starts_at__lt=end
     )
     if project_id is not None:
         records = records.filter(project=project_id)
-    total = records.aggregate(total=Sum("cost"))["total"] or Decimal(0)
+    total = charged(records)
     if project_id is None:
         total += CancellationCharge.objects.filter(
-            organization=organization_id, cancelled_at__gte=start, cancelled_at__lt=end
+            organization=organization_id,
+            cancelled_at__gte=start,
+            cancelled_at__lt=end,
+            amount__gt=0,
         ).aggregate(total=Sum("amount"))["total"] or Decimal(0)
     packages = package_charges(organization_id=organization_id, starts_at=start, ends_at=end)
     total += sum(
         (c.amount for c in packages if project_id in (None, c.order.project_id)), Decimal(0)
     )
-    return to_cents(total)
+    return total
 
 
 HOURS = Decimal("0.0001")
@@ -445,8 +530,10 @@ def usage_summary(
     """Use and cost per day, class, profile, resource, tier and project over [starts_at,
     ends_at), as rated, and per class, profile and resource: whole GPUs and shares in
     GPU-hours, MIG instances in instance-hours, each under its own name, never added
-    together; and a forecast to the end of the month from the run rate so far when the period
-    is the current month."""
+    together (each row's cost rounded for display; the total ``cost`` by the invoice's rule,
+    ``charged``); and, when the period is the current invoice period (``period_of``), the
+    month to date as its draft invoice's subtotal counts it and a forecast to its end from
+    the run rate so far."""
     authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
     groups = (
         BillingRecord.objects.filter(
@@ -477,16 +564,15 @@ def usage_summary(
         total["seconds"] += group["seconds"]
         total["cost"] += rows[-1]["cost"]
     now = clock.now()
-    month_start, month_end = month_of(now, organization.zone)
+    month_start, month_end = period_of(organization=organization, at=now)
     month_to_date = forecast = None
     if (starts_at, ends_at) == (month_start, month_end):
-        month_to_date = spend(organization=organization, at=now)
+        month_to_date = spend(organization=organization, at=now, period=(month_start, month_end))
         # Only what is rated runs at a rate; one-off charges (cancellations, packages) stay.
-        rated = to_cents(
+        rated = charged(
             BillingRecord.objects.filter(
                 organization=organization, starts_at__gte=month_start, starts_at__lt=month_end
-            ).aggregate(total=Sum("cost"))["total"]
-            or Decimal(0)
+            )
         )
         elapsed = Decimal((now - month_start) / (month_end - month_start))
         rate_part = to_cents(rated / elapsed) if elapsed > 0 else rated
@@ -511,7 +597,11 @@ def usage_summary(
             ),
             Decimal(0),
         ).quantize(HOURS),
-        cost=to_cents(sum((r["cost"] for r in rows), Decimal(0))),
+        cost=charged(
+            BillingRecord.objects.filter(
+                organization=organization, starts_at__gte=starts_at, starts_at__lt=ends_at
+            )
+        ),
         month_to_date=month_to_date,
         forecast=forecast,
     )

@@ -22,7 +22,6 @@ from tenants.permissions import Action, caller_of, role_allows, sees_money
 
 from . import charts, exports, selectors, services
 from .forms import BudgetForm, OrderForm, UsageMonthForm
-from .pricing import month_bounds, month_of
 
 
 @login_required
@@ -58,7 +57,7 @@ def dashboard(request, org_slug: str):
         "currency": settings.PORTAL_CURRENCY,
     }
     if role_allows(organization.my_role, Action.INVOICE_VIEW):
-        start, end = month_of(now, organization.zone)
+        start, end = selectors.period_of(organization=organization, at=now)
         summary = selectors.usage_summary(
             caller=caller, organization=organization, starts_at=start, ends_at=end
         )
@@ -248,9 +247,11 @@ def usage(request, org_slug: str):
     now = clock.now()
     chosen = form.year_month()
     if chosen is None:
-        starts_at, ends_at = month_of(now, organization.zone)
+        starts_at, ends_at = selectors.period_of(organization=organization, at=now)
     else:
-        starts_at, ends_at = month_bounds(*chosen, organization.zone)
+        starts_at, ends_at = selectors.invoice_period(
+            organization=organization, year=chosen[0], month=chosen[1]
+        )
     summary = selectors.usage_summary(
         caller=caller, organization=organization, starts_at=starts_at, ends_at=ends_at
     )

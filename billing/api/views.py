@@ -8,11 +8,12 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from billing import exports, selectors, services
 from billing.models import CancellationCharge, CatalogItem, Invoice, Order, UsageInterval
-from billing.pricing import hour_floor, month_of
+from billing.pricing import hour_floor
 from portal.api.views import ApiView, CollectionApiView, list_response
 from portal.bounds import FIRST_YEAR, LAST_YEAR, year_in_range
 from portal.errors import NotFound
@@ -329,7 +330,7 @@ class UsageApi(ApiView):
         query = UsageQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         zone = organization.zone
-        month_start, month_end = month_of(clock.now(), zone)
+        month_start, month_end = selectors.period_of(organization=organization, at=clock.now())
         first = query.validated_data.get("start")
         last = query.validated_data.get("end")
         starts_at = hour_floor(datetime.combine(first, time(), zone)) if first else month_start
@@ -338,6 +339,10 @@ class UsageApi(ApiView):
             if last
             else month_end
         )
+        if starts_at >= ends_at:
+            raise ValidationError(
+                {"start" if first else "end": ["The period ends before it starts."]}
+            )
         summary = selectors.usage_summary(
             caller=caller_of(request),
             organization=organization,

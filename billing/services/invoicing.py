@@ -1,10 +1,11 @@
-"""Invoices: an organization's month (UTC) of billing records and cancellation charges, as
-lines per project, class (or MIG profile), charge type and unit price, each rounded half up to
-cents once; issued with a number without gaps per year; never changed once issued (the
-database refuses too), corrected by credit notes.
+"""Invoices: an organization's month (its invoice period, ``selectors.invoice_period``) of
+billing records and cancellation charges, as lines per project, class (or MIG profile), charge
+type and unit price, each rounded half up to cents once; issued once the period has ended,
+with what was rated up to the issue, and a number without gaps per year; never changed once
+issued (the database refuses too), corrected by credit notes.
 """
 
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 
 from django.conf import settings
@@ -14,7 +15,7 @@ from django.db.models import Sum
 
 from portal.errors import Conflict
 from scheduling import clock
-from scheduling.models import GpuClass
+from scheduling.models import GpuClass, Reservation
 from tenants.models import Organization, Project, zone_named
 from tenants.permissions import Caller, require_operator
 from tenants.services import audit_record
@@ -31,6 +32,8 @@ from ..models import (
     Order,
 )
 from ..pricing import billed_hours, month_bounds, to_cents
+from .commerce import cancellation_charge_record
+from .metering import usage_meter
 
 HOURS = Decimal("0.0001")
 # What an invoice line of use no price was in force for says: never issued at zero.
@@ -38,30 +41,32 @@ UNPRICED = "NO PRICE IN FORCE: held until priced"
 
 
 def invoice_draft(*, organization: Organization, year: int, month: int) -> Invoice:
-    """Build (or rebuild) the organization's draft for the month (in its time zone) from what
-    is rated; an issued invoice for it is returned as it is."""
-    start, end = month_bounds(year, month, organization.zone)
+    """Build (or rebuild) the organization's draft for the month (its invoice period) from
+    what is rated; an issued invoice for it is returned as it is."""
+    start, end = selectors.invoice_period(organization=organization, year=year, month=month)
     usage = _usage_groups(Organization.objects.filter(pk=organization.pk), start, end)
-    return _draft_saved(organization, start, end, usage.get(organization.pk, []))
+    return _draft_saved(
+        organization, date(year, month, 1), start, end, usage.get(organization.pk, [])
+    )
 
 
 def _draft_saved(
-    organization: Organization, start: datetime, end: datetime, usage: list[dict]
+    organization: Organization, month: date, start: datetime, end: datetime, usage: list[dict]
 ) -> Invoice:
     try:
         with transaction.atomic():
-            return _draft(organization, start, end, usage)
+            return _draft(organization, month, start, end, usage)
     except IntegrityError:  # another run made the draft meanwhile: rebuild that one
         with transaction.atomic():
-            return _draft(organization, start, end, usage)
+            return _draft(organization, month, start, end, usage)
 
 
 def _draft(
-    organization: Organization, start: datetime, end: datetime, usage: list[dict]
+    organization: Organization, month: date, start: datetime, end: datetime, usage: list[dict]
 ) -> Invoice:
     invoice = (
         Invoice.objects.select_for_update()
-        .filter(organization=organization, period_start=start, corrects__isnull=True)
+        .filter(organization=organization, month=month, corrects__isnull=True)
         .exclude(state=Invoice.State.VOID)
         .first()
     )
@@ -70,24 +75,34 @@ def _draft(
     if invoice is None:
         invoice = Invoice.objects.create(
             organization=organization,
+            month=month,
             period_start=start,
             period_end=end,
             currency=settings.PORTAL_CURRENCY,
         )
-    invoice.lines.all().delete()
-    lines = _usage_lines(invoice, usage) + _cancellation_lines(invoice) + _package_lines(invoice)
-    InvoiceLine.objects.bulk_create(lines)
-    _total(
-        invoice,
-        lines,
-        tax_rate=settings.PORTAL_TAX_RATE,
-        credit=selectors.credit_balance(organization=organization),
-    )
+    elif (invoice.period_start, invoice.period_end) != (start, end):
+        # Its period is kept: what was rated over it is read again.
+        usage = _usage_groups(
+            Organization.objects.filter(pk=organization.pk),
+            invoice.period_start,
+            invoice.period_end,
+        ).get(organization.pk, [])
+    _lines_rebuilt(invoice, usage, credit=selectors.credit_balance(organization=organization))
     invoice.save()
     return invoice
 
 
-LINE_KEY = ("project", "gpu_class", "mig_profile", "resource", "charge", "unit_price")
+def _lines_rebuilt(invoice: Invoice, usage: list[dict], *, credit: Decimal) -> None:
+    """The draft's lines built again from ``usage`` (its period's record groups), its
+    cancellation charges and its packages' months; its totals with ``credit``."""
+    invoice.lines.all().delete()
+    lines = _usage_lines(invoice, usage) + _cancellation_lines(invoice) + _package_lines(invoice)
+    InvoiceLine.objects.bulk_create(lines)
+    _total(invoice, lines, tax_rate=settings.PORTAL_TAX_RATE, credit=credit)
+    invoice.updated_at = clock.now()
+
+
+LINE_KEY = selectors.LINE_KEY
 
 
 def _usage_groups(organizations, start: datetime, end: datetime) -> dict[object, list[dict]]:
@@ -222,19 +237,30 @@ def _number(year: int) -> str:
 
 
 def invoice_issue(*, caller: Caller, invoice: Invoice) -> Invoice:
-    """Finance issues a draft as it stands, with the credit the organization has left now:
-    numbered, and from then on never changed."""
+    """Finance issues a draft once its period has ended (a Conflict before: the rest of the
+    month would be on no invoice), with everything placed up to now rated first and its lines
+    built again from that, and the credit the organization has left now: numbered, and from
+    then on never changed."""
     require_operator(caller)
+    if not invoice.is_credit_note:
+        _period_ended(invoice)
+        # What ran up to now is rated and recorded first: none of the period is left off.
+        usage_meter()
+        _cancellations_recorded(invoice)
     with transaction.atomic():
         locked = _locked(invoice, Invoice.State.DRAFT)
         _refuse_unpriced(locked)
         if not locked.is_credit_note:
             # Its organization locked: two invoices issued at once never spend one credit.
             organization = Organization.objects.select_for_update().get(pk=locked.organization_id)
-            _total(
+            usage = _usage_groups(
+                Organization.objects.filter(pk=organization.pk),
+                locked.period_start,
+                locked.period_end,
+            )
+            _lines_rebuilt(
                 locked,
-                list(locked.lines.all()),
-                tax_rate=locked.tax_rate,
+                usage.get(organization.pk, []),
                 credit=selectors.credit_balance(organization=organization),
             )
         now = clock.now()
@@ -242,7 +268,17 @@ def invoice_issue(*, caller: Caller, invoice: Invoice) -> Invoice:
         locked.state = Invoice.State.ISSUED
         locked.issued_at = now
         locked.save(
-            update_fields=["number", "state", "issued_at", "subtotal", "credits", "tax", "total"]
+            update_fields=[
+                "number",
+                "state",
+                "issued_at",
+                "subtotal",
+                "credits",
+                "tax_rate",
+                "tax",
+                "total",
+                "updated_at",
+            ]
         )
         _audited(caller, locked, "invoice.issue")
     return locked
@@ -269,6 +305,35 @@ def _refuse_unpriced(invoice: Invoice) -> None:
             " records, No price in force), which drafts the month again, before issuing.",
             code="unpriced_usage",
         )
+
+
+def _period_ended(invoice: Invoice) -> None:
+    now = clock.now()
+    if now < invoice.period_end:
+        zone = invoice.organization.zone
+        raise Conflict(
+            f"The invoice for {invoice.month:%Y-%m} covers a period that has not ended: it"
+            f" ends {invoice.period_end.astimezone(zone):%Y-%m-%d %H:%M}"
+            f" ({invoice.organization.time_zone or 'UTC'}). Issue it after then, so that the"
+            " rest of the month is on it.",
+            code="period_not_ended",
+        )
+
+
+def _cancellations_recorded(invoice: Invoice) -> None:
+    """Record the charges of the organization's reservations cancelled in the period that
+    have none yet (the worker's job, done now so that none is left off)."""
+    uncharged = (
+        Reservation.objects.filter(
+            organization=invoice.organization_id,
+            state=Reservation.State.CANCELLED,
+            cancelled_at__lt=invoice.period_end,
+        )
+        .exclude(pk__in=CancellationCharge.objects.values("reservation_id"))
+        .values_list("pk", flat=True)
+    )
+    for pk in uncharged:
+        cancellation_charge_record(reservation_id=pk)
 
 
 def invoice_mark_paid(*, caller: Caller, invoice: Invoice) -> Invoice:
@@ -317,6 +382,7 @@ def credit_note_issue(*, caller: Caller, invoice: Invoice, amount: Decimal, reas
             raise ValidationError({"amount": [f"At most {left} is left to credit."]})
         note = Invoice.objects.create(
             organization=original.organization,
+            month=original.month,
             period_start=original.period_start,
             period_end=original.period_end,
             corrects=original,
@@ -346,12 +412,23 @@ def _audited(caller: Caller, invoice: Invoice, action: str) -> None:
 
 
 def invoices_draft_month(*, year: int, month: int) -> int:
-    """Draft (or refresh the drafts of) every organization billed in the month, each in its
-    time zone; the usage of all organizations of a zone is summed in one query."""
+    """Draft (or refresh the drafts of) every organization billed in the month, each over its
+    invoice period; the usage of all organizations of a zone whose period is the month in it
+    is summed in one query, the others' one by one."""
     drafted = 0
+    first = date(year, month, 1)
     for zone in Organization.objects.values_list("time_zone", flat=True).order_by().distinct():
         start, end = month_bounds(year, month, zone_named(zone))
-        organizations = Organization.objects.filter(time_zone=zone)
+        in_zone = Organization.objects.filter(time_zone=zone)
+        others = selectors.invoice_periods(
+            organizations=in_zone, year=year, month=month, zone=zone_named(zone)
+        )
+        for organization in in_zone.filter(pk__in=others):
+            other_start, other_end = others[organization.pk]
+            if _billed(Organization.objects.filter(pk=organization.pk), other_start, other_end):
+                invoice_draft(organization=organization, year=year, month=month)
+                drafted += 1
+        organizations = in_zone.exclude(pk__in=others)
         usage = _usage_groups(organizations, start, end)
         billed = (
             set(usage)
@@ -371,9 +448,28 @@ def invoices_draft_month(*, year: int, month: int) -> int:
             )
         )
         for organization in organizations.filter(pk__in=billed):
-            _draft_saved(organization, start, end, usage.get(organization.pk, []))
+            _draft_saved(organization, first, start, end, usage.get(organization.pk, []))
         drafted += len(billed)
     return drafted
+
+
+def _billed(organizations, start: datetime, end: datetime) -> bool:
+    """Whether any of ``organizations`` has anything to invoice over [start, end)."""
+    return (
+        BillingRecord.objects.filter(
+            organization__in=organizations, starts_at__gte=start, starts_at__lt=end
+        ).exists()
+        or CancellationCharge.objects.filter(
+            organization__in=organizations, cancelled_at__gte=start, cancelled_at__lt=end
+        ).exists()
+        or Order.objects.filter(
+            organization__in=organizations,
+            state=Order.State.FULFILLED,
+            item__kind=CatalogItem.Kind.QUOTA_PACKAGE,
+            starts_at__lt=end,
+            ends_at__gt=start,
+        ).exists()
+    )
 
 
 def credit_grant(

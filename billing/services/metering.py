@@ -505,8 +505,9 @@ def usage_reconcile(
     *, starts_at: datetime, ends_at: datetime, now: datetime | None = None
 ) -> UsageReconciliation:
     """Compare, per organization and resource, the seconds the placement rows held over
-    [starts_at, ends_at) (whole hours; running ones to the last whole hour, as rating goes)
-    with the seconds billed there, and record the result: every difference is listed."""
+    [starts_at, ends_at) (whole hours) with the seconds billed there, both up to the last
+    whole hour before ``now`` (rating goes no further for running ones; what ended since is
+    compared once that hour is whole), and record the result: every difference is listed."""
     if starts_at != hour_floor(starts_at) or ends_at != hour_floor(ends_at):
         raise ValueError("A reconciliation period starts and ends on whole hours.")
     horizon = min(hour_floor(now or clock.now()), ends_at)
@@ -526,7 +527,7 @@ def usage_reconcile(
     billed = {
         (row["organization_id"], row["resource"]): row["seconds"].quantize(MICROSECOND)
         for row in BillingRecord.objects.filter(
-            interval__isnull=False, starts_at__gte=starts_at, ends_at__lte=ends_at
+            interval__isnull=False, starts_at__gte=starts_at, starts_at__lt=horizon
         )
         .values("organization_id", "resource")
         .annotate(seconds=Sum("quantity_seconds"))

@@ -22,6 +22,13 @@ def operator(db):
 
 
 @pytest.fixture
+def finance(client):
+    """An operator signed in to admin."""
+    client.force_login(UserFactory(email="finance@example.com", is_staff=True, is_superuser=True))
+    return client
+
+
+@pytest.fixture
 def h100(db):
     scheduling.cluster_description_apply(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
     return GpuClass.objects.get(name="H100-80GB")

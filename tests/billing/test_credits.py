@@ -12,12 +12,12 @@ from django.test import override_settings
 from pypdf import PdfReader
 
 from billing import exports, selectors, services
-from billing.models import Credit, Invoice, InvoiceLine
+from billing.models import Credit, Invoice
 from portal.errors import Forbidden
 from tenants.permissions import Caller
 
 from ..roles import MANAGERS_READ
-from .test_invoices import YEAR, draft, metered
+from .test_invoices import MONTH, YEAR, draft, metered, period_over, rated
 
 pytestmark = pytest.mark.django_db
 
@@ -40,6 +40,7 @@ def used(on_demand, vision):
 
 
 def issue(invoice, operator) -> Invoice:
+    period_over(invoice)
     return services.invoice_issue(caller=Caller(user=operator), invoice=invoice)
 
 
@@ -65,16 +66,9 @@ def test_credit_beyond_the_invoice_is_left_for_the_next(used, acme, operator):
     )
 
 
-def test_two_invoices_spend_one_credit_once(used, acme, operator):
-    earlier = Invoice.objects.create(
-        organization=acme,
-        period_start=draft(acme).period_start.replace(year=YEAR - 1),
-        period_end=draft(acme).period_end.replace(year=YEAR - 1),
-        currency="EUR",
-    )
-    InvoiceLine.objects.create(
-        invoice=earlier, charge="on_demand", description="Use", amount=Decimal("40.00")
-    )
+def test_two_invoices_spend_one_credit_once(used, acme, vision, operator):
+    rated(vision, starts_at=draft(acme).period_start.replace(year=YEAR - 1), cost="40")
+    earlier = services.invoice_draft(organization=acme, year=YEAR - 1, month=MONTH)
     granted(acme, operator, "50")
     first = issue(earlier, operator)
     second = issue(draft(acme), operator)

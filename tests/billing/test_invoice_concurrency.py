@@ -7,12 +7,12 @@ import pytest
 from django.db import connection
 
 from billing import services
-from billing.models import Invoice, InvoiceLine
 from scheduling import clock
 from tenants.permissions import Caller
 
-from ..factories import OrganizationFactory
+from ..factories import OrganizationFactory, ProjectFactory
 from ..threads import run_together
+from .test_invoices import rated
 from .test_metering import DAY
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,12 +25,10 @@ def postgresql_only():
 
 
 def test_twelve_invoices_issued_at_once_get_twelve_consecutive_numbers(operator):
+    earlier = DAY.replace(year=DAY.year - 1)
     drafts = [
-        Invoice.objects.create(
-            organization=OrganizationFactory(),
-            period_start=DAY,
-            period_end=DAY,
-            currency="EUR",
+        services.invoice_draft(
+            organization=OrganizationFactory(), year=earlier.year, month=earlier.month
         )
         for _ in range(12)
     ]
@@ -48,23 +46,16 @@ def test_twelve_invoices_issued_at_once_get_twelve_consecutive_numbers(operator)
     ]
 
 
-def test_two_invoices_issued_at_once_spend_a_credit_once(operator):
-    organization = OrganizationFactory()
+def test_two_invoices_issued_at_once_spend_a_credit_once(operator, h100):
+    project = ProjectFactory()
+    organization = project.organization
     services.credit_grant(
         caller=Caller(user=operator), organization=organization, amount=Decimal(50), reason="SLA"
     )
     drafts = []
     for year in (2024, 2025):
-        invoice = Invoice.objects.create(
-            organization=organization,
-            period_start=DAY.replace(year=year),
-            period_end=DAY.replace(year=year),
-            currency="EUR",
-        )
-        InvoiceLine.objects.create(
-            invoice=invoice, charge="on_demand", description="Use", amount=Decimal(40)
-        )
-        drafts.append(invoice)
+        rated(project, starts_at=DAY.replace(year=year), cost="40")
+        drafts.append(services.invoice_draft(organization=organization, year=year, month=DAY.month))
     outcomes = run_together(
         *[
             lambda invoice=invoice: services.invoice_issue(

@@ -15,10 +15,11 @@ from django.test import override_settings
 from pypdf import PdfReader
 
 from billing import exports, services
-from billing.models import CancellationCharge, Invoice, InvoiceLine
+from billing.models import BillingRecord, CancellationCharge, Invoice, InvoiceLine
 from portal.errors import Conflict, Forbidden
 from scheduling import clock
 from scheduling import services as scheduling
+from scheduling.models import GpuClass
 from tenants.permissions import Caller
 
 from ..factories import ProjectFactory
@@ -40,8 +41,34 @@ def draft(organization) -> Invoice:
     return services.invoice_draft(organization=organization, year=YEAR, month=MONTH)
 
 
+def rated(project, *, starts_at, cost: str) -> BillingRecord:
+    """A record of an hour of one H100 of ``project`` from ``starts_at`` that cost ``cost``
+    (of an interval long gone: the record keeps its id, not a link)."""
+    return BillingRecord.objects.create(
+        interval_id=10**9 + BillingRecord.objects.count(),
+        organization=project.organization,
+        project=project,
+        gpu_class=GpuClass.objects.get(name="H100-80GB"),
+        resource="gpus",
+        starts_at=starts_at,
+        ends_at=starts_at + timedelta(hours=1),
+        quantity_seconds=Decimal(3600),
+        unit_price=Decimal(cost),
+        cost=Decimal(cost),
+    )
+
+
+def period_over(invoice: Invoice) -> None:
+    """Move the simulated clock past the end of the invoice's period: only then is it issued."""
+    left = (invoice.period_end - clock.now()).total_seconds()
+    if left >= 0:
+        clock.advance(seconds=left + 60)
+
+
 def issued(organization, operator) -> Invoice:
-    return services.invoice_issue(caller=Caller(user=operator), invoice=draft(organization))
+    invoice = draft(organization)
+    period_over(invoice)
+    return services.invoice_issue(caller=Caller(user=operator), invoice=invoice)
 
 
 def test_a_draft_has_a_line_per_project_class_and_price_with_its_hours(on_demand, acme, vision):

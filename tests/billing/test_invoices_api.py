@@ -13,9 +13,8 @@ from billing import tasks
 from billing.models import Invoice
 from scheduling import clock
 
-from ..factories import UserFactory
 from ..roles import MANAGERS_READ
-from .test_invoices import MONTH, YEAR, draft, metered
+from .test_invoices import MONTH, YEAR, draft, metered, period_over
 
 pytestmark = pytest.mark.django_db
 
@@ -110,14 +109,8 @@ def test_the_beat_task_drafts_this_month(on_demand, acme, vision):
     assert Invoice.objects.filter(period_start__month=now.month).count() == 1
 
 
-@pytest.fixture
-def finance(client):
-    """An operator signed in to admin."""
-    client.force_login(UserFactory(email="finance@example.com", is_staff=True, is_superuser=True))
-    return client
-
-
 def test_an_operator_issues_from_admin(invoice, finance):
+    period_over(invoice)
     finance.post(
         reverse("admin:billing_invoice_changelist"),
         {"action": "issue", "_selected_action": [str(invoice.pk)]},

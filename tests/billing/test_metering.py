@@ -288,6 +288,15 @@ def test_usage_not_yet_rated_is_reported_as_a_difference(on_demand, acme, vision
     ]
 
 
+def test_a_period_including_the_current_hour_reconciles_without_differences(on_demand, vision):
+    """A workload ended within the current hour is rated to its end; both sides stop at the
+    last whole hour."""
+    ran(vision, start=1, end=12.25)
+    services.usage_meter(now=at(12.5))
+    result = services.usage_reconcile(starts_at=at(0), ends_at=at(24), now=at(12.5))
+    assert (result.balanced, result.placed_seconds) == (True, Decimal(8 * 11 * 3600))
+
+
 def test_a_period_must_be_whole_hours(on_demand, vision):
     with pytest.raises(ValueError):
         services.usage_reconcile(starts_at=at(0.5), ends_at=at(24))

@@ -34,8 +34,8 @@ MAX_EXAMPLES = 10
 # window in the past or ending before it starts, a quota request's end in the past, an order
 # of an item not offered or for a period in the past, a budget for a project the organization
 # does not have; a time past the booking horizon or outside the years 2000 to 2100, and a
-# usage period outside them (portal.bounds: no format states a range of dates). Every other
-# status stays checked.
+# usage period outside them (portal.bounds: no format states a range of dates) or that starts
+# after it ends. Every other status stays checked.
 RULES_BEYOND_THE_SCHEMA = [
     "budgets_set",
     "invitations_accept",
