@@ -1,5 +1,7 @@
-"""The arithmetic of prices: what a unit price multiplies, and the one rounding rule (half up
-to cents, once per amount)."""
+"""The arithmetic of prices: what a unit price multiplies, and the one rounding rule: half up
+to cents, once per amount, and for rated use once per invoice line (its records' costs, kept to
+10 places, summed first); every figure of money the portal shows adds amounts rounded so
+(``selectors.charged``), so the usage API and the invoices agree to the cent."""
 
 from datetime import UTC, datetime, timedelta, tzinfo
 from decimal import ROUND_HALF_UP, Decimal, localcontext

@@ -46,13 +46,7 @@ def usage_reconcile_yesterday() -> bool:
 
 @shared_task(**RETRY)
 def invoices_draft() -> int:
-    """Refresh the drafts of this month and the last (UTC) from what is rated."""
-    today = clock.now()
-    last = today.replace(day=1) - timedelta(days=1)
-    return sum(
-        services.invoices_draft_month(year=moment.year, month=moment.month)
-        for moment in (last, today)
-    )
+    return services.invoices_draft_recent()
 
 
 @shared_task(**RETRY)

@@ -37,6 +37,7 @@ from .invoicing import (
     invoice_mark_paid,
     invoice_void,
     invoices_draft_month,
+    invoices_draft_recent,
 )
 from .metering import (
     usage_intervals_sync,
@@ -64,6 +65,7 @@ __all__ = [
     "invoice_mark_paid",
     "invoice_void",
     "invoices_draft_month",
+    "invoices_draft_recent",
     "order_approve",
     "order_cancel",
     "order_create",

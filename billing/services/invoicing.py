@@ -5,7 +5,7 @@ with what was rated up to the issue, and a number without gaps per year; never c
 issued (the database refuses too), corrected by credit notes.
 """
 
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -451,6 +451,28 @@ def invoices_draft_month(*, year: int, month: int) -> int:
             _draft_saved(organization, first, start, end, usage.get(organization.pk, []))
         drafted += len(billed)
     return drafted
+
+
+# How far a time zone's month may start before (UTC+14) or after (UTC-12) the UTC month.
+ZONE_REACH = (timedelta(hours=12), timedelta(hours=14))
+
+
+def invoices_draft_recent(*, now: datetime | None = None) -> int:
+    """The beat's pass: refresh the drafts of the months an organization may be in now, in
+    any time zone, of the month before each (which may have ended since the last pass, however
+    long ago that was), and of every month that still has a draft."""
+    now = now or clock.now()
+    months = {
+        (first.year, first.month)
+        for first in Invoice.objects.filter(state=Invoice.State.DRAFT, corrects__isnull=True)
+        .values_list("month", flat=True)
+        .distinct()
+    }
+    for moment in (now - ZONE_REACH[0], now + ZONE_REACH[1]):
+        months.add((moment.year, moment.month))
+        before = moment.replace(day=1) - timedelta(days=1)
+        months.add((before.year, before.month))
+    return sum(invoices_draft_month(year=y, month=m) for y, m in sorted(months))
 
 
 def _billed(organizations, start: datetime, end: datetime) -> bool:

@@ -10,10 +10,12 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
-from billing import services
+from billing import services, tasks
 from billing.models import BillingRecord, Invoice
+from billing.pricing import month_bounds
 from portal.errors import Conflict
 from scheduling import clock
+from scheduling.models import Placement
 from tenants import services as tenant_services
 from tenants.permissions import Caller
 
@@ -143,3 +145,23 @@ def test_the_period_is_refused_before_its_end_and_issued_after_it(
         services.invoice_issue(caller=Caller(user=operator), invoice=invoice)
     clock.advance(seconds=3600)
     assert services.invoice_issue(caller=Caller(user=operator), invoice=invoice).number
+
+
+def test_the_beat_after_a_long_gap_refreshes_a_western_zones_month_that_ended_since(
+    on_demand, acme, vision, alice
+):
+    """Los Angeles' month ends eight hours into the next UTC month: a beat just before that
+    drafts it, and the next one, a month later (the worker was down), still adds its last
+    hours."""
+    patched_to(acme, "America/Los_Angeles", alice)
+    acme.refresh_from_db()
+    _, utc_end = month_bounds(YEAR, MONTH)
+    hours = (utc_end - at(0)) / timedelta(hours=1)
+    late = ran(vision, start=hours + 2)  # from 18:00 on the 31st in LA
+    for beat in (utc_end + timedelta(hours=3), utc_end + timedelta(days=31, hours=1)):
+        clock.advance(seconds=(beat - clock.now()).total_seconds())
+        services.usage_meter()
+        tasks.invoices_draft()
+        Placement.objects.filter(pk=late.pk).update(ended_at=at(hours + 4))  # ends at 20:00
+    invoice = Invoice.objects.get(organization=acme)
+    assert (invoice.month, invoice.subtotal) == (at(0).date().replace(day=1), Decimal("46.40"))
