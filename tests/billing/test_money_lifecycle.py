@@ -405,7 +405,7 @@ def test_money_is_exact_through_any_lifecycle(money_world):
     run_state_machine_as_test(
         MoneyLifecycle,
         settings=settings(
-            max_examples=60 if os.environ.get("CI") == "true" else 6,
+            max_examples=30 if os.environ.get("CI") == "true" else 6,
             stateful_step_count=25,
             deadline=None,
             suppress_health_check=list(HealthCheck),
