@@ -344,7 +344,8 @@ class InvoiceAdmin(WarnsOfUnpriced, ReadOnlyAdmin):
                 )
             else:
                 issued += 1
-        self.message_user(request, f"Issued {issued}.", messages.SUCCESS)
+        if issued:
+            self.message_user(request, f"Issued {issued}.", messages.SUCCESS)
 
     @admin.action(description="Mark the issued as paid")
     def mark_paid(self, request, queryset):
