@@ -89,7 +89,7 @@ class MoneyLifecycle(RuleBasedStateMachine):
         self.operator = Caller(user=FIXTURES["operator"])
         self.owner = Caller(user=FIXTURES["alice"])
         self.organization = FIXTURES["acme"]
-        self.project = FIXTURES["project"]
+        self.projects = FIXTURES["projects"]
         self.item = FIXTURES["item"]
         self.count = 0
 
@@ -136,7 +136,7 @@ class MoneyLifecycle(RuleBasedStateMachine):
             env={"SIMULATED_RUNTIME_SECONDS": str(runtime)},
         )
         workload = scheduling.workload_submit(
-            caller=self.owner, project=self.project, request=request
+            caller=self.owner, project=self.projects[self.count % 2], request=request
         )
         self.cycle()
         return workload.pk
@@ -381,8 +381,9 @@ def money_world(acme, alice):
         QuotaGrant.objects.create(
             organization=acme, gpu_class=h100, resource=resource, guarantee=amount, limit=amount
         )
-    project = ProjectFactory(organization=acme, slug="vision")
-    scheduling.project_provision(project_id=project.pk, backend=backend)
+    projects = [ProjectFactory(organization=acme, slug=slug) for slug in ("vision", "web")]
+    for project in projects:
+        scheduling.project_provision(project_id=project.pk, backend=backend)
     operator = UserFactory(email="finance@example.com", is_staff=True, is_superuser=True)
     item = services.catalog_item_save(
         caller=Caller(user=operator),
@@ -395,7 +396,7 @@ def money_world(acme, alice):
         ),
     )
     services.price_version_add(caller=Caller(user=operator), item=item, unit_price=Decimal("2.9"))
-    FIXTURES.update(acme=acme, alice=alice, operator=operator, project=project, item=item)
+    FIXTURES.update(acme=acme, alice=alice, operator=operator, projects=projects, item=item)
     assert Node.objects.exists()
     yield
     FIXTURES.clear()
