@@ -297,17 +297,18 @@ def invoice_period(
     *, organization: Organization, year: int, month: int
 ) -> tuple[datetime, datetime]:
     """The period [start, end) that the organization's invoice for the month covers: the
-    month in its time zone, unless invoices of its months say otherwise. One invoiced (not
-    void) already keeps its period, and a neighbour's fixes the edge they share (a month
-    starts where the last invoiced one ends, and ends where the next one starts), so a change
-    of time zone applies from the next period and no hour is invoiced twice or never."""
+    month in its time zone, unless invoices of its months say otherwise. A month once drafted
+    keeps its period (also drafted again after a void), and a neighbour's fixes the edge they
+    share (a month starts where the last invoiced one ends, and ends where the next one
+    starts), so a change of time zone applies from the next period and no hour is invoiced
+    twice or never."""
     first = date(year, month, 1)
     before, after = _next_month(first, -1), _next_month(first, 1)
     neighbours = {
-        invoice.month: invoice
-        for invoice in Invoice.objects.filter(
-            organization=organization, corrects__isnull=True, month__in=[before, first, after]
-        ).exclude(state=Invoice.State.VOID)
+        month: invoice
+        for (_, month), invoice in _of_months(
+            Invoice.objects.filter(organization=organization, month__in=[before, first, after])
+        ).items()
     }
     return _period_between(
         month_bounds(year, month, organization.zone),
@@ -315,6 +316,19 @@ def invoice_period(
         neighbours.get(first),
         neighbours.get(after),
     )
+
+
+def _of_months(invoices: QuerySet[Invoice]) -> dict[tuple, Invoice]:
+    """Per (organization, month), the invoice whose period stands: the one not void, else
+    the last voided."""
+    chosen = {}
+    ranked = sorted(
+        invoices.filter(corrects__isnull=True),
+        key=lambda i: (i.state != Invoice.State.VOID, i.voided_at or i.created_at),
+    )
+    for invoice in ranked:
+        chosen[(invoice.organization_id, invoice.month)] = invoice
+    return chosen
 
 
 def _period_between(bounds, before, own, after) -> tuple[datetime, datetime]:
@@ -336,10 +350,9 @@ def invoice_periods(
     months = [_next_month(first, -1), first, _next_month(first, 1)]
     bounds = month_bounds(year, month, zone)
     neighbours: dict[object, dict[date, Invoice]] = {}
-    for invoice in Invoice.objects.filter(
-        organization__in=organizations, corrects__isnull=True, month__in=months
-    ).exclude(state=Invoice.State.VOID):
-        neighbours.setdefault(invoice.organization_id, {})[invoice.month] = invoice
+    of_months = _of_months(Invoice.objects.filter(organization__in=organizations, month__in=months))
+    for (organization, month), invoice in of_months.items():
+        neighbours.setdefault(organization, {})[month] = invoice
     periods = {}
     for organization, invoices in neighbours.items():
         period = _period_between(bounds, *(invoices.get(m) for m in months))

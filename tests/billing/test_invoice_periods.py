@@ -165,3 +165,21 @@ def test_the_beat_after_a_long_gap_refreshes_a_western_zones_month_that_ended_si
         Placement.objects.filter(pk=late.pk).update(ended_at=at(hours + 4))  # ends at 20:00
     invoice = Invoice.objects.get(organization=acme)
     assert (invoice.month, invoice.subtotal) == (at(0).date().replace(day=1), Decimal("46.40"))
+
+
+def test_a_month_drafted_again_after_a_void_keeps_its_period_after_a_time_zone_change(
+    on_demand, acme, vision, alice, operator
+):
+    metered((vision, {"start": 1, "end": 2}))
+    first = draft(acme)
+    period_over(first)
+    issued = services.invoice_issue(caller=Caller(user=operator), invoice=first)
+    patched_to(acme, KIRITIMATI, alice)
+    acme.refresh_from_db()
+    services.invoice_void(caller=Caller(user=operator), invoice=issued, reason="Wrong tax")
+    again = draft(acme)
+    assert (again.pk != first.pk, again.period_start, again.period_end) == (
+        True,
+        first.period_start,
+        first.period_end,
+    )

@@ -103,10 +103,12 @@ class MoneyLifecycle(RuleBasedStateMachine):
         before_the_month_ends=st.sampled_from([2.5, 20, 70]),
         zone=st.sampled_from(ZONES),
         then=st.sampled_from([3.5, 30, 24 * 10]),
+        later_zone=st.sampled_from(ZONES),
     )
-    def work_runs_near_a_months_end(self, gpus, before_the_month_ends, zone, then):
+    def work_runs_near_a_months_end(self, gpus, before_the_month_ends, zone, then, later_zone):
         """Work is running and rated from the start, a few hours before a month (UTC) ends,
-        so that every example has money and crosses a month boundary soon."""
+        and the time zone changes after a while, so that every example has money and crosses
+        a month boundary under two zones."""
         self.time_zone_changes(zone=zone)
         _, month_end = month_of(clock.now())
         if month_end - clock.now() < timedelta(days=4):
@@ -116,6 +118,8 @@ class MoneyLifecycle(RuleBasedStateMachine):
         self.submit(gpus=gpus, runtime=400 * 3600, shared=False)
         self.time_passes(hours=0.01)  # it starts running
         self.time_passes(hours=then)
+        self.time_zone_changes(zone=later_zone)  # from the next period on
+        self.time_passes(hours=24 * 12)
 
     @rule(
         target=workloads,
