@@ -15,6 +15,7 @@ from scheduling.models import GpuClass, NodePool, Reservation
 from tenants.permissions import Caller
 
 from ..factories import UserFactory
+from .test_invoices import period_over
 from .test_metering import DAY, at, ran
 
 pytestmark = pytest.mark.django_db
@@ -31,7 +32,10 @@ def mig_ran(on_demand, vision):
 
 @pytest.fixture
 def draft(mig_ran, acme):
-    return services.invoice_draft(organization=acme, year=DAY.year, month=DAY.month)
+    """The month's draft, its month over (only then is it issued)."""
+    invoice = services.invoice_draft(organization=acme, year=DAY.year, month=DAY.month)
+    period_over(invoice)
+    return invoice
 
 
 @pytest.fixture
