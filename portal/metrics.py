@@ -129,8 +129,9 @@ class _QuietHandler(WSGIRequestHandler):
 def worker_metrics_serve(*, port: int, token: str) -> ThreadingWSGIServer:
     """Serve the worker's process metrics (not the database's: the web serves those once) on
     ``port``, from a daemon thread of the worker's main process."""
+    # Every address: a pod's port, guarded by the token and a network policy.
     server = make_server(
-        "0.0.0.0",  # noqa: S104: a pod's port; the token and a network policy guard it
+        "0.0.0.0",
         port,
         protected_wsgi_app(token=token, registry=process_registry()),
         server_class=ThreadingWSGIServer,
