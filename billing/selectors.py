@@ -502,7 +502,8 @@ def spend(*, organization: Organization, project_id=None, at: datetime, period=N
     total += sum(
         (c.amount for c in packages if project_id in (None, c.order.project_id)), Decimal(0)
     )
-    return total
+    # Every part is in cents already; SQLite's sums come back with float digits beyond them.
+    return to_cents(total)
 
 
 HOURS = Decimal("0.0001")

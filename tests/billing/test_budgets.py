@@ -8,6 +8,7 @@ import pytest
 from django.core import mail
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 from billing import services
 from billing.models import BudgetAlert
@@ -218,7 +219,8 @@ def test_a_member_gets_no_usage(mia, api_as):
     assert api_as(mia).get(USAGE).status_code == 403
 
 
-def test_a_one_off_charge_is_forecast_once_not_at_the_run_rate(on_demand, alice, acme, api_as):
+def cancelled_h100_reservation(alice, acme) -> None:
+    """Eight H100 for two hours, six hours ahead, cancelled: a 19.72 charge."""
     start = clock.now() + timedelta(hours=6)
     [held] = scheduling.reservations_request(
         caller=Caller(user=alice),
@@ -229,8 +231,19 @@ def test_a_one_off_charge_is_forecast_once_not_at_the_run_rate(on_demand, alice,
     )
     scheduling.reservation_cancel(caller=Caller(user=alice), reservation=held)
     services.cancellation_charge_record(reservation_id=str(held.pk))
+
+
+def test_a_one_off_charge_is_forecast_once_not_at_the_run_rate(on_demand, alice, acme, api_as):
+    cancelled_h100_reservation(alice, acme)
     usage = api_as(alice).get(USAGE).json()
     assert (usage["month_to_date"], usage["forecast"]) == ("19.72", "19.72")
+
+
+def test_the_usage_page_shows_the_month_to_date_in_cents(on_demand, alice, acme, client):
+    cancelled_h100_reservation(alice, acme)
+    client.force_login(alice)
+    page = client.get(reverse("billing:usage", args=["acme"])).content.decode()
+    assert "19.72 EUR spent so far" in page
 
 
 def test_queued_work_of_a_spent_hard_stop_budget_is_held_with_the_reason(
