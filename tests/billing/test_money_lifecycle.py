@@ -1,11 +1,15 @@
 """The money lifecycle as a state machine: workloads submitted, run, cancelled, preempted and
-lost with their node on the simulated cluster, prices changed, the time zone changed, invoices
-drafted (as the beat does), issued, voided and credited, credit granted, in any order across
-month boundaries. After every step:
+lost with their node on the simulated cluster, prices changed, the time zone changed, quota
+packages and reserved GPUs ordered (approved at once, later, or rejected) for periods that may
+start later and cross a month's end, GPUs reserved and reservations cancelled (with their
+cancellation charges), invoices drafted (as the beat does), issued, voided and credited, credit
+granted, in any order across month boundaries. After every step:
 
 - every GPU-second a placement held is rated exactly once (running ones to the last whole hour);
-- once a period has ended, each of its rated records is on exactly one issued or draft invoice
-  of that month (no two invoices' periods overlap, and none leaves a gap);
+- once a period has ended, each of its rated records (use and reserved capacity), each month of
+  a quota package that begins in it and each cancellation charge recorded in it is on exactly
+  one issued or draft invoice of that month (no two invoices' periods overlap, and none leaves
+  a gap);
 - an invoice's subtotal is the sum of its lines, its total the subtotal less credit plus tax;
 - credit is never spent twice nor below zero;
 - the usage API's figures equal the invoices to the cent (the month to date the current draft's
@@ -16,6 +20,7 @@ more examples with CI=true.
 """
 
 import os
+import re
 from datetime import timedelta
 from decimal import Decimal
 from itertools import pairwise
@@ -23,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Sum
 from hypothesis import HealthCheck, Phase, settings
@@ -38,13 +44,22 @@ from hypothesis.stateful import (
 )
 
 from billing import selectors, services, tasks
-from billing.models import BillingRecord, CatalogItem, Credit, Invoice, UsageInterval
-from billing.pricing import hour_floor, month_of
+from billing.models import (
+    BillingRecord,
+    CancellationCharge,
+    CatalogItem,
+    Credit,
+    Invoice,
+    Order,
+    UsageInterval,
+)
+from billing.pricing import MONTH, hour_floor, month_of
+from billing.services import OrderRequest
 from portal.errors import Conflict
 from scheduling import clock
 from scheduling import services as scheduling
 from scheduling.cluster.simulated import SimulatedBackend
-from scheduling.models import GpuClass, Node, Placement, QuotaGrant, Workload
+from scheduling.models import GpuClass, Node, Placement, QuotaGrant, Reservation, Workload
 from tenants import services as tenant_services
 from tenants.permissions import Caller
 
@@ -56,6 +71,10 @@ CLUSTER_FILE = Path(django_settings.PORTAL_SIMULATED_CLUSTER)
 ZONES = ["UTC", "Pacific/Kiritimati", "America/Los_Angeles", "Asia/Kolkata", "Pacific/Niue"]
 USE_CHARGES = ("on_demand", "reserved_use", "reservation")
 MICRO = timedelta(microseconds=1)
+# How far ahead a period ordered or reserved starts: within the hour, tomorrow (inside the free
+# cancellation's 24 h or not), or weeks on (across a month's end).
+STARTS_IN = st.sampled_from([0.5, 20, 30, 24 * 17])
+REFUSED = (ValidationError, Conflict)
 
 
 def placed_seconds(placement: Placement, horizon) -> Decimal:
@@ -104,11 +123,27 @@ class MoneyLifecycle(RuleBasedStateMachine):
         zone=st.sampled_from(ZONES),
         then=st.sampled_from([3.5, 30, 24 * 10]),
         later_zone=st.sampled_from(ZONES),
+        package_starts_in=st.sampled_from([0.5, 30]),
+        reserved_by=st.sampled_from(["order", "request"]),
+        cancelled_after=st.sampled_from([None, 6, 30]),
     )
-    def work_runs_near_a_months_end(self, gpus, before_the_month_ends, zone, then, later_zone):
-        """Work is running and rated from the start, a few hours before a month (UTC) ends,
-        and the time zone changes after a while, so that every example has money and crosses
-        a month boundary under two zones."""
+    def work_runs_near_a_months_end(
+        self,
+        gpus,
+        before_the_month_ends,
+        zone,
+        then,
+        later_zone,
+        package_starts_in,
+        reserved_by,
+        cancelled_after,
+    ):
+        """Work is running and rated from the start, a few hours before a month (UTC) ends, a
+        quota package bought for a month from soon, 8 H100 reserved for 30 h from tomorrow (by
+        an order or a request an operator approves) and perhaps cancelled (6 h later: before
+        its window, within the 24 h the terms charge; or 30 h later: inside it), and the time zone changes after a while, so that every example
+        has use, reserved capacity, a package and perhaps a cancellation charge, and crosses a
+        month boundary under two zones."""
         self.time_zone_changes(zone=zone)
         _, month_end = month_of(clock.now())
         if month_end - clock.now() < timedelta(days=4):
@@ -117,6 +152,16 @@ class MoneyLifecycle(RuleBasedStateMachine):
         clock.advance(seconds=(start - clock.now()).total_seconds())
         self.submit(gpus=gpus, runtime=400 * 3600, shared=False)
         self.time_passes(hours=0.01)  # it starts running
+        self.order_a_package(
+            starts_in=package_starts_in, months=1, short_by=0, packages=1, decided="now"
+        )
+        if reserved_by == "order":
+            self.order_reserved_gpus(starts_in=20, hours=30, gpus=8, decided="now")
+        else:
+            self.reserve(starts_in=20, hours=30, gpus=8, approve=True)
+        if cancelled_after is not None:
+            self.time_passes(hours=cancelled_after)
+            self.cancel_a_reservation(data=None)
         self.time_passes(hours=then)
         self.time_zone_changes(zone=later_zone)  # from the next period on
         self.time_passes(hours=24 * 12)
@@ -244,6 +289,115 @@ class MoneyLifecycle(RuleBasedStateMachine):
             reason="Goodwill",
         )
 
+    @rule(
+        starts_in=STARTS_IN,
+        months=st.sampled_from([1, 2]),
+        short_by=st.sampled_from([0, 5]),
+        packages=st.sampled_from([1, 2]),
+        decided=st.sampled_from(["now", "later"]),
+    )
+    def order_a_package(self, starts_in, months, short_by, packages, decided):
+        """A quota package (8 H100 a month) for whole or started months (30 days each) from
+        ``starts_in`` hours on: approved and fulfilled at once, or left to an operator."""
+        self.order(
+            "h100-package",
+            quantity=packages,
+            starts_in=starts_in,
+            length=MONTH * months - timedelta(hours=short_by),
+            decided=decided,
+        )
+
+    @rule(
+        starts_in=STARTS_IN,
+        hours=st.sampled_from([4, 30, 24 * 10]),
+        gpus=st.sampled_from([4, 8]),
+        decided=st.sampled_from(["now", "later"]),
+    )
+    def order_reserved_gpus(self, starts_in, hours, gpus, decided):
+        """Reserved H100 bought by an order: its fulfilment holds them (a reservation)."""
+        self.order(
+            "h100-reserved",
+            quantity=gpus,
+            starts_in=starts_in,
+            length=timedelta(hours=hours),
+            decided=decided,
+        )
+
+    def order(self, slug, *, quantity, starts_in, length, decided):
+        starts_at = clock.now().replace(microsecond=0) + timedelta(hours=starts_in)
+        made = services.order_create(
+            caller=self.owner,
+            organization=self.organization,
+            request=OrderRequest(
+                item=slug, quantity=quantity, starts_at=starts_at, ends_at=starts_at + length
+            ),
+        )
+        if decided == "now":
+            self.approved(made)
+
+    def approved(self, order):
+        """An operator approves; the task queued on commit fulfils (here: at once)."""
+        services.order_approve(caller=self.operator, order=order)
+        services.order_fulfil(order_id=str(order.pk))
+
+    @precondition(lambda self: Order.objects.filter(state=Order.State.SUBMITTED).exists())
+    @rule(data=st.data(), approve=st.booleans())
+    def decide_an_order(self, data, approve):
+        """An operator decides a submitted order, perhaps after its period began (or ended)."""
+        waiting = list(Order.objects.filter(state=Order.State.SUBMITTED).order_by("created_at"))
+        if waiting:
+            order = data.draw(st.sampled_from(waiting))
+            if approve:
+                self.approved(order)
+            else:
+                services.order_reject(caller=self.operator, order=order, reason="No")
+
+    @rule(
+        starts_in=STARTS_IN,
+        hours=st.sampled_from([4, 30, 24 * 10]),
+        gpus=st.sampled_from([4, 8, 16]),
+        approve=st.booleans(),
+    )
+    def reserve(self, starts_in, hours, gpus, approve):
+        """GPUs reserved through scheduling (no order), approved by an operator or not (then
+        they expire unapproved at the window's start); refused when the pool is booked."""
+        starts_at = clock.now().replace(microsecond=0) + timedelta(hours=starts_in)
+        try:
+            held = scheduling.reservations_request(
+                caller=self.owner,
+                organization=self.organization,
+                request=scheduling.ReservationRequest(
+                    gpu_class="H100-80GB",
+                    gpus=gpus,
+                    starts_at=starts_at,
+                    ends_at=starts_at + timedelta(hours=hours),
+                    pool="dgx-h100",
+                ),
+            )
+        except REFUSED:
+            return
+        if approve:
+            for reservation in held:
+                if reservation.state == Reservation.State.REQUESTED:
+                    scheduling.reservation_approve(caller=self.operator, reservation=reservation)
+
+    @precondition(
+        lambda self: Reservation.objects.filter(state__in=Reservation.HOLDING_STATES).exists()
+    )
+    @rule(data=st.data())
+    def cancel_a_reservation(self, data):
+        """The owner cancels a reservation that still holds GPUs (ordered or not); the task
+        queued on commit records what it costs (here: at once)."""
+        holding = list(
+            Reservation.objects.filter(state__in=Reservation.HOLDING_STATES).order_by(
+                "requested_at", "pk"
+            )
+        )
+        if holding:
+            reservation = data.draw(st.sampled_from(holding)) if data else holding[0]
+            scheduling.reservation_cancel(caller=self.owner, reservation=reservation)
+            services.cancellation_charge_record(reservation_id=str(reservation.pk))
+
     # What the worker's beat does, in order.
 
     def cycle(self):
@@ -254,6 +408,8 @@ class MoneyLifecycle(RuleBasedStateMachine):
             scheduling.workload_launch(workload_id=workload_id, backend=self.backend)
 
     def beat(self):
+        scheduling.reservations_advance()
+        scheduling.quota_requests_advance()
         scheduling.workloads_sync(backend=self.backend)
         self.cycle()
         scheduling.workloads_sync(backend=self.backend)
@@ -300,6 +456,70 @@ class MoneyLifecycle(RuleBasedStateMachine):
                 Decimal(0),
             )
             assert selectors.charged(in_period) == on_lines, invoice
+
+    @invariant()
+    def an_ended_periods_packages_and_cancellations_are_on_exactly_one_invoice_of_it(self):
+        """Each month of a quota package (by order and amount) that begins in an ended period,
+        and each cancellation charge recorded in it, is on that period's invoice, once."""
+        now = clock.now()
+        for invoice in (
+            Invoice.objects.filter(corrects__isnull=True, period_end__lte=now)
+            .exclude(state=Invoice.State.VOID)
+            .prefetch_related("lines")
+        ):
+            packages = selectors.package_charges(
+                organization_id=self.organization.pk,
+                starts_at=invoice.period_start,
+                ends_at=invoice.period_end,
+            )
+            on_lines = [
+                (re.search(r"\(order ([0-9a-f-]+)\)", line.description)[1], line.amount)
+                for line in invoice.lines.all()
+                if line.charge == "quota_package"
+            ]
+            assert sorted(on_lines) == sorted(
+                (str(charge.order.pk), charge.amount) for charge in packages
+            ), invoice
+            cancellations = CancellationCharge.objects.filter(
+                organization=self.organization,
+                cancelled_at__gte=invoice.period_start,
+                cancelled_at__lt=invoice.period_end,
+                amount__gt=0,
+            ).values_list("amount", flat=True)
+            assert sorted(
+                line.amount for line in invoice.lines.all() if line.charge == "cancellation"
+            ) == sorted(cancellations), invoice
+
+    @invariant()
+    def every_cancelled_reservation_is_charged_once(self):
+        assert CancellationCharge.objects.count() == (
+            Reservation.objects.filter(state=Reservation.State.CANCELLED).count()
+        )
+
+    @invariant()
+    def an_ended_month_without_invoice_has_no_charges(self):
+        """Every package month and cancellation charge before the current period's start lies
+        in some invoice's period."""
+        now = clock.now()
+        start, _ = selectors.period_of(organization=self.organization, at=now)
+        periods = list(
+            Invoice.objects.filter(corrects__isnull=True)
+            .exclude(state=Invoice.State.VOID)
+            .values_list("period_start", "period_end")
+        )
+        earliest = min((a for a, _ in periods), default=start)
+        moments = [
+            charge.starts_at
+            for charge in selectors.package_charges(
+                organization_id=self.organization.pk, starts_at=earliest - MONTH * 3, ends_at=start
+            )
+        ] + list(
+            CancellationCharge.objects.filter(cancelled_at__lt=start, amount__gt=0).values_list(
+                "cancelled_at", flat=True
+            )
+        )
+        for moment in moments:
+            assert any(a <= moment < b for a, b in periods), moment
 
     @invariant()
     def an_ended_month_without_invoice_has_no_records(self):
@@ -400,6 +620,24 @@ def money_world(acme, alice):
         ),
     )
     services.price_version_add(caller=Caller(user=operator), item=item, unit_price=Decimal("2.9"))
+    for slug, kind, quantity, price in (
+        ("h100-package", "quota_package", 8, "10000"),
+        ("h100-reserved", "reservation", 1, "2.4650"),
+    ):
+        offered = services.catalog_item_save(
+            caller=Caller(user=operator),
+            item=CatalogItem(
+                slug=slug,
+                name=slug,
+                kind=kind,
+                gpu_class=h100,
+                quantity=quantity,
+                active_from=clock.now() - timedelta(days=1),
+            ),
+        )
+        services.price_version_add(
+            caller=Caller(user=operator), item=offered, unit_price=Decimal(price)
+        )
     FIXTURES.update(acme=acme, alice=alice, operator=operator, projects=projects, item=item)
     assert Node.objects.exists()
     yield
