@@ -624,7 +624,8 @@ def usage_summary(
 @dataclass(frozen=True)
 class PackageCharge:
     """One month (30 days) of a fulfilled quota package order, charged in the invoice month
-    it starts in."""
+    it starts in (or, for a month that began before the order was fulfilled, the one it was
+    fulfilled in: that month's invoice may be issued already)."""
 
     order: Order
     starts_at: datetime
@@ -632,8 +633,9 @@ class PackageCharge:
 
 
 def package_charges(*, organization_id, starts_at: datetime, ends_at: datetime) -> list:
-    """The months of the organization's fulfilled quota packages that start in
-    [starts_at, ends_at), each at the order's unit price times its quantity."""
+    """The months of the organization's fulfilled quota packages charged in
+    [starts_at, ends_at) (``PackageCharge``), each at the order's unit price times its
+    quantity."""
     orders = Order.objects.filter(
         organization=organization_id,
         state=Order.State.FULFILLED,
@@ -646,7 +648,10 @@ def package_charges(*, organization_id, starts_at: datetime, ends_at: datetime) 
         months = int(period_units(order.item, order.starts_at, order.ends_at))
         for month in range(months):
             begins = order.starts_at + MONTH * month
-            if starts_at <= begins < ends_at:
+            # Approved late (after its period began): billed from its fulfilment on, never
+            # into a period whose invoice is issued.
+            charged_at = max(begins, order.fulfilled_at or begins)
+            if starts_at <= charged_at < ends_at:
                 charges.append(
                     PackageCharge(order, begins, to_cents(order.unit_price * order.quantity))
                 )

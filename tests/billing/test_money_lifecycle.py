@@ -141,9 +141,10 @@ class MoneyLifecycle(RuleBasedStateMachine):
         """Work is running and rated from the start, a few hours before a month (UTC) ends, a
         quota package bought for a month from soon, 8 H100 reserved for 30 h from tomorrow (by
         an order or a request an operator approves) and perhaps cancelled (6 h later: before
-        its window, within the 24 h the terms charge; or 30 h later: inside it), and the time zone changes after a while, so that every example
-        has use, reserved capacity, a package and perhaps a cancellation charge, and crosses a
-        month boundary under two zones."""
+        its window, within the 24 h the terms charge; or 30 h later: inside it), and the time
+        zone changes after a while, so that every example has use, reserved capacity, a
+        package and perhaps a cancellation charge, and crosses a month boundary under two
+        zones."""
         self.time_zone_changes(zone=zone)
         _, month_end = month_of(clock.now())
         if month_end - clock.now() < timedelta(days=4):
@@ -509,7 +510,7 @@ class MoneyLifecycle(RuleBasedStateMachine):
         )
         earliest = min((a for a, _ in periods), default=start)
         moments = [
-            charge.starts_at
+            max(charge.starts_at, charge.order.fulfilled_at)  # a month approved late: then
             for charge in selectors.package_charges(
                 organization_id=self.organization.pk, starts_at=earliest - MONTH * 3, ends_at=start
             )

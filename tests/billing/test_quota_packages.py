@@ -8,6 +8,7 @@ import pytest
 
 from billing import selectors, services
 from billing.models import Order
+from billing.pricing import month_of
 from billing.services import OrderRequest
 from scheduling import clock
 from scheduling import services as scheduling
@@ -126,3 +127,28 @@ def test_the_quotas_page_says_from_when_a_package_bought_ahead_counts(bought, al
     client.force_login(alice)
     page = client.get("/orgs/acme/quotas/").content.decode()
     assert f"counts from {bought.starts_at:%Y-%m-%d %H:%M} UTC" in page
+
+
+def test_a_package_approved_after_its_months_invoice_was_issued_is_billed_on_the_next(
+    package, alice, acme, operator
+):
+    """Its first month began in December, whose invoice was issued before the operator
+    approved it: the month is billed on January's invoice, not on none."""
+    _, december_end = month_of(clock.now())
+    starts_at = december_end - timedelta(hours=2)
+    made = services.order_create(
+        caller=Caller(user=alice),
+        organization=acme,
+        request=OrderRequest(
+            item="h100-package", quantity=1, starts_at=starts_at, ends_at=starts_at + MONTH
+        ),
+    )
+    until(december_end + timedelta(days=3))
+    december = services.invoice_draft(organization=acme, year=starts_at.year, month=starts_at.month)
+    services.invoice_issue(caller=Caller(user=operator), invoice=december)
+    services.order_approve(caller=Caller(user=operator), order=made)
+    services.order_fulfil(order_id=str(made.pk))
+    january = services.invoice_draft(
+        organization=acme, year=december_end.year, month=december_end.month
+    )
+    assert (december.subtotal, january.subtotal) == (Decimal("0.00"), Decimal("10000.00"))
