@@ -124,6 +124,7 @@ class MoneyLifecycle(RuleBasedStateMachine):
         then=st.sampled_from([3.5, 30, 24 * 10]),
         later_zone=st.sampled_from(ZONES),
         package_starts_in=st.sampled_from([0.5, 30]),
+        package_approved=st.sampled_from(["at once", "after the month is issued"]),
         reserved_by=st.sampled_from(["order", "request"]),
         cancelled_after=st.sampled_from([None, 6, 30]),
     )
@@ -135,11 +136,13 @@ class MoneyLifecycle(RuleBasedStateMachine):
         then,
         later_zone,
         package_starts_in,
+        package_approved,
         reserved_by,
         cancelled_after,
     ):
         """Work is running and rated from the start, a few hours before a month (UTC) ends, a
-        quota package bought for a month from soon, 8 H100 reserved for 30 h from tomorrow (by
+        quota package bought for a month from soon (approved at once, or only once the
+        month it begins in is invoiced), 8 H100 reserved for 30 h from tomorrow (by
         an order or a request an operator approves) and perhaps cancelled (6 h later: before
         its window, within the 24 h the terms charge; or 30 h later: inside it), and the time
         zone changes after a while, so that every example has use, reserved capacity, a
@@ -154,7 +157,11 @@ class MoneyLifecycle(RuleBasedStateMachine):
         self.submit(gpus=gpus, runtime=400 * 3600, shared=False)
         self.time_passes(hours=0.01)  # it starts running
         self.order_a_package(
-            starts_in=package_starts_in, months=1, short_by=0, packages=1, decided="now"
+            starts_in=package_starts_in,
+            months=1,
+            short_by=0,
+            packages=1,
+            decided="now" if package_approved == "at once" else "later",
         )
         if reserved_by == "order":
             self.order_reserved_gpus(starts_in=20, hours=30, gpus=8, decided="now")
@@ -166,6 +173,12 @@ class MoneyLifecycle(RuleBasedStateMachine):
         self.time_passes(hours=then)
         self.time_zone_changes(zone=later_zone)  # from the next period on
         self.time_passes(hours=24 * 12)
+        if package_approved != "at once":  # its first month's invoice issued before
+            for draft in Invoice.objects.filter(
+                state=Invoice.State.DRAFT, period_end__lte=clock.now()
+            ):
+                services.invoice_issue(caller=self.operator, invoice=draft)
+            self.decide_an_order(data=None, approve=True)
 
     @rule(
         target=workloads,
@@ -347,7 +360,7 @@ class MoneyLifecycle(RuleBasedStateMachine):
         """An operator decides a submitted order, perhaps after its period began (or ended)."""
         waiting = list(Order.objects.filter(state=Order.State.SUBMITTED).order_by("created_at"))
         if waiting:
-            order = data.draw(st.sampled_from(waiting))
+            order = data.draw(st.sampled_from(waiting)) if data else waiting[0]
             if approve:
                 self.approved(order)
             else:
