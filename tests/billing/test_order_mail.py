@@ -1,7 +1,6 @@
 """Each event of an order is mailed once to whom it concerns, saying what happened, however
 late the mail queue runs and however often its tasks are retried."""
 
-from datetime import timedelta
 from decimal import Decimal
 
 import pytest
@@ -10,17 +9,12 @@ from django.core import mail
 from billing import services
 from billing.models import Order
 from billing.services import OrderRequest
-from scheduling import clock
-from scheduling import services as scheduling
 from tenants.permissions import Caller
 
 from ..queued import Worker
+from .test_orders import hold, tomorrow
 
 pytestmark = pytest.mark.django_db
-
-
-def tomorrow(hours: float = 0):
-    return clock.now().replace(minute=0, second=0, microsecond=0) + timedelta(days=1, hours=hours)
 
 
 @pytest.fixture
@@ -108,20 +102,6 @@ def test_a_cancelled_order_is_mailed_cancelled(reserved, worker, alice, acme, op
     worker.step(services.order_cancel, caller=Caller(user=alice), order=made)
     worker.deliver()
     assert [s for to, s in sent() if to == alice.email][-1].endswith(": cancelled")
-
-
-def hold(user, organization, gpus):
-    return scheduling.reservations_request(
-        caller=Caller(user=user),
-        organization=organization,
-        request=scheduling.ReservationRequest(
-            gpu_class="H100-80GB",
-            gpus=gpus,
-            starts_at=tomorrow(),
-            ends_at=tomorrow(4),
-            pool="dgx-h100",
-        ),
-    )
 
 
 def test_a_failed_order_is_mailed_failed_once_with_the_reason(
