@@ -311,6 +311,8 @@ def quota_increases_apply(*, now: datetime) -> dict[str, int]:
 
 
 def _increase_start(quota_request: QuotaRequest, *, now: datetime) -> None:
+    # Not through _grant_save: the increase was checked against the organization's grants when
+    # it was approved, and a refusal here would stop the scheduling cycle that runs this.
     grant, _ = QuotaGrant.objects.select_for_update().get_or_create(
         **_grant_key(quota_request), defaults={"guarantee": 0, "limit": 0}
     )
