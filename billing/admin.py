@@ -5,8 +5,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.http import HttpResponse
 
+from portal import clock
 from portal.errors import DomainError
-from scheduling import clock
 from scheduling.admin import (
     ReadOnlyAdmin,
     RejectionForm,

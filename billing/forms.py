@@ -3,8 +3,8 @@ from decimal import Decimal
 
 from django import forms
 
+from portal import clock
 from portal.bounds import booking_horizon_error
-from scheduling import clock
 
 from .services import OrderRequest
 

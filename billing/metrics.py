@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from scheduling import clock
+from portal import clock
 
 from . import selectors
 from .pricing import billed_hours

@@ -12,8 +12,8 @@ from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
-from django.utils import timezone
 
+from portal import clock
 from scheduling.models import (
     GpuClass,
     PriorityTier,
@@ -69,7 +69,7 @@ class CatalogItem(models.Model):
     # Every organization sees it, or only those listed.
     public = models.BooleanField(default=True)
     organizations = models.ManyToManyField(Organization, blank=True, related_name="+")
-    active_from = models.DateTimeField(default=timezone.now)
+    active_from = models.DateTimeField(default=clock.wall)
     active_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -115,7 +115,7 @@ class PriceVersion(models.Model):
         max_digits=14, decimal_places=4, validators=[MinValueValidator(Decimal(0))]
     )
     effective_from = models.DateTimeField()
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.wall)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -185,7 +185,7 @@ class Order(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.wall)
     submitted_at = models.DateTimeField(null=True, blank=True)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -237,7 +237,7 @@ class CancellationCharge(models.Model):
     percent = models.PositiveSmallIntegerField(default=0)
     amount = models.DecimalField(max_digits=16, decimal_places=2)
     explanation = models.CharField(max_length=300)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.wall)
 
     class Meta:
         ordering = ["-cancelled_at"]
@@ -437,7 +437,7 @@ class UsageReconciliation(models.Model):
     per organization and resource; ``differences`` lists every pair that differs."""
 
     id = models.BigAutoField(primary_key=True)
-    ran_at = models.DateTimeField(default=timezone.now)
+    ran_at = models.DateTimeField(default=clock.wall)
     starts_at = models.DateTimeField()
     ends_at = models.DateTimeField()
     organizations = models.PositiveIntegerField(default=0)
@@ -502,9 +502,9 @@ class Invoice(models.Model):
     tax = models.DecimalField(max_digits=16, decimal_places=2, default=Decimal(0))
     total = models.DecimalField(max_digits=16, decimal_places=2, default=Decimal(0))
     reason = models.CharField(max_length=500, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.wall)
     # When its lines were last built from what was rated (a draft's figures are as of then).
-    updated_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=clock.wall)
     issued_at = models.DateTimeField(null=True, blank=True)
     paid_at = models.DateTimeField(null=True, blank=True)
     voided_at = models.DateTimeField(null=True, blank=True)
@@ -579,7 +579,7 @@ class Budget(models.Model):
     # Percentages of the amount whose crossing is mailed.
     thresholds = models.JSONField(default=default_thresholds)
     hard_stop = models.BooleanField(default=False)
-    updated_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=clock.wall)
 
     class Meta:
         ordering = ["organization", "project"]
@@ -618,7 +618,7 @@ class Credit(models.Model):
     granted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    granted_at = models.DateTimeField(default=timezone.now)
+    granted_at = models.DateTimeField(default=clock.wall)
 
     class Meta:
         ordering = ["-granted_at"]
@@ -642,7 +642,7 @@ class BudgetAlert(models.Model):
     period_start = models.DateTimeField()
     threshold = models.PositiveSmallIntegerField()
     spend = models.DecimalField(max_digits=16, decimal_places=2)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.wall)
 
     class Meta:
         ordering = ["-created_at"]

@@ -20,9 +20,9 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce, TruncDate
 
+from portal import clock
 from portal.db import one_or_not_found
 from portal.errors import Conflict
-from scheduling import clock
 from scheduling import selectors as scheduling_selectors
 from scheduling.models import QuotaRequest, Reservation
 from tenants.models import Organization

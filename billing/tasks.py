@@ -2,7 +2,7 @@ from datetime import timedelta
 
 from celery import shared_task
 
-from scheduling import clock
+from portal import clock
 
 from . import services
 

@@ -11,9 +11,9 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from portal import clock
 from portal.console import REFUSED, attempt
 from portal.errors import NotFound
-from scheduling import clock
 from scheduling import selectors as scheduling_selectors
 from scheduling import services as scheduling
 from scheduling.models import Workload

@@ -13,9 +13,10 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 from django.db.models import Max
-from django.utils import timezone
 from django.utils.functional import SimpleLazyObject
 from prometheus_client.core import GaugeMetricFamily
+
+from . import clock
 
 # Seconds a check waits for the broker: a probe must answer before its own timeout.
 BROKER_TIMEOUT = 2.0
@@ -92,7 +93,7 @@ class Heartbeat:
     last_seen: Callable[[], datetime | None]
     period_seconds: Callable[[], float]
     # The clock `last_seen` was written in.
-    now: Callable[[], datetime] = timezone.now
+    now: Callable[[], datetime] = clock.wall
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ def worker_heartbeat_record(*, hostname: str) -> None:
     from portal.models import WorkerHeartbeat
 
     WorkerHeartbeat.objects.update_or_create(
-        hostname=hostname[:255], defaults={"seen_at": timezone.now()}
+        hostname=hostname[:255], defaults={"seen_at": clock.wall()}
     )
 
 

@@ -13,8 +13,8 @@ from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.template.loader import render_to_string
-from django.utils import timezone
 
+from . import clock
 from .models import SentMail
 
 
@@ -47,7 +47,7 @@ def mail_send(
                     key=key[:200],
                     recipient=recipient,
                     subject=subject[:300],
-                    sent_at=timezone.now(),
+                    sent_at=clock.wall(),
                 )
                 send_mail(subject=subject, message=body, from_email=None, recipient_list=[address])
         except IntegrityError:  # sent already (or being sent by another run right now)

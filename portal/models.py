@@ -32,3 +32,12 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hostname}: {self.seen_at:%Y-%m-%d %H:%M:%S} UTC"
+
+
+class SimulatedClock(models.Model):
+    """How far tests (or the demo) have moved the portal's time forward (portal/clock.py)."""
+
+    offset_seconds = models.FloatField(default=0)
+
+    def __str__(self) -> str:
+        return f"+{self.offset_seconds:g} s"

@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+from portal import clock
+
 # Ctrl-C stops everything within about this long: Celery's warm shutdown takes well under a
 # second on a quiet machine; a task it was still running is lost as with any SIGKILL (the
 # reconcilers finish a lost launch or teardown; periodic tasks come round again).
@@ -69,8 +71,8 @@ class Supervisor:
     def stop_child(self) -> None:
         """SIGINT to the command's group; SIGKILL to what is left after the grace period."""
         self.interrupt()
-        deadline = time.monotonic() + STOP_GRACE_SECONDS
-        while time.monotonic() < deadline and self.child.poll() is None:
+        deadline = clock.monotonic() + STOP_GRACE_SECONDS
+        while clock.monotonic() < deadline and self.child.poll() is None:
             time.sleep(0.05)
         group_kill(self.child.pid, signal.SIGKILL)
         self.child.wait()
@@ -80,22 +82,22 @@ class Supervisor:
         signal.signal(signal.SIGTERM, self.stop)
         delay = FIRST_DELAY_SECONDS
         while not self.stopping:
-            started = time.monotonic()
+            started = clock.monotonic()
             self.start()
             while not self.stopping and self.child.poll() is None:
                 time.sleep(0.1)
             if self.stopping:
                 break
             self.reap()
-            ran = time.monotonic() - started
+            ran = clock.monotonic() - started
             if ran >= HEALTHY_RUN_SECONDS:
                 delay = FIRST_DELAY_SECONDS
             log(
                 f"{self.command[0]} exited with status {self.child.returncode} after {ran:.0f} s;"
                 f" starting it again in {delay:.0f} s"
             )
-            resume = time.monotonic() + delay
-            while not self.stopping and time.monotonic() < resume:
+            resume = clock.monotonic() + delay
+            while not self.stopping and clock.monotonic() < resume:
                 time.sleep(0.1)
             delay = min(delay * 2, MAX_DELAY_SECONDS)
         if self.child is not None:

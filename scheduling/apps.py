@@ -8,11 +8,12 @@ class SchedulingConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
+        from portal import clock
         from portal.events import Event, subscribe
         from portal.health import Heartbeat, heartbeat_register
         from portal.metrics import collector_register
 
-        from . import clock, metrics, selectors, tasks
+        from . import metrics, selectors, tasks
 
         subscribe(Event.PROJECT_CREATED, tasks.project_provision.delay)
         subscribe(Event.PROJECT_CHANGED, tasks.project_provision.delay)
@@ -31,6 +32,6 @@ class SchedulingConfig(AppConfig):
                 silence="no scheduling cycle has finished",
                 last_seen=selectors.last_cycle_at,
                 period_seconds=lambda: settings.PORTAL_CYCLE_SECONDS,
-                now=clock.now,  # the cycle writes its time in the scheduling clock
+                now=clock.now,  # the cycle writes its time in the portal clock's now()
             )
         )

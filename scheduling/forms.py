@@ -3,10 +3,10 @@ from datetime import UTC, timedelta
 
 from django import forms
 
+from portal import clock
 from portal.bounds import booking_horizon_error
 from tenants.models import slug_validator
 
-from . import clock
 from .models import (
     IMAGE_MAX,
     GpuClass,

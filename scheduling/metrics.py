@@ -6,7 +6,9 @@ selectors."""
 from prometheus_client import Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 
-from . import clock, selectors
+from portal import clock
+
+from . import selectors
 
 CYCLE_DURATION = Histogram(
     "portal_scheduling_cycle_duration_seconds",

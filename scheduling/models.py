@@ -9,9 +9,9 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
-from django.utils import timezone
 from django.utils.deconstruct import deconstructible
 
+from portal import clock
 from tenants.models import Organization, Project, slug_validator
 
 from .engine.model import quota_resource
@@ -319,7 +319,7 @@ class QuotaRequest(models.Model):
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
-    requested_at = models.DateTimeField(default=timezone.now)
+    requested_at = models.DateTimeField(default=clock.wall)
     # What the operator granted: the amount and end date may differ from the ask.
     granted_amount = models.PositiveIntegerField(null=True, blank=True)
     granted_until = models.DateTimeField(null=True, blank=True)
@@ -410,7 +410,7 @@ class Reservation(models.Model):
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
-    requested_at = models.DateTimeField(default=timezone.now)
+    requested_at = models.DateTimeField(default=clock.wall)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -508,7 +508,7 @@ class Workload(models.Model):
     submitted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="workloads"
     )
-    submitted_at = models.DateTimeField(default=timezone.now)
+    submitted_at = models.DateTimeField(default=clock.wall)
     admitted_at = models.DateTimeField(null=True, blank=True)
     # When a launch task last started on it: the reconciler's grace for a lost launch counts
     # from here, not from the admission, so launches queued behind a burst are not redone.
@@ -614,7 +614,7 @@ class Placement(models.Model):
 
 class WorkloadEvent(models.Model):
     workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="events")
-    at = models.DateTimeField(default=timezone.now)
+    at = models.DateTimeField(default=clock.wall)
     kind = models.CharField(max_length=32)
     message = models.CharField(max_length=500)
     data = models.JSONField(default=dict, blank=True)
@@ -710,12 +710,3 @@ class SimulatedNodeState(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}{' (failed)' if self.failed else ''}"
-
-
-class SimulatedClock(models.Model):
-    """How far tests (or the demo) have moved the simulated cluster's time forward."""
-
-    offset_seconds = models.FloatField(default=0)
-
-    def __str__(self) -> str:
-        return f"+{self.offset_seconds:g} s"

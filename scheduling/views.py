@@ -7,12 +7,13 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from portal import clock
 from portal.console import REFUSED, attempt, filters_given, query_without_page
 from tenants import selectors as tenant_selectors
 from tenants.permissions import Action, caller_of, role_allows
 
-from . import clock, selectors, services
 from . import insights as scheduling_insights
+from . import selectors, services
 from .api.filters import WorkloadFilter
 from .forms import QuotaRequestForm, ReservationForm, WorkloadSubmitForm
 from .models import ProvisioningRecord, Reservation

@@ -11,7 +11,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models.functions import Lower
-from django.utils import timezone
+
+from portal import clock
 
 # A DNS-1123 label that starts with a letter: safe inside Kubernetes names and URLs. (\A and
 # \Z, because "$" also matches before a trailing newline.)
@@ -80,7 +81,7 @@ class Organization(models.Model):
         help_text="IANA time zone of its invoice and budget months, such as Asia/Tokyo; empty:"
         " UTC.",
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.wall)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -115,7 +116,7 @@ class Membership(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
     )
     role = models.CharField(max_length=16, choices=Role.choices)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.wall)
 
     class Meta:
         ordering = ["organization__slug", "user__email"]
@@ -140,7 +141,7 @@ class Project(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.wall)
     updated_at = models.DateTimeField(auto_now=True)
     # Deleting keeps the row for the workloads' history (and billing); its namespace is removed
     # from the cluster, and its slug may be used again.
@@ -175,7 +176,7 @@ class Invitation(models.Model):
     invited_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.wall)
     expires_at = models.DateTimeField()
     sent_at = models.DateTimeField(null=True, blank=True)
     accepted_at = models.DateTimeField(null=True, blank=True)
@@ -205,7 +206,7 @@ class Invitation(models.Model):
         return f"{self.email} to {self.organization} as {self.role}"
 
     def state(self, now=None) -> str:
-        now = now or timezone.now()
+        now = now or clock.wall()
         if self.accepted_at:
             return "accepted"
         if self.revoked_at:
@@ -232,7 +233,7 @@ class ApiToken(models.Model):
     # The secret is shown once; only its prefix (to find it) and SHA-256 digest are kept.
     prefix = models.CharField(max_length=16, unique=True, editable=False)
     digest = models.CharField(max_length=64, editable=False)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.wall)
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -244,7 +245,7 @@ class ApiToken(models.Model):
         return f"{self.name} ({self.prefix}…)"
 
     def state(self, now=None) -> str:
-        now = now or timezone.now()
+        now = now or clock.wall()
         if self.revoked_at:
             return "revoked"
         if self.expires_at and self.expires_at <= now:
@@ -274,7 +275,7 @@ class AuditEvent(models.Model):
     target_id = models.CharField(max_length=64)
     target_label = models.CharField(max_length=200)
     payload = models.JSONField(default=dict, blank=True)
-    at = models.DateTimeField(default=timezone.now, db_index=True)
+    at = models.DateTimeField(default=clock.wall, db_index=True)
 
     class Meta:
         ordering = ["-at"]

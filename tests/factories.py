@@ -58,7 +58,7 @@ def h100_reservation_offered(operator, *, name: str = "H100 reserved"):
 
     from billing import services
     from billing.models import CatalogItem
-    from scheduling import clock
+    from portal import clock
     from scheduling.models import GpuClass
     from tenants.permissions import Caller
 

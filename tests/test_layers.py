@@ -6,7 +6,8 @@ Lazy imports inside functions and relative imports count like any other. The rul
 - the kernel (portal/, but for its composition root: settings, urls, the demo's commands)
   imports no app;
 - no two apps import each other.
-And the engine never reads the clock: time comes in as `now`.
+And nothing reads the time but the kernel's clock (portal/clock.py): the engine gets it as
+`now`, everything else asks the clock.
 """
 
 import ast
@@ -22,11 +23,15 @@ ENGINE_FORBIDDEN = ("django", "rest_framework", "celery", "kombu")
 COMPOSITION_ROOT = ("portal.settings", "portal.urls", "portal.management")
 # An app may not import these apps.
 FORBIDDEN_APPS = {"tenants": {"scheduling", "billing"}, "scheduling": {"billing"}}
+CLOCK = "portal/clock.py"
 CLOCK_READS = {
+    "timezone": {"now"},
     "datetime": {"now", "utcnow", "today"},
     "date": {"today"},
     "time": {"time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns"},
 }
+# Names that read the clock when imported on their own.
+CLOCK_MODULES = {"time": CLOCK_READS["time"], "django.utils.timezone": {"now"}}
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -103,19 +108,21 @@ def violations(root: Path) -> list[str]:
 
 
 def clock_reads(root: Path) -> list[str]:
-    """Calls in the engine that read the wall or monotonic clock."""
+    """Reads of the wall or monotonic clock anywhere but the kernel's clock and migrations."""
     found = []
-    for path in sorted((root / "scheduling" / "engine").rglob("*.py")):
+    sources = [path for top in ("portal", *APPS) for path in sorted((root / top).rglob("*.py"))]
+    for path in sources:
+        where = path.relative_to(root)
+        if "migrations" in path.parts or where.as_posix() == CLOCK:
+            continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 if node.attr in CLOCK_READS.get(node.value.id, ()):
-                    found.append(
-                        f"{path.relative_to(root)}:{node.lineno} {node.value.id}.{node.attr}"
-                    )
-            elif isinstance(node, ast.ImportFrom) and node.module in ("time", "datetime"):
-                clocks = CLOCK_READS["time"] if node.module == "time" else set()
+                    found.append(f"{where}:{node.lineno} {node.value.id}.{node.attr}")
+            elif isinstance(node, ast.ImportFrom) and node.module in CLOCK_MODULES:
+                clocks = CLOCK_MODULES[node.module]
                 found.extend(
-                    f"{path.relative_to(root)}:{node.lineno} from {node.module} import {alias.name}"
+                    f"{where}:{node.lineno} from {node.module} import {alias.name}"
                     for alias in node.names
                     if alias.name in clocks
                 )
@@ -126,7 +133,7 @@ def test_every_import_follows_the_layering_rules():
     assert violations(ROOT) == []
 
 
-def test_the_engine_never_reads_the_clock():
+def test_nothing_but_the_kernels_clock_reads_the_time():
     assert clock_reads(ROOT) == []
 
 
@@ -221,3 +228,23 @@ def test_the_composition_root_may_import_the_apps(tmp_path):
 def test_a_clock_read_in_the_engine_is_caught(tmp_path, source):
     root = _tree(tmp_path, {"scheduling/engine/x.py": source})
     assert len(clock_reads(root)) == 1
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from django.utils import timezone\nnow = timezone.now()\n",
+        "from django.utils import timezone\ndefault = timezone.now\n",
+        "from django.utils.timezone import now\n",
+        "import time\nstamp = time.time()\n",
+    ],
+    ids=["timezone-now", "timezone-now-as-default", "imported-timezone-now", "time-time"],
+)
+def test_a_clock_read_in_an_app_is_caught(tmp_path, source):
+    root = _tree(tmp_path, {"billing/services/x.py": source})
+    assert len(clock_reads(root)) == 1
+
+
+def test_the_kernels_clock_may_read_the_time(tmp_path):
+    source = "from django.utils import timezone\nnow = timezone.now()\n"
+    assert clock_reads(_tree(tmp_path, {"portal/clock.py": source})) == []

@@ -14,10 +14,10 @@ from rest_framework.response import Response
 from billing import exports, selectors, services
 from billing.models import CancellationCharge, CatalogItem, Invoice, Order, UsageInterval
 from billing.pricing import hour_floor
+from portal import clock
 from portal.api.views import ApiView, CollectionApiView, list_response
 from portal.bounds import FIRST_YEAR, LAST_YEAR, year_in_range
 from portal.errors import NotFound
-from scheduling import clock
 from scheduling import selectors as scheduling_selectors
 from tenants import selectors as tenant_selectors
 from tenants.permissions import caller_of, sees_money

@@ -13,10 +13,10 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
+from portal import clock
 from portal.errors import Conflict
 from portal.events import Event, publish
 from portal.mail import mail_send
-from scheduling import clock
 from tenants import selectors as tenant_selectors
 from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize

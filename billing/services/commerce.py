@@ -9,11 +9,11 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from portal import clock
 from portal.bounds import BOOKING_HORIZON, BOOKING_HORIZON_YEARS, booking_horizon_error
 from portal.errors import Conflict, DomainError
 from portal.events import Event, publish
 from portal.mail import mail_where_it_stands
-from scheduling import clock
 from scheduling import selectors as scheduling_selectors
 from scheduling import services as scheduling
 from scheduling.models import Reservation

@@ -13,8 +13,8 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Sum
 
+from portal import clock
 from portal.errors import Conflict
-from scheduling import clock
 from scheduling.models import GpuClass, Reservation
 from tenants.models import Organization, Project, zone_named
 from tenants.permissions import Caller, require_operator

@@ -37,7 +37,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce, NullIf
 
-from scheduling import clock
+from portal import clock
 from scheduling import selectors as scheduling_selectors
 from scheduling.models import Placement, Reservation
 from tenants.models import Organization

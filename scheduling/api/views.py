@@ -5,8 +5,9 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
+from portal import clock
 from portal.api.views import ApiView, CollectionApiView, list_response
-from scheduling import clock, selectors, services
+from scheduling import selectors, services
 from scheduling.models import QuotaGrant, QuotaRequest, Reservation, Workload
 from tenants import selectors as tenant_selectors
 from tenants.permissions import caller_of

@@ -1,7 +1,7 @@
 """The simulated cluster: the embedded default, the demo's cluster and most tests'.
 
 Nodes come from a cluster description file; objects the portal applies are kept in the
-database; workloads "run" on the simulated clock (`scheduling.clock`), which tests advance.
+database; workloads "run" on the portal's clock (`portal.clock`), which tests advance.
 Environment variables of a workload's container steer the simulation:
 `SIMULATED_RUNTIME_SECONDS` (how long a job runs before it succeeds, default 300),
 `SIMULATED_EXIT` (`fail` to make it fail), `SIMULATED_GPU_UTIL` (0-1, default 0.8),
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from scheduling import clock
+from portal import clock
 from scheduling.models import SimulatedNodeState, SimulatedObject
 
 from .base import ClusterError

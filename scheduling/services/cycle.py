@@ -4,7 +4,6 @@ preemptions and pending reasons in one transaction; launches and teardowns follo
 
 import dataclasses
 import gc
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -12,13 +11,13 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
-from django.utils import timezone
 
+from portal import clock
 from portal.db import rows_update
 from portal.events import Event, ExtensionPoint, holds_collect, publish
 from tenants.models import Organization, Project
 
-from .. import clock, engine, metrics
+from .. import engine, metrics
 from ..models import (
     GpuClass,
     Node,
@@ -156,7 +155,7 @@ def scheduling_cycle_request() -> bool:
     """Ask for a scheduling cycle: True when the caller must queue one, False when one already
     waits in the queue and will serve this request too (requests fold into it). A request that
     waited longer than CYCLE_REQUEST_LOST_AFTER lost its task and counts as none."""
-    now = timezone.now()
+    now = clock.wall()
     none_waiting = Q(cycle_requested_at__isnull=True) | Q(
         cycle_requested_at__lt=now - CYCLE_REQUEST_LOST_AFTER
     )
@@ -185,7 +184,7 @@ def _collector_paused():
 def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
     """Load a snapshot, let the engine decide, persist admissions, preemptions and pending
     reasons in one transaction; launch and stop on the cluster after it commits."""
-    started = time.perf_counter()
+    started = clock.monotonic()
     # This run serves every request made so far; one made from now on queues the next run.
     SchedulerState.objects.filter(pk=1).update(cycle_requested_at=None)
     with transaction.atomic():
@@ -255,7 +254,7 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
             classes={pool.gpu_class.name: pool.gpu_class for pool in pools if pool.gpu_class},
             now=now,
         )
-        elapsed = (time.perf_counter() - started) * 1000
+        elapsed = (clock.monotonic() - started) * 1000
         SchedulerState.objects.update_or_create(
             pk=1,
             defaults={

@@ -3,7 +3,8 @@ the runtime and idle rules of their tiers. Ending and requeueing go through `lif
 
 from django.db import transaction
 
-from .. import clock
+from portal import clock
+
 from ..cluster import ClusterBackend
 from ..cluster.manifests import workload_primary_object
 from ..cluster.specs import NODE_LOST, GpuReading, Phase, WorkloadStatus

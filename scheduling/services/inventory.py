@@ -6,7 +6,8 @@ from pathlib import Path
 
 from django.db import transaction
 
-from .. import clock
+from portal import clock
+
 from ..cluster import ClusterBackend
 from ..cluster.description import cluster_description_load
 from ..cluster.manifests import (

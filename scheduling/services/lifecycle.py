@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Prefetch
 
+from portal import clock
 from portal.db import rows_update
 from portal.errors import Conflict, Forbidden
 from portal.events import Event, publish
@@ -21,7 +22,6 @@ from tenants.permissions import (
 )
 from tenants.services import audit_record
 
-from .. import clock
 from ..cluster import ClusterBackend, ClusterError, manifests_delete
 from ..cluster.manifests import (
     workload_manifests,

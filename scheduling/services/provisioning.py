@@ -2,9 +2,10 @@
 taints) and for each project (namespace, quota, limits, role binding, network policy).
 Re-running changes nothing; a retryable failure is raised for the task to retry."""
 
+from portal import clock
 from tenants.models import Organization, Project
 
-from .. import clock, metrics
+from .. import metrics
 from ..cluster import ClusterBackend, ClusterError, manifests_delete
 from ..cluster.manifests import (
     node_labels,

@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 
+from portal import clock
 from portal.errors import Conflict
 from portal.events import Event, publish
 from portal.mail import mail_where_it_stands
@@ -16,7 +17,6 @@ from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize, require_operator
 from tenants.services import audit_record
 
-from .. import clock
 from ..models import GpuClass, QuotaGrant, QuotaRequest
 
 

@@ -15,11 +15,10 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db.models import F, Q
-from django.utils import timezone
 
+from portal import clock
 from tenants.models import Project
 
-from .. import clock
 from ..cluster import ClusterBackend, ClusterError
 from ..models import ProvisioningRecord, Workload
 from .lifecycle import workload_launch, workload_objects_delete
@@ -75,7 +74,7 @@ def cluster_reconcile(
         lost_launch, state=Workload.State.ADMITTED, launched_at__isnull=True
     ).values_list("pk", flat=True)
     undeleted = Workload.objects.filter(teardown_due_at__lt=before).values_list("pk", flat=True)
-    wall = timezone.now()
+    wall = clock.wall()
     stale = wall - max(grace, PROVISIONING_STALE_AFTER)
     unprovisioned = Project.objects.filter(
         Q(provisioning__isnull=True)

@@ -20,6 +20,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 
+from portal import clock
 from portal.bounds import BOOKING_HORIZON_YEARS, booking_horizon, booking_horizon_error
 from portal.errors import Conflict
 from portal.events import Event, publish
@@ -29,7 +30,6 @@ from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize, require_operator
 from tenants.services import audit_record
 
-from .. import clock
 from ..models import GpuClass, NodePool, Reservation, ReservationRule
 from ..selectors import pool_capacity
 

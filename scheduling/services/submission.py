@@ -9,6 +9,7 @@ from datetime import timedelta
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from portal import clock
 from portal.events import Event, ExtensionPoint, checks_run, publish
 from tenants.models import AuditEvent, Project
 from tenants.permissions import (
@@ -18,7 +19,7 @@ from tenants.permissions import (
 )
 from tenants.services import audit_event
 
-from .. import clock, engine
+from .. import engine
 from ..models import (
     GpuClass,
     Node,

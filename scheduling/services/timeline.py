@@ -1,6 +1,7 @@
 """The timeline of a workload: what happened to it and why, as its users read it."""
 
-from .. import clock
+from portal import clock
+
 from ..models import Workload, WorkloadEvent
 
 

@@ -1,9 +1,8 @@
-import time
-
 from django.conf import settings
 from django.core.cache import cache
 from rest_framework.throttling import BaseThrottle
 
+from portal import clock
 from tenants.models import ApiToken
 
 PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -34,7 +33,7 @@ class TokenRateThrottle(BaseThrottle):
         if not isinstance(request.auth, ApiToken):
             return True
         limit, seconds = parse_rate(settings.PORTAL_TOKEN_THROTTLE_RATE)
-        now = time.time()
+        now = clock.wall().timestamp()
         window = int(now // seconds)
         self.retry_after = (window + 1) * seconds - now
         key = f"throttle:token:{request.auth.pk}:{window}"

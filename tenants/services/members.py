@@ -10,8 +10,8 @@ from django.core import signing
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.urls import reverse
-from django.utils import timezone
 
+from portal import clock
 from portal.errors import Conflict, Forbidden
 from portal.events import Event, publish
 from portal.mail import mail_send
@@ -56,7 +56,7 @@ def member_invite(
     email = email.strip()
     if Membership.objects.filter(organization=organization, user__email__iexact=email).exists():
         raise ValidationError({"email": f"{email} is already a member of {organization.slug}."})
-    now = timezone.now()
+    now = clock.wall()
     # An expired invitation that is still open blocks nothing: it is revoked by the new one.
     Invitation.objects.filter(
         organization=organization,
@@ -117,7 +117,7 @@ def invitation_email_send(*, invitation_id: str) -> bool:
             template="tenants/email/invitation.txt",
             context=context,
         )
-        invitation.sent_at = timezone.now()
+        invitation.sent_at = clock.wall()
         invitation.save(update_fields=["sent_at"])
     return True
 
@@ -129,7 +129,7 @@ def invitation_revoke(*, caller: Caller, invitation: Invitation) -> Invitation:
     invitation = Invitation.objects.select_for_update().get(pk=invitation.pk)
     if invitation.state() != "pending":
         raise Conflict(f"The invitation is {invitation.state()}.", code="invitation_not_pending")
-    invitation.revoked_at = timezone.now()
+    invitation.revoked_at = clock.wall()
     invitation.save(update_fields=["revoked_at"])
     audit_record(
         caller=caller,
@@ -181,7 +181,7 @@ def invitation_accept(*, user, token: str) -> Membership:
     )
     if not created:
         raise Conflict("You are already a member of this organization.", code="already_member")
-    invitation.accepted_at = timezone.now()
+    invitation.accepted_at = clock.wall()
     invitation.accepted_by = user
     invitation.save(update_fields=["accepted_at", "accepted_by"])
     caller = Caller(user=user)
@@ -314,7 +314,7 @@ def _remove(*, caller: Caller, membership: Membership, leaving_self: bool, as_me
         if len(owners) == 1:
             raise Conflict(LAST_OWNER, code="last_owner")
     # Tokens reach the organization through the membership: they end with it.
-    now = timezone.now()
+    now = clock.wall()
     ApiToken.objects.filter(
         organization=organization, owner=membership.user, revoked_at__isnull=True
     ).update(revoked_at=now)

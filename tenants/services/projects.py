@@ -2,8 +2,8 @@
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
 
+from portal import clock
 from portal.events import Event, publish
 
 from ..models import NAMESPACE_MAX, Organization, Project
@@ -78,7 +78,7 @@ def project_update(
 def project_delete(*, caller: Caller, project: Project) -> None:
     """Hide the project at once; a worker then stops its workloads and removes its namespace."""
     authorize(caller=caller, organization=project.organization, action=Action.PROJECT_DELETE)
-    project.deleted_at = timezone.now()
+    project.deleted_at = clock.wall()
     project.save(update_fields=["deleted_at", "updated_at"])
     audit_record(
         caller=caller,

@@ -6,8 +6,8 @@ from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
 
+from portal import clock
 from portal.errors import Forbidden
 
 from ..models import ApiToken, Organization
@@ -37,7 +37,7 @@ def token_issue(
     """Create a token; return it with its secret, which is never stored nor shown again."""
     action = Action.TOKEN_ISSUE_WRITE if scope == ApiToken.Scope.WRITE else Action.TOKEN_ISSUE_READ
     authorize(caller=caller, organization=organization, action=action)
-    if expires_at is not None and expires_at <= timezone.now():
+    if expires_at is not None and expires_at <= clock.wall():
         raise ValidationError({"expires_at": "The expiry must be in the future."})
     prefix = secrets.token_hex(6)
     secret = f"{TOKEN_PREFIX}_{prefix}_{secrets.token_urlsafe(32)}"
@@ -64,7 +64,7 @@ def token_issue(
 def _token_revoke(*, caller: Caller, token: ApiToken) -> ApiToken:
     token = ApiToken.objects.select_for_update().get(pk=token.pk)
     if token.revoked_at is None:
-        token.revoked_at = timezone.now()
+        token.revoked_at = clock.wall()
         token.save(update_fields=["revoked_at"])
         audit_record(
             caller=caller, organization=token.organization, action="token.revoke", target=token
@@ -103,7 +103,7 @@ def token_authenticate(*, secret: str) -> ApiToken:
     token = ApiToken.objects.select_related("owner", "organization").filter(prefix=parts[1]).first()
     if token is None or not secrets.compare_digest(token.digest, _token_digest(secret)):
         raise Forbidden("Invalid API token.")
-    now = timezone.now()
+    now = clock.wall()
     state = token.state(now)
     if state != "active":
         raise Forbidden(f"This API token is {state}.")

@@ -7,7 +7,7 @@ from django.conf import settings
 
 from billing import services
 from billing.models import CatalogItem
-from scheduling import clock
+from portal import clock
 from scheduling import services as scheduling
 from scheduling.cluster.simulated import SimulatedBackend
 from scheduling.models import GpuClass

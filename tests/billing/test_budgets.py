@@ -12,8 +12,8 @@ from django.urls import reverse
 
 from billing import services
 from billing.models import BudgetAlert
+from portal import clock
 from portal.errors import Conflict
-from scheduling import clock
 from scheduling import services as scheduling
 from scheduling.models import GpuClass, QuotaGrant
 from tenants.models import AuditEvent

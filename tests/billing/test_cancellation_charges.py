@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from billing import selectors, services, tasks
 from billing.models import CancellationCharge
-from scheduling import clock
+from portal import clock
 from scheduling import services as scheduling
 from scheduling.models import Reservation
 from tenants.models import AuditEvent

@@ -5,8 +5,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from billing import selectors, services
+from portal import clock
 from portal.errors import Forbidden
-from scheduling import clock
 from tenants.permissions import Caller
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from billing import services
-from scheduling import clock
+from portal import clock
 from scheduling.models import GpuClass, QuotaGrant, Workload
 from tenants.permissions import Caller
 

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from billing import services
-from scheduling import clock
+from portal import clock
 from tenants.permissions import Caller
 
 from ..factories import OrganizationFactory, ProjectFactory

@@ -13,8 +13,8 @@ from django.urls import reverse
 from billing import services, tasks
 from billing.models import BillingRecord, Invoice
 from billing.pricing import month_bounds
+from portal import clock
 from portal.errors import Conflict
-from scheduling import clock
 from scheduling.models import Placement
 from tenants import services as tenant_services
 from tenants.permissions import Caller

@@ -16,8 +16,8 @@ from pypdf import PdfReader
 
 from billing import exports, services
 from billing.models import BillingRecord, CancellationCharge, Invoice, InvoiceLine
+from portal import clock
 from portal.errors import Conflict, Forbidden
-from scheduling import clock
 from scheduling import services as scheduling
 from scheduling.models import GpuClass
 from tenants.permissions import Caller

@@ -11,7 +11,7 @@ from pypdf import PdfReader
 
 from billing import tasks
 from billing.models import Invoice
-from scheduling import clock
+from portal import clock
 
 from ..roles import MANAGERS_READ
 from .test_invoices import MONTH, YEAR, draft, metered, period_over

@@ -25,8 +25,8 @@ from billing import services
 from billing.models import Order
 from billing.services import OrderRequest
 from billing.services.commerce import ORDER_MAIL
+from portal import clock
 from portal.errors import Conflict
-from scheduling import clock
 from scheduling import services as scheduling
 from scheduling.services.quotas import QUOTA_REQUEST_MAIL
 from scheduling.services.reservations import RESERVATION_MAIL

@@ -55,8 +55,8 @@ from billing.models import (
 )
 from billing.pricing import MONTH, hour_floor, month_of
 from billing.services import OrderRequest
+from portal import clock
 from portal.errors import Conflict
-from scheduling import clock
 from scheduling import services as scheduling
 from scheduling.cluster.simulated import SimulatedBackend
 from scheduling.models import GpuClass, Node, Placement, QuotaGrant, Reservation, Workload

@@ -9,8 +9,8 @@ from django.db import transaction
 from billing import services, tasks
 from billing.models import Order
 from billing.services import OrderRequest
+from portal import clock
 from portal.errors import Conflict
-from scheduling import clock
 from scheduling import services as scheduling
 from scheduling.models import GpuClass, QuotaRequest, Reservation
 from tenants.permissions import Caller

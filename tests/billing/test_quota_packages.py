@@ -10,7 +10,7 @@ from billing import selectors, services
 from billing.models import Order
 from billing.pricing import month_of
 from billing.services import OrderRequest
-from scheduling import clock
+from portal import clock
 from scheduling import services as scheduling
 from scheduling.models import GpuClass, QuotaGrant, QuotaRequest, Workload
 from tenants.permissions import Caller

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from billing import selectors
-from scheduling import clock
+from portal import clock
 
 from ..factories import ProjectFactory
 from .test_invoices import draft, metered

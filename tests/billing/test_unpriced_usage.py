@@ -9,8 +9,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from billing import selectors, services
 from billing.models import BillingRecord, Invoice
+from portal import clock
 from portal.errors import Conflict
-from scheduling import clock, insights
+from scheduling import insights
 from scheduling.models import GpuClass, NodePool, Reservation
 from tenants.permissions import Caller
 

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from scheduling import clock
+from portal import clock
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 
 from billing import charts, selectors, services
-from scheduling import clock
+from portal import clock
 from tenants.permissions import Caller
 
 from .test_metering import DAY, ran

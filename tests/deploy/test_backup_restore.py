@@ -13,7 +13,7 @@ from django.db import connection
 
 from billing import services as billing
 from billing.models import BillingRecord, Invoice, UsageInterval
-from scheduling import clock
+from portal import clock
 from scheduling import services as scheduling
 from scheduling.cluster import get_backend
 from scheduling.models import Placement, Workload

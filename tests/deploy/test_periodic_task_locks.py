@@ -10,8 +10,9 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
+from portal import clock
 from portal.db import advisory_lock
-from scheduling import clock, services, tasks
+from scheduling import services, tasks
 from scheduling.models import Reservation
 from scheduling.services import ReservationRequest
 from tenants.permissions import Caller

@@ -79,7 +79,8 @@ def test_an_owner_reserves_gpus_on_a_phone_without_sideways_scrolling(alice, acm
 
     from django.conf import settings
 
-    from scheduling import clock, services
+    from portal import clock
+    from scheduling import services
     from scheduling.cluster.simulated import SimulatedBackend
     from scheduling.models import Reservation
 
@@ -150,7 +151,8 @@ def test_a_workloads_page_follows_it_from_pending_to_succeeded_without_a_reload(
 
     from django.conf import settings
 
-    from scheduling import clock, services
+    from portal import clock
+    from scheduling import services
     from scheduling.cluster.simulated import SimulatedBackend
     from scheduling.models import GpuClass, QuotaGrant, Workload
     from tenants.permissions import Caller

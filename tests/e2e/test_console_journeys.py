@@ -45,7 +45,7 @@ def l4_requested(user, organization, *, gpus: int) -> None:
 
 
 def tomorrow_at_nine():
-    from scheduling import clock
+    from portal import clock
 
     return (clock.now() + timedelta(days=1)).replace(hour=9, minute=0, second=0, microsecond=0)
 

@@ -18,7 +18,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from billing import services as billing
 from billing.models import BillingRecord
-from scheduling import clock, services
+from portal import clock
+from scheduling import services
 from scheduling.cluster import get_backend
 from scheduling.models import GpuClass, NodePool, Reservation, Workload
 from tenants.models import Organization, Project

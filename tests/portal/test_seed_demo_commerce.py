@@ -17,7 +17,8 @@ from billing.models import (
     UsageReconciliation,
 )
 from billing.selectors import resources_unpriced, usage_unpriced
-from scheduling import clock, services
+from portal import clock
+from scheduling import services
 from scheduling.cluster import get_backend
 from scheduling.models import QuotaRequest, Reservation, Workload
 from tenants.models import Project

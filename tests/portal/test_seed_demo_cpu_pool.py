@@ -5,7 +5,8 @@ import io
 import pytest
 from django.core.management import call_command
 
-from scheduling import clock, services
+from portal import clock
+from scheduling import services
 from scheduling.cluster import get_backend
 from scheduling.models import Placement, Workload
 from tenants.models import Project

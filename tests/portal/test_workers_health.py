@@ -1,7 +1,7 @@
 """The task side's health: /healthz/workers answers 503 naming what is stale when no worker
 has taken a task or no scheduling cycle has finished within a few periods, 200 otherwise; the
 same ages on /metrics, and a banner on the operators' pages. Time moves by writing the
-heartbeats in the past or advancing the scheduling clock, never by sleeping."""
+heartbeats in the past or advancing the portal's clock, never by sleeping."""
 
 from datetime import timedelta
 from socket import gethostname
@@ -10,10 +10,10 @@ import pytest
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from portal import health
+from portal import clock, health
 from portal.models import WorkerHeartbeat
 from portal.tasks import worker_heartbeat
-from scheduling import clock, services
+from scheduling import services
 
 from ..factories import UserFactory
 
@@ -85,7 +85,7 @@ def test_a_worker_seen_within_three_periods_is_not_stale(client, settings):
 
 
 def test_no_cycle_finished_within_a_minute_is_a_503_that_names_the_cycle(client, healthy):
-    clock.advance(seconds=61)  # the cycle's time is the scheduling clock's
+    clock.advance(seconds=61)  # the cycle's time is the portal clock's now()
     body = client.get(URL).json()
     assert (body["status"], body["checks"]["worker"]) == ("stale", "ok")
     assert body["checks"]["scheduling_cycle"] == (

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from scheduling import clock, services
+from portal import clock
+from scheduling import services
 from scheduling.cluster.simulated import SimulatedBackend
 from scheduling.models import GpuClass, QuotaGrant, Workload
 from tenants.permissions import Caller

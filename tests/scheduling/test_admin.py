@@ -116,7 +116,8 @@ def test_a_quota_whose_limit_is_below_its_guarantee_is_refused(operator_client, 
 def requested(cluster, alice, acme):
     from datetime import timedelta
 
-    from scheduling import clock, services
+    from portal import clock
+    from scheduling import services
     from tenants.permissions import Caller
 
     [reservation] = services.reservations_request(

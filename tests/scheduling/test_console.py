@@ -2,8 +2,9 @@ from datetime import timedelta
 
 import pytest
 
+from portal import clock
 from portal.templatetags.console import duration
-from scheduling import clock, selectors, services
+from scheduling import selectors, services
 from scheduling.api.serializers import WorkloadSubmitInput
 from scheduling.forms import WorkloadSubmitForm
 from scheduling.models import GpuClass, QuotaGrant, QuotaRequest, Reservation, Workload

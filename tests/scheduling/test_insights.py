@@ -7,7 +7,8 @@ import pytest
 import yaml
 from django.conf import settings
 
-from scheduling import clock, insights
+from portal import clock
+from scheduling import insights
 from scheduling.models import GpuClass, Node, NodePool, Reservation
 from tenants.permissions import Caller
 

@@ -6,7 +6,8 @@ from datetime import timedelta
 import pytest
 from django.core import mail
 
-from scheduling import clock, services
+from portal import clock
+from scheduling import services
 from scheduling.models import Node
 from scheduling.services import QuotaAsk, ReservationRequest
 from tenants.permissions import Caller

@@ -6,7 +6,8 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from scheduling import clock, services
+from portal import clock
+from scheduling import services
 from scheduling.models import GpuClass, QuotaGrant, QuotaRequest
 from scheduling.services import QuotaAsk
 from tenants.permissions import Caller

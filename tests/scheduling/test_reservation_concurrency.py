@@ -5,8 +5,9 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
+from portal import clock
 from portal.errors import Conflict
-from scheduling import clock, services
+from scheduling import services
 from scheduling.models import Reservation
 from scheduling.services import ReservationRequest
 from tenants.permissions import Caller

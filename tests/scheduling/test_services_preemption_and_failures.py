@@ -4,10 +4,10 @@ from datetime import timedelta
 import pytest
 from django.conf import settings
 
-from portal import events
+from portal import clock, events
 from portal.errors import Conflict, Forbidden
 from portal.events import Event
-from scheduling import clock, services
+from scheduling import services
 from scheduling.models import (
     GpuClass,
     Node,

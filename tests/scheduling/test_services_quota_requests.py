@@ -4,8 +4,9 @@ import pytest
 from django.core import mail
 from django.core.exceptions import ValidationError
 
+from portal import clock
 from portal.errors import Conflict, Forbidden
-from scheduling import clock, services, tasks
+from scheduling import services, tasks
 from scheduling.models import GpuClass, QuotaGrant, QuotaRequest
 from scheduling.services import QuotaAsk
 from tenants.models import AuditEvent

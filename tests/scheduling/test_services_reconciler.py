@@ -5,7 +5,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from scheduling import clock, services
+from portal import clock
+from scheduling import services
 from scheduling.models import ProvisioningRecord, SimulatedObject, Workload
 from tenants import services as tenant_services
 from tenants.models import Project

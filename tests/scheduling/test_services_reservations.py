@@ -4,8 +4,9 @@ import pytest
 from django.core import mail
 from django.core.exceptions import ValidationError
 
+from portal import clock
 from portal.errors import Conflict, Forbidden
-from scheduling import clock, selectors, services, tasks
+from scheduling import selectors, services, tasks
 from scheduling.models import Node, Reservation, ReservationRule, Workload
 from scheduling.services import ReservationRequest
 from scheduling.specs_from_models import engine_reservations

@@ -21,8 +21,9 @@ from django_celery_beat.models import PeriodicTask
 
 from billing import services as billing
 from billing.models import CancellationCharge, Order, UsageInterval
+from portal import clock
 from portal.models import WorkerHeartbeat
-from scheduling import clock, services
+from scheduling import services
 from scheduling.cluster.simulated import SimulatedBackend
 from scheduling.models import (
     GpuClass,

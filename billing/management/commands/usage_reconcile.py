@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta
 from django.core.management.base import BaseCommand, CommandError
 
 from billing import services
-from scheduling import clock
+from portal import clock
 
 
 class Command(BaseCommand):

@@ -14,7 +14,7 @@ from django.db import transaction
 
 from billing import services as billing
 from billing.models import CancellationCharge, CatalogItem, Order
-from scheduling import clock
+from portal import clock
 from scheduling import services as scheduling
 from scheduling.cluster import get_backend
 from scheduling.models import GpuClass, PriorityTier, QuotaGrant, Workload

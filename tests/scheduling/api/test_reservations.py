@@ -3,7 +3,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from scheduling import clock, services
+from portal import clock
+from scheduling import services
 from scheduling.models import Reservation
 from tenants.permissions import Caller
 
