@@ -41,7 +41,7 @@ def test_every_relative_link_of_the_readme_points_at_an_existing_file():
 
 
 def test_the_link_check_sees_relative_links_but_not_urls_or_anchors():
-    text = "[a](docs/index.md) [b](https://example.com/x.md) [c](#top) [d](x.md#part \"t\")"
+    text = '[a](docs/index.md) [b](https://example.com/x.md) [c](#top) [d](x.md#part "t")'
 
     assert relative_links(text) == ["docs/index.md", "x.md#part"]
 
