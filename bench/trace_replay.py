@@ -259,12 +259,12 @@ def main() -> None:
     parser.add_argument(
         "--trials",
         action="store_true",
-        help="also register the rejected policies of bench/placement_trials.py (trial_*)",
+        help="also register the rejected policies of bench/experiments/ (trial_*)",
     )
     parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
     args = parser.parse_args()
     if args.trials:
-        import bench.placement_trials  # noqa: F401
+        import bench.experiments.placement_trials  # noqa: F401
 
     nodes, pods = read_nodes(args.nodes), read_pods(args.pods)
     seeds = parse_seeds(args.seeds)

@@ -251,7 +251,7 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULER = "portal.beat:DefaultsOnlyDatabaseScheduler"
 
 # One queue per kind of work, so that a burst of one kind never starves another. A worker
-# started without -Q takes them all (the demo); see the README's worker layout.
+# started without -Q takes them all (the demo); see docs/operators/workers.md.
 TASK_QUEUES = {
     "scheduling.tasks.scheduling_cycle": "cycle",
     "scheduling.tasks.workloads_launch": "cluster",

@@ -1,5 +1,5 @@
 """Backups: a pg_dump of a seeded database restores with pg_restore into a fresh database that
-holds the same rows and needs no migration (README: "Upgrades and backups")."""
+holds the same rows and needs no migration (docs/operators/backup.md)."""
 
 import os
 import shutil

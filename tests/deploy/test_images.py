@@ -1,5 +1,5 @@
 """The Dockerfile and the compose file, read as text and YAML, so the suite needs no Docker
-engine (the README says where the image was built and run, and how)."""
+engine (docs/operators/deployment.md says where the image was built and run, and how)."""
 
 import re
 

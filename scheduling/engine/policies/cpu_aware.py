@@ -9,7 +9,7 @@ free CPU allows. The score stays FGD's integer one; equal scores go to ``fgd_use
 order. ``fgd_cpu_waste_reach`` also counts the idle milli the node's GPUs are expected to
 end with (``waste_curve``; all their free milli past the node's CPU reach). Measured in
 bench/RESULTS.md ("Placement beyond FGD"), with the variants tried
-(bench/placement_trials.py).
+(bench/experiments/placement_trials.py).
 """
 
 from __future__ import annotations

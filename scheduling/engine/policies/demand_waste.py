@@ -10,7 +10,7 @@ come (less and less as the cluster fills). ``fgd_cpu_waste_demand`` recomputes W
 (``demand_waste_curve``), and counts W more (weight 4) and the GPUs past the CPU reach of a
 share as before (weight 2 on the milli W does not already count), all of it less when the CPU
 still to come exceeds the free CPU (``DemandWastePolicy.cpu_factor``). Issue 9, third round:
-the variants tried and their figures are in bench/placement_trials_lookahead.py.
+the variants tried and their figures are in bench/experiments/placement_trials_lookahead.py.
 """
 
 from __future__ import annotations

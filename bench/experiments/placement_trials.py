@@ -311,4 +311,4 @@ class WasteWholeReachFour(CpuReachWastePolicy):
 
 
 # Issue 9, third round (2026-12-01): registered from their own module.
-import bench.placement_trials_lookahead  # noqa: E402, F401
+import bench.experiments.placement_trials_lookahead  # noqa: E402, F401

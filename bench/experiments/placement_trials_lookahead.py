@@ -1,6 +1,7 @@
 """Issue 9, third round (2026-12-01): policies tried on the way to ``fgd_cpu_waste_demand``.
 
-Registered by ``bench/placement_trials.py``, so ``bench/trace_replay.py --trials`` runs them:
+Registered by ``bench/experiments/placement_trials.py``, so ``bench/trace_replay.py --trials``
+runs them:
 
     nice .venv/bin/python bench/trace_replay.py --trials --no-results --seeds 52-56 \
         --pods <list> --policies <name>
