@@ -52,7 +52,7 @@ from django.test.utils import setup_test_environment  # noqa: E402
 from bench.results import append_results, calibration_seconds  # noqa: E402
 from portal.celery import app  # noqa: E402
 from scheduling import services as scheduling  # noqa: E402
-from scheduling.cluster.simulated import SimulatedBackend  # noqa: E402
+from scheduling.backends import simulated_backend  # noqa: E402
 from scheduling.models import GpuClass, QuotaGrant, Workload  # noqa: E402
 from tenants import services as tenancy  # noqa: E402
 from tenants.permissions import Caller  # noqa: E402
@@ -121,7 +121,7 @@ def free_port() -> int:
 def seed(clients: int) -> list[str]:
     """The cluster, an organization with a project and a quota for every GPU; one API token
     per client."""
-    backend = SimulatedBackend(description_path=CLUSTER)
+    backend = simulated_backend(description_path=CLUSTER)
     scheduling.cluster_description_apply(path=CLUSTER)
     scheduling.inventory_sync(backend=backend)
     owner = tenancy.user_create(email="owner@load.example", password="load-bench-only")

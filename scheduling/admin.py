@@ -11,7 +11,7 @@ from tenants.admin import RefusalsAsMessages
 from tenants.permissions import Caller
 
 from . import services
-from .cluster import get_backend
+from .backends import get_backend
 from .models import (
     GpuClass,
     Node,

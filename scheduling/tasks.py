@@ -12,7 +12,8 @@ from portal.celery import queue_depth
 from portal.db import advisory_lock
 
 from . import services
-from .cluster import ClusterError, get_backend
+from .backends import get_backend
+from .cluster import ClusterError
 
 logger = logging.getLogger(__name__)
 

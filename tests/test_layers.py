@@ -1,7 +1,10 @@
 """Which code may import which (DESIGN, "Layout"), checked on every import of every module.
 
 Lazy imports inside functions and relative imports count like any other. The rules:
-- the engine (scheduling/engine) imports no Django, DRF, Celery or kombu, and no app but itself;
+- the engine (scheduling/engine) and the cluster backends (scheduling/cluster) stand alone: they
+  import no Django, DRF, Celery or kombu, nothing of the apps (the rest of scheduling included)
+  and nothing of the kernel; the engine gets snapshots and `now`, the backends get their
+  configuration, clock, metrics client and storage passed in;
 - tenants imports neither scheduling nor billing; scheduling imports no billing;
 - the kernel (portal/, but for its composition root: settings, urls, the demo's commands)
   imports no app;
@@ -17,8 +20,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = ("tenants", "scheduling", "billing")
-ENGINE = "scheduling.engine"
-ENGINE_FORBIDDEN = ("django", "rest_framework", "celery", "kombu")
+# Packages that stand alone (named in a broken rule by their last part: "engine", "cluster").
+STANDALONE = ("scheduling.engine", "scheduling.cluster")
+FRAMEWORKS = ("django", "rest_framework", "celery", "kombu")
 # portal's modules that put the apps together, and may therefore import them.
 COMPOSITION_ROOT = ("portal.settings", "portal.urls", "portal.management")
 # An app may not import these apps.
@@ -62,11 +66,11 @@ def imports_of(path: Path, root: Path) -> list[tuple[int, list[str]]]:
 def _rule_broken(module: str, imported: str) -> str | None:
     """The rule that `module` importing `imported` breaks, if any."""
     own_app, target_app = _app_of(module), _app_of(imported)
-    if _within(module, ENGINE):
-        outside = (target_app or imported.split(".")[0] == "portal") and not _within(
-            imported, ENGINE
-        )
-        return "engine" if imported.split(".")[0] in ENGINE_FORBIDDEN or outside else None
+    standalone = next((package for package in STANDALONE if _within(module, package)), None)
+    if standalone is not None:
+        top = imported.split(".")[0]
+        outside = (target_app or top == "portal") and not _within(imported, standalone)
+        return standalone.rpartition(".")[2] if top in FRAMEWORKS or outside else None
     if own_app is None and target_app is not None:
         composing = any(_within(module, allowed) for allowed in COMPOSITION_ROOT)
         return None if composing else "kernel"
@@ -162,6 +166,18 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         ({"scheduling/engine/x.py": "from ..models import Workload\n"}, "engine:"),
         ({"scheduling/engine/sub/x.py": "from ...services import cycle\n"}, "engine:"),
         ({"scheduling/engine/x.py": "from portal.events import publish\n"}, "engine:"),
+        ({"scheduling/engine/x.py": "from ..cluster.specs import Phase\n"}, "engine:"),
+        (
+            {"scheduling/cluster/x.py": "from scheduling.models import SimulatedObject\n"},
+            "cluster:",
+        ),
+        ({"scheduling/cluster/x.py": "def f():\n    from ..services import cycle\n"}, "cluster:"),
+        ({"scheduling/cluster/x.py": "from portal import clock\n"}, "cluster:"),
+        ({"scheduling/cluster/x.py": "from portal.prometheus import Client\n"}, "cluster:"),
+        ({"scheduling/cluster/x.py": "from tenants.models import Project\n"}, "cluster:"),
+        ({"scheduling/cluster/x.py": "import billing.selectors\n"}, "cluster:"),
+        ({"scheduling/cluster/x.py": "from django.db import transaction\n"}, "cluster:"),
+        ({"scheduling/cluster/x.py": "from .specs import Phase\nimport kubernetes\n"}, None),
         (
             {"tenants/services/p.py": "def f():\n    from scheduling.tasks import t\n"},
             "tenants must not import scheduling",
@@ -182,6 +198,15 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         "engine-relative-app",
         "engine-deep-relative",
         "engine-kernel",
+        "engine-cluster",
+        "cluster-models",
+        "cluster-lazy-services",
+        "cluster-clock",
+        "cluster-metrics-client",
+        "cluster-tenants",
+        "cluster-billing",
+        "cluster-django",
+        "cluster-own-and-kubernetes",
         "tenants-lazy-scheduling",
         "tenants-billing",
         "scheduling-billing",

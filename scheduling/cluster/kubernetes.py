@@ -13,13 +13,11 @@ import os
 import random
 import time
 from collections.abc import Callable, Collection, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
-
-from portal.prometheus import PrometheusClient
 
 from .base import ClusterError
 from .checks import manifest_problems
@@ -148,6 +146,14 @@ def resource_path(*, api_version: str, kind: str, namespace: str | None, name: s
     return f"{path}/{name}" if name else path
 
 
+class GpuMetrics(Protocol):
+    """Instant queries to the Prometheus that scrapes the DCGM exporter."""
+
+    def samples(self, query: str) -> list[tuple[dict[str, str], float]] | None:
+        """Every sample as (labels, value); None when the query failed (unknown, not empty)."""
+        ...
+
+
 def workload_of_pod(pod: str, workloads: Collection[str]) -> str | None:
     """The workload a pod belongs to: a notebook's Pod is named as its workload, a Job's or
     Deployment's pods are <workload>-<suffix>; the longest name that fits wins ("train-2-x" is
@@ -164,7 +170,7 @@ class KubernetesBackend:
         self,
         *,
         api_client: client.ApiClient,
-        prometheus_url: str | None = None,
+        metrics: GpuMetrics | None = None,
         request_timeout: tuple[float, float] = (5.0, 30.0),
         max_attempts: int = 5,
         base_delay: float = 0.5,
@@ -173,11 +179,7 @@ class KubernetesBackend:
         rng: random.Random | None = None,
     ) -> None:
         self.api_client = api_client
-        self.prometheus = (
-            PrometheusClient(url=prometheus_url, timeout=request_timeout)
-            if prometheus_url
-            else None
-        )
+        self.metrics = metrics  # None: no monitoring, every GPU reading unknown
         self.request_timeout = request_timeout  # (connect, read) seconds, on every call
         self.max_attempts = max_attempts
         self.base_delay = base_delay
@@ -442,7 +444,7 @@ class KubernetesBackend:
         most the cluster's GPUs, not a list of namespaces that could outgrow a URL) and keep
         the pods of the workloads asked. A workload whose pods monitoring does not see is
         absent: unknown, never 0, for idle detection must not stop work it cannot see."""
-        if self.prometheus is None or not workloads:
+        if self.metrics is None or not workloads:
             return {}
         scope = 'pod!=""'
         per_pod = "by (namespace, pod)"
@@ -478,7 +480,7 @@ class KubernetesBackend:
     def _per_pod(self, query: str, scale: float = 1.0) -> dict[tuple[str, str], float]:
         """An instant query's samples by (namespace, pod), divided by ``scale``; empty when
         Prometheus failed."""
-        samples = self.prometheus.samples(query) or []
+        samples = self.metrics.samples(query) or []
         return {
             (labels["namespace"], labels["pod"]): value / scale
             for labels, value in samples

@@ -1,7 +1,9 @@
 """The simulated cluster: the embedded default, the demo's cluster and most tests'.
 
-Nodes come from a cluster description file; objects the portal applies are kept in the
-database; workloads "run" on the portal's clock (`portal.clock`), which tests advance.
+Nodes come from a cluster description file; the objects the portal applies and what it does to
+nodes are kept in a `SimulatorStore` the app passes in (its database, so that the web process
+and the workers see the same cluster); workloads "run" on the clock passed in as `now`, which
+tests advance.
 Environment variables of a workload's container steer the simulation:
 `SIMULATED_RUNTIME_SECONDS` (how long a job runs before it succeeds, default 300),
 `SIMULATED_EXIT` (`fail` to make it fail), `SIMULATED_GPU_UTIL` (0-1, default 0.8),
@@ -10,13 +12,11 @@ Environment variables of a workload's container steer the simulation:
 """
 
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-
-from django.db import transaction
-
-from portal import clock
-from scheduling.models import SimulatedNodeState, SimulatedObject
+from typing import Protocol
 
 from .base import ClusterError
 from .checks import manifest_problems
@@ -27,6 +27,76 @@ DEFAULT_RUNTIME_SECONDS = 300
 STARTUP_SECONDS = 5
 DEFAULT_GPU_UTIL = 0.8
 DEFAULT_GPU_MEMORY = 0.5
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    """An object the portal applied, as the simulator keeps it."""
+
+    kind: str
+    namespace: str  # "" for a cluster-wide object
+    name: str
+    manifest: dict
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class StoredNode:
+    """What the portal did to a node of the description: its labels and taints, and whether
+    it was failed."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[TaintSpec, ...] = ()
+    failed: bool = False
+
+
+class SimulatorStore(Protocol):
+    """Where the simulated cluster keeps its objects and its nodes' states."""
+
+    def objects(
+        self,
+        *,
+        namespaces: Collection[str],
+        names: Collection[str],
+        kinds: Collection[str] | None = None,
+    ) -> list[StoredObject]:
+        """The stored objects of these namespaces with these names (and kinds, if given)."""
+        ...
+
+    def object_put(
+        self,
+        *,
+        api_version: str,
+        kind: str,
+        namespace: str,
+        name: str,
+        manifest: dict,
+        created_at: datetime,
+    ) -> dict:
+        """Store the object atomically: a new one as created at `created_at`, an existing one
+        takes the manifest and keeps its creation time. The stored manifest."""
+        ...
+
+    def object_delete(self, *, kind: str, namespace: str, name: str) -> None:
+        """Forget the object; one never stored is fine."""
+        ...
+
+    def node_states(self) -> dict[str, StoredNode]:
+        """The state of every node the portal did something to, by name."""
+        ...
+
+    def node_state_update(
+        self,
+        *,
+        name: str,
+        labels: Mapping[str, str] | None = None,
+        taints: tuple[TaintSpec, ...] | None = None,
+        failed: bool | None = None,
+    ) -> None:
+        """Set what is given (not None) of the node's state, creating the state if the node
+        has none."""
+        ...
 
 
 def _pod_spec(manifest: dict) -> dict:
@@ -53,12 +123,21 @@ def _affinity_nodes(manifest: dict) -> tuple[str, ...]:
 
 
 class SimulatedBackend:
-    def __init__(self, *, description_path: Path, latency_seconds: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        description_path: Path,
+        store: SimulatorStore,
+        now: Callable[[], datetime],
+        latency_seconds: float = 0.0,
+    ) -> None:
         self.description_path = Path(description_path)
+        self.store = store
+        self.now = now
         self.latency_seconds = latency_seconds
 
     def list_nodes(self) -> list[NodeInventory]:
-        states = {state.name: state for state in SimulatedNodeState.objects.all()}
+        states = self.store.node_states()
         nodes = []
         for node in cluster_description_load(self.description_path).nodes:
             state = states.get(node.name)
@@ -70,7 +149,7 @@ class SimulatedBackend:
                     name=node.name,
                     labels={**node.labels, **state.labels},
                     allocatable=node.allocatable,
-                    taints=tuple(TaintSpec(**taint) for taint in state.taints),
+                    taints=state.taints,
                     ready=not state.failed,
                 )
             )
@@ -82,48 +161,41 @@ class SimulatedBackend:
             raise ClusterError("; ".join(problems), status=422)
         time.sleep(self.latency_seconds)
         metadata = manifest["metadata"]
-        with transaction.atomic():
-            stored, created = SimulatedObject.objects.select_for_update().get_or_create(
-                kind=manifest["kind"],
-                namespace=metadata.get("namespace", ""),
-                name=metadata["name"],
-                defaults={
-                    "api_version": manifest["apiVersion"],
-                    "manifest": manifest,
-                    "created_at": clock.now(),
-                },
-            )
-            if not created and stored.manifest != manifest:
-                stored.manifest = manifest
-                stored.save(update_fields=["manifest"])
-        return stored.manifest
+        return self.store.object_put(
+            api_version=manifest["apiVersion"],
+            kind=manifest["kind"],
+            namespace=metadata.get("namespace", ""),
+            name=metadata["name"],
+            manifest=manifest,
+            created_at=self.now(),
+        )
 
     def delete(self, *, api_version: str, kind: str, name: str, namespace: str | None) -> None:
-        SimulatedObject.objects.filter(kind=kind, namespace=namespace or "", name=name).delete()
+        self.store.object_delete(kind=kind, namespace=namespace or "", name=name)
 
     def label_node(
         self, *, name: str, labels: dict[str, str], taints: tuple[TaintSpec, ...]
     ) -> None:
-        state, _ = SimulatedNodeState.objects.get_or_create(name=name)
-        state.labels = {**state.labels, **labels}
-        state.taints = [taint.as_dict() for taint in taints]
-        state.save(update_fields=["labels", "taints"])
+        state = self.store.node_states().get(name, StoredNode(name=name))
+        self.store.node_state_update(name=name, labels={**state.labels, **labels}, taints=taints)
 
     def workload_statuses(
         self, *, namespace: str, workloads: Mapping[str, str]
     ) -> dict[str, WorkloadStatus]:
         stored = {
             (item.kind, item.name): item
-            for item in SimulatedObject.objects.filter(namespace=namespace, name__in=workloads)
+            for item in self.store.objects(namespaces=[namespace], names=list(workloads))
         }
-        failed = set(SimulatedNodeState.objects.filter(failed=True).values_list("name", flat=True))
-        now = clock.now()
+        failed = {state.name for state in self.store.node_states().values() if state.failed}
+        now = self.now()
         return {
             name: self._status(stored.get((kind, name)), failed=failed, now=now)
             for name, kind in workloads.items()
         }
 
-    def _status(self, stored: SimulatedObject | None, *, failed: set[str], now) -> WorkloadStatus:
+    def _status(
+        self, stored: StoredObject | None, *, failed: set[str], now: datetime
+    ) -> WorkloadStatus:
         if stored is None:
             return WorkloadStatus(phase=Phase.MISSING)
         nodes = _affinity_nodes(stored.manifest)
@@ -140,7 +212,9 @@ class SimulatedBackend:
             return WorkloadStatus(phase=Phase.RUNNING, ready_replicas=replicas, nodes=nodes)
         return self._job_status(stored, elapsed=elapsed, replicas=replicas, nodes=nodes)
 
-    def _job_status(self, stored, *, elapsed: float, replicas: int, nodes) -> WorkloadStatus:
+    def _job_status(
+        self, stored: StoredObject, *, elapsed: float, replicas: int, nodes
+    ) -> WorkloadStatus:
         env = _container_env(stored.manifest)
         deadline = stored.manifest["spec"].get("activeDeadlineSeconds")
         runtime = float(env.get("SIMULATED_RUNTIME_SECONDS", DEFAULT_RUNTIME_SECONDS))
@@ -166,8 +240,8 @@ class SimulatedBackend:
         self, *, workloads: Mapping[str, Collection[str]]
     ) -> dict[tuple[str, str], GpuReading]:
         names = {name for named in workloads.values() for name in named}
-        stored = SimulatedObject.objects.filter(
-            namespace__in=list(workloads), name__in=names, kind__in=("Job", "Deployment", "Pod")
+        stored = self.store.objects(
+            namespaces=list(workloads), names=names, kinds=("Job", "Deployment", "Pod")
         )
         readings = {}
         for found in stored:
@@ -182,7 +256,8 @@ class SimulatedBackend:
     # Failure injection, for tests and the demo.
 
     def node_fail(self, *, name: str) -> None:
-        SimulatedNodeState.objects.update_or_create(name=name, defaults={"failed": True})
+        self.store.node_state_update(name=name, failed=True)
 
     def node_recover(self, *, name: str) -> None:
-        SimulatedNodeState.objects.filter(name=name).update(failed=False)
+        if name in self.store.node_states():  # only a node with a state can have failed
+            self.store.node_state_update(name=name, failed=False)

@@ -9,7 +9,7 @@ from billing import services
 from billing.models import CatalogItem
 from portal import clock
 from scheduling import services as scheduling
-from scheduling.cluster.simulated import SimulatedBackend
+from scheduling.backends import simulated_backend
 from scheduling.models import GpuClass
 from tenants.permissions import Caller
 
@@ -38,7 +38,7 @@ def h100(db):
 def cluster(h100):
     """The demo's simulated nodes, whose GPUs reservations hold."""
     description = Path(settings.PORTAL_SIMULATED_CLUSTER)
-    scheduling.inventory_sync(backend=SimulatedBackend(description_path=description))
+    scheduling.inventory_sync(backend=simulated_backend(description_path=description))
 
 
 @pytest.fixture

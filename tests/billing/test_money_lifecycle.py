@@ -58,7 +58,7 @@ from billing.services import OrderRequest
 from portal import clock
 from portal.errors import Conflict
 from scheduling import services as scheduling
-from scheduling.cluster.simulated import SimulatedBackend
+from scheduling.backends import simulated_backend
 from scheduling.models import GpuClass, Node, Placement, QuotaGrant, Reservation, Workload
 from tenants import services as tenant_services
 from tenants.permissions import Caller
@@ -102,7 +102,7 @@ class MoneyLifecycle(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         self.savepoint = transaction.savepoint()
-        self.backend = SimulatedBackend(
+        self.backend = simulated_backend(
             description_path=Path(django_settings.PORTAL_SIMULATED_CLUSTER)
         )
         self.operator = Caller(user=FIXTURES["operator"])
@@ -612,7 +612,7 @@ FIXTURES: dict = {}
 def money_world(acme, alice):
     """The demo's cluster, acme with every H100 (whole or shared) and an on-demand price."""
     scheduling.cluster_description_apply(path=Path(django_settings.PORTAL_SIMULATED_CLUSTER))
-    backend = SimulatedBackend(description_path=Path(django_settings.PORTAL_SIMULATED_CLUSTER))
+    backend = simulated_backend(description_path=Path(django_settings.PORTAL_SIMULATED_CLUSTER))
     scheduling.inventory_sync(backend=backend)
     h100 = GpuClass.objects.get(name="H100-80GB")
     for resource, amount in (("gpus", 64), ("shared", 64000)):

@@ -15,7 +15,7 @@ from billing import services as billing
 from billing.models import BillingRecord, Invoice, UsageInterval
 from portal import clock
 from scheduling import services as scheduling
-from scheduling.cluster import get_backend
+from scheduling.backends import get_backend
 from scheduling.models import Placement, Workload
 from tenants.models import Organization, Project
 

@@ -81,12 +81,12 @@ def test_an_owner_reserves_gpus_on_a_phone_without_sideways_scrolling(alice, acm
 
     from portal import clock
     from scheduling import services
-    from scheduling.cluster.simulated import SimulatedBackend
+    from scheduling.backends import simulated_backend
     from scheduling.models import Reservation
 
     description = Path(settings.PORTAL_SIMULATED_CLUSTER)
     services.cluster_description_apply(path=description)
-    services.inventory_sync(backend=SimulatedBackend(description_path=description))
+    services.inventory_sync(backend=simulated_backend(description_path=description))
     page = sign_in("alice@acme.example")
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto("/orgs/acme/reservations/")
@@ -153,11 +153,11 @@ def test_a_workloads_page_follows_it_from_pending_to_succeeded_without_a_reload(
 
     from portal import clock
     from scheduling import services
-    from scheduling.cluster.simulated import SimulatedBackend
+    from scheduling.backends import simulated_backend
     from scheduling.models import GpuClass, QuotaGrant, Workload
     from tenants.permissions import Caller
 
-    backend = SimulatedBackend(description_path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+    backend = simulated_backend(description_path=Path(settings.PORTAL_SIMULATED_CLUSTER))
     services.cluster_description_apply(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
     services.inventory_sync(backend=backend)
     services.project_provision(project_id=ai_dev.pk, backend=backend)

@@ -65,11 +65,11 @@ def operator(transactional_db):
 def cluster(transactional_db):
     """The demo's simulated nodes (64 H100 in pool dgx-h100, L4s, A100s with MIG)."""
     from scheduling import services
-    from scheduling.cluster.simulated import SimulatedBackend
+    from scheduling.backends import simulated_backend
 
     description = Path(settings.PORTAL_SIMULATED_CLUSTER)
     services.cluster_description_apply(path=description)
-    services.inventory_sync(backend=SimulatedBackend(description_path=description))
+    services.inventory_sync(backend=simulated_backend(description_path=description))
 
 
 @pytest.fixture

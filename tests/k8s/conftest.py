@@ -10,6 +10,7 @@ import random
 import pytest
 from kubernetes.client import Configuration
 
+from portal.prometheus import PrometheusClient
 from scheduling.cluster.kubernetes import KubernetesBackend
 
 MAX_ATTEMPTS = 4
@@ -35,7 +36,9 @@ def api_server(httpserver):
 def backend(api_server, delays) -> KubernetesBackend:
     return KubernetesBackend.from_configuration(
         configuration=Configuration(host=api_server.url_for("/").rstrip("/")),
-        prometheus_url=api_server.url_for("/prometheus"),
+        metrics=PrometheusClient(
+            url=api_server.url_for("/prometheus"), timeout=(1.0, READ_TIMEOUT)
+        ),
         request_timeout=(1.0, READ_TIMEOUT),
         max_attempts=MAX_ATTEMPTS,
         base_delay=BASE_DELAY,

@@ -20,7 +20,7 @@ from billing import services as billing
 from billing.models import BillingRecord
 from portal import clock
 from scheduling import services
-from scheduling.cluster import get_backend
+from scheduling.backends import get_backend
 from scheduling.models import GpuClass, NodePool, Reservation, Workload
 from tenants.models import Organization, Project
 from tenants.tasks import invitation_email_send

@@ -19,7 +19,7 @@ from billing.models import (
 from billing.selectors import resources_unpriced, usage_unpriced
 from portal import clock
 from scheduling import services
-from scheduling.cluster import get_backend
+from scheduling.backends import get_backend
 from scheduling.models import QuotaRequest, Reservation, Workload
 from tenants.models import Project
 

@@ -7,7 +7,7 @@ from django.core.management import call_command
 
 from portal import clock
 from scheduling import services
-from scheduling.cluster import get_backend
+from scheduling.backends import get_backend
 from scheduling.models import Placement, Workload
 from tenants.models import Project
 

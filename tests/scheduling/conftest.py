@@ -10,7 +10,7 @@ from django.conf import settings
 
 from portal import clock
 from scheduling import services
-from scheduling.cluster.simulated import SimulatedBackend
+from scheduling.backends import simulated_backend
 from scheduling.models import GpuClass, QuotaGrant, Workload
 from tenants.permissions import Caller
 
@@ -19,7 +19,7 @@ from ..factories import ProjectFactory
 
 @pytest.fixture
 def backend(db):
-    return SimulatedBackend(description_path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+    return simulated_backend(description_path=Path(settings.PORTAL_SIMULATED_CLUSTER))
 
 
 @pytest.fixture

@@ -24,7 +24,6 @@ def kubernetes(httpserver):
     httpserver.no_handler_status_code = 418
     return KubernetesBackend.from_configuration(
         configuration=Configuration(host=httpserver.url_for("/").rstrip("/")),
-        prometheus_url=None,
         request_timeout=(1.0, 5.0),
         max_attempts=2,
         base_delay=0.01,

@@ -24,7 +24,7 @@ from billing.models import CancellationCharge, Order, UsageInterval
 from portal import clock
 from portal.models import WorkerHeartbeat
 from scheduling import services
-from scheduling.cluster.simulated import SimulatedBackend
+from scheduling.backends import simulated_backend
 from scheduling.models import (
     GpuClass,
     Placement,
@@ -48,7 +48,7 @@ WORKLOADS = "/api/v1/organizations/acme/projects/vision/workloads/"
 
 @pytest.fixture
 def simulated(transactional_db, acme, globex):
-    backend = SimulatedBackend(description_path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+    backend = simulated_backend(description_path=Path(settings.PORTAL_SIMULATED_CLUSTER))
     services.cluster_description_apply(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
     services.inventory_sync(backend=backend)
     h100 = GpuClass.objects.get(name="H100-80GB")

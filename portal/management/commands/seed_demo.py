@@ -16,7 +16,7 @@ from billing import services as billing
 from billing.models import CancellationCharge, CatalogItem, Order
 from portal import clock
 from scheduling import services as scheduling
-from scheduling.cluster import get_backend
+from scheduling.backends import get_backend
 from scheduling.models import GpuClass, PriorityTier, QuotaGrant, Workload
 from tenants import services
 from tenants.models import Organization, Project, Role

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from scheduling import services
-from scheduling.cluster import get_backend
+from scheduling.backends import get_backend
 
 
 class Command(BaseCommand):

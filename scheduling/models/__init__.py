@@ -1,0 +1,48 @@
+"""GPU inventory, quotas, reservations and workloads, with their placements and timeline; and
+the simulated cluster's storage. One module per concern; every model and validator is named
+here, where migrations and the rest of the code find them."""
+
+from .inventory import GpuClass, Node, NodePool, PriorityTier
+from .operations import ProvisioningRecord, SchedulerState
+from .quotas import QuotaGrant, QuotaRequest
+from .reservations import Reservation, ReservationRule
+from .simulator import SimulatedNodeState, SimulatedObject
+from .validators import (
+    ENV_MAX_BYTES,
+    ENV_MAX_VARIABLES,
+    ENV_VALUE_MAX,
+    IMAGE_MAX,
+    ImageReferenceValidator,
+    env_validator,
+    gpu_class_name_validator,
+    image_reference_validator,
+    mig_profile_validator,
+)
+from .workloads import Placement, Workload, WorkloadEvent
+
+__all__ = [
+    "ENV_MAX_BYTES",
+    "ENV_MAX_VARIABLES",
+    "ENV_VALUE_MAX",
+    "IMAGE_MAX",
+    "GpuClass",
+    "ImageReferenceValidator",
+    "Node",
+    "NodePool",
+    "Placement",
+    "PriorityTier",
+    "ProvisioningRecord",
+    "QuotaGrant",
+    "QuotaRequest",
+    "Reservation",
+    "ReservationRule",
+    "SchedulerState",
+    "SimulatedNodeState",
+    "SimulatedObject",
+    "Workload",
+    "WorkloadEvent",
+    "env_validator",
+    "gpu_class_name_validator",
+    "image_reference_validator",
+    "mig_profile_validator",
+]

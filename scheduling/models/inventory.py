@@ -1,0 +1,98 @@
+"""The GPU inventory: GPU classes, node pools, nodes, and the priority tiers work runs at."""
+
+from django.db import models
+
+from tenants.models import slug_validator
+
+from .validators import gpu_class_name_validator
+
+
+class GpuClass(models.Model):
+    """A kind of GPU as the portal sells it; maps the product names drivers report."""
+
+    name = models.CharField(max_length=40, unique=True, validators=[gpu_class_name_validator])
+    memory_gib = models.PositiveIntegerField()
+    # The `nvidia.com/gpu.product` values of GPU Feature Discovery that are this class:
+    # driver versions name the same card differently, so operators keep this list.
+    products = models.JSONField(default=list, blank=True)
+    mig_profiles = models.JSONField(default=list, blank=True)
+    resource_name = models.CharField(max_length=100, default="nvidia.com/gpu")
+    # Time-sliced sharing exposes a separate resource (device plugin `renameByDefault`).
+    shared_resource_name = models.CharField(max_length=100, default="nvidia.com/gpu.shared")
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "GPU classes"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class NodePool(models.Model):
+    class Purpose(models.TextChoices):
+        TRAINING = "training", "Training"
+        INFERENCE = "inference", "Inference"
+        DEV = "dev", "Development"
+
+    name = models.CharField(max_length=40, unique=True, validators=[slug_validator])
+    # None: a CPU pool, whose untainted nodes have no GPUs and run CPU-only work.
+    gpu_class = models.ForeignKey(
+        GpuClass, null=True, blank=True, on_delete=models.PROTECT, related_name="pools"
+    )
+    purpose = models.CharField(max_length=16, choices=Purpose.choices)
+    labels = models.JSONField(default=dict, blank=True)
+    taint_key = models.CharField(max_length=100, default="nvidia.com/gpu", blank=True)
+    taint_value = models.CharField(max_length=63, default="present", blank=True)
+    taint_effect = models.CharField(
+        max_length=20,
+        default="NoSchedule",
+        choices=[(e, e) for e in ("NoSchedule", "PreferNoSchedule", "NoExecute")],
+    )
+    # Topology label keys of the pool's nodes, narrowest first (e.g. nvlink-domain, rack, block).
+    topology_keys = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def gpu_class_name(self) -> str:
+        """Its GPU class's name; empty for a CPU pool."""
+        return self.gpu_class.name if self.gpu_class_id else ""
+
+
+class Node(models.Model):
+    name = models.CharField(max_length=253, unique=True)
+    pool = models.ForeignKey(NodePool, on_delete=models.PROTECT, related_name="nodes")
+    gpu_count = models.PositiveSmallIntegerField(help_text="Whole GPUs (not split by MIG).")
+    mig_layout = models.JSONField(default=dict, blank=True, help_text="MIG instances by profile.")
+    cpu_milli = models.PositiveIntegerField()
+    memory_mib = models.PositiveBigIntegerField()
+    topology = models.JSONField(default=dict, blank=True)
+    labels = models.JSONField(default=dict, blank=True)
+    cordoned = models.BooleanField(default=False)
+    ready = models.BooleanField(default=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["pool__name", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PriorityTier(models.Model):
+    name = models.CharField(max_length=40, unique=True, validators=[slug_validator])
+    value = models.IntegerField(unique=True, help_text="Higher runs first.")
+    preemptible = models.BooleanField(default=True)
+    description = models.CharField(max_length=200, blank=True)
+    idle_warn_after = models.DurationField(null=True, blank=True)
+    idle_stop_after = models.DurationField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-value"]
+
+    def __str__(self) -> str:
+        return self.name

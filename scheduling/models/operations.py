@@ -1,0 +1,60 @@
+"""What the portal's background work leaves for operators: whether the cluster holds what a
+project needs (provisioning) and the scheduling cycle's last figures."""
+
+from django.db import models
+from django.db.models import Q
+
+from tenants.models import Project
+
+
+class ProvisioningRecord(models.Model):
+    """Whether the cluster holds what the portal wants for a project (or cluster-wide)."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+        REMOVED = "removed", "Removed"
+
+    project = models.OneToOneField(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="provisioning"
+    )
+    # The cluster-wide record (priority classes, node labels) has no project.
+    scope = models.CharField(max_length=16, default="project")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+    provisioned_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["scope"],
+                condition=Q(project__isnull=True),
+                name="provisioning_cluster_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project or 'cluster'}: {self.state}"
+
+
+class SchedulerState(models.Model):
+    """The one row the scheduling cycle writes first (it serialises cycles on SQLite, where
+    there are no advisory locks) and its last figures, for operators."""
+
+    last_cycle_at = models.DateTimeField(null=True, blank=True)
+    # Since when a cycle waits in the queue (None: none does); further requests fold into it.
+    cycle_requested_at = models.DateTimeField(null=True, blank=True)
+    last_cycle_ms = models.FloatField(default=0)
+    last_admitted = models.PositiveIntegerField(default=0)
+    last_preempted = models.PositiveIntegerField(default=0)
+    last_pending = models.PositiveIntegerField(default=0)
+    # What each organization borrows and could still borrow, per quota resource, as the last
+    # cycle left it: {tenant: {resource: [borrowed, borrowable]}}. Pages read it rather than
+    # build the engine's ledger over the whole cluster on every load.
+    quota_standings = models.JSONField(default=dict)
+
+    def __str__(self) -> str:
+        return f"last cycle {self.last_cycle_at}: {self.last_cycle_ms:.0f} ms"

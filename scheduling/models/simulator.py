@@ -1,0 +1,34 @@
+"""The simulated cluster's storage: the embedded default keeps the objects the portal applies
+and the state it gives nodes in the database, so that the web process and the workers see the
+same cluster (`scheduling.backends` hands it to the simulator)."""
+
+from django.db import models
+
+
+class SimulatedObject(models.Model):
+    api_version = models.CharField(max_length=64)
+    kind = models.CharField(max_length=64)
+    namespace = models.CharField(max_length=63, blank=True)
+    name = models.CharField(max_length=253)
+    manifest = models.JSONField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["kind", "namespace", "name"], name="simulated_object_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+class SimulatedNodeState(models.Model):
+    name = models.CharField(max_length=253, unique=True)
+    failed = models.BooleanField(default=False)
+    labels = models.JSONField(default=dict, blank=True)
+    taints = models.JSONField(default=list, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name}{' (failed)' if self.failed else ''}"
