@@ -379,7 +379,7 @@ class QuotaRequestAdmin(ReadOnlyAdmin):
             queryset.filter(state=QuotaRequest.State.REQUESTED),
             action="deny",
             form_class=RejectionForm,
-            decide=lambda caller, quota_request, data: services.quota_request_deny(
+            decide=lambda caller, quota_request, data: services.quota_request_reject(
                 caller=caller, quota_request=quota_request, reason=data["reason"]
             ),
         )

@@ -49,8 +49,8 @@ from .quotas import (
     quota_increases_apply,
     quota_request_approve,
     quota_request_create,
-    quota_request_deny,
     quota_request_email_send,
+    quota_request_reject,
     quota_requests_advance,
 )
 from .reconciler import Reconciled, cluster_reconcile
@@ -97,8 +97,8 @@ __all__ = [
     "quota_increases_apply",
     "quota_request_approve",
     "quota_request_create",
-    "quota_request_deny",
     "quota_request_email_send",
+    "quota_request_reject",
     "quota_requests_advance",
     "request_bounds",
     "request_default",
