@@ -40,6 +40,7 @@ from .provisioning import (
     project_deprovision,
     project_provision,
     provisioning_give_up,
+    provisioning_rerun,
 )
 from .quotas import (
     QuotaAsk,
@@ -91,6 +92,7 @@ __all__ = [
     "project_deprovision",
     "project_provision",
     "provisioning_give_up",
+    "provisioning_rerun",
     "quota_grant_delete",
     "quota_grant_for_period",
     "quota_grant_save",
