@@ -53,8 +53,9 @@ def _quota_request(user, organization):
     )
 
 
-# Each kind: how one is submitted, its services, the audit actions' prefix, the id its events
-# carry, and the states its model keeps for the workflow's approved and rejected.
+# Each kind: how one is submitted, its services, the audit actions' prefix, its name on the
+# operators' approvals page, the id its events carry, and the states its model keeps for the
+# workflow's approved and rejected.
 KINDS = {
     "order": dict(
         submit=_order,
@@ -63,6 +64,7 @@ KINDS = {
             caller=caller, order=it, reason=reason
         ),
         prefix="order",
+        page="order",
         event_id="order_id",
         approved=Order.State.APPROVED,
         rejected=Order.State.REJECTED,
@@ -75,6 +77,7 @@ KINDS = {
             caller=caller, reservation=it, reason=reason
         ),
         prefix="reservation",
+        page="reservation",
         event_id="reservation_id",
         approved=Reservation.State.APPROVED,
         rejected=Reservation.State.REJECTED,
@@ -89,6 +92,7 @@ KINDS = {
             caller=caller, quota_request=it, reason=reason
         ),
         prefix="quota_request",
+        page="quota-request",
         event_id="quota_request_id",
         approved=QuotaRequest.State.APPROVED,
         # Stored and shown as "denied" (API users read it so): the workflow's rejected.
@@ -250,3 +254,23 @@ def test_a_member_cannot_cancel(cancellable, alice, mia, acme):
     submitted = submit(alice, acme)
     with pytest.raises(Forbidden):
         cancel(Caller(user=mia), submitted)
+
+
+def test_an_operator_approves_each_kind_from_the_approvals_page(
+    kind, alice, acme, operator, client
+):
+    submitted = kind["submit"](alice, acme)
+    client.force_login(operator)
+    client.post(f"/staff/approvals/{kind['page']}/{submitted.pk}/approve/")
+    submitted.refresh_from_db()
+    assert submitted.state == kind["approved"]
+
+
+def test_an_operator_rejects_each_kind_from_the_approvals_page_with_a_reason(
+    kind, alice, acme, operator, client
+):
+    submitted = kind["submit"](alice, acme)
+    client.force_login(operator)
+    client.post(f"/staff/approvals/{kind['page']}/{submitted.pk}/reject/", {"reason": "Full."})
+    submitted.refresh_from_db()
+    assert (submitted.state, submitted.decision_reason) == (kind["rejected"], "Full.")
