@@ -20,7 +20,8 @@ by their organization (there was never such a step).
 A step locks the row, checks the state it leaves, writes the state it reaches with who decided
 and when, and ends with ``Workflow.audited``, the one "audit and publish" step: an AuditEvent
 ``<kind>.<step>``, then the kind's event with the state reached (``change``), on which its
-mail and other subscribers act after commit.
+mail and other subscribers act after commit. What an approval gives in a kind (a quota
+request's grant) is passed to ``approve`` as its ``effect``, and done in its transaction.
 
 It lives in tenants, not in the kernel (``portal/``): every step is authorized for a
 ``Caller`` and recorded as an ``AuditEvent``, and both belong to tenants, the one app that
@@ -98,14 +99,14 @@ class Workflow:
         self.publish(row, change or row.state, audited)
         return audited
 
-    def approve(self, *, caller: Caller, row, grant: Callable[[Any], None] | None = None):
-        """An operator approves one that waits; ``grant(locked)`` first does what the kind
-        gives with its approval (a quota request's grant), in the same transaction."""
+    def approve(self, *, caller: Caller, row, effect: Callable[[Any], None] | None = None):
+        """An operator approves one that waits; ``effect(locked)`` first does what the
+        approval gives in the kind (a quota request's grant), in the same transaction."""
         require_operator(caller)
         with transaction.atomic():
             locked = self.lock(row, self.submitted)
-            if grant is not None:
-                grant(locked)
+            if effect is not None:
+                effect(locked)
             locked.state = self.approved
             self._decided(caller, locked)
             self.audited(caller, locked, "approve")

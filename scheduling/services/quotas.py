@@ -183,7 +183,7 @@ def quota_request_approve(
             raise ValidationError({"amount": ["Grant at least 1."]})
         _grant(caller, locked, granted, until if until is not None else locked.until)
 
-    return QUOTA_REQUESTS.approve(caller=caller, row=quota_request, grant=grant)
+    return QUOTA_REQUESTS.approve(caller=caller, row=quota_request, effect=grant)
 
 
 def quota_grant_for_period(

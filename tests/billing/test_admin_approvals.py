@@ -2,16 +2,19 @@
 orders, reservations and quota requests, each through its service; and the admin actions that
 queue work do it through a service's event, never by queuing a task themselves."""
 
+from datetime import timedelta
+
 import pytest
 
+from billing import services
 from billing import tasks as billing_tasks
 from billing.models import Invoice, Order
+from portal import clock
 from scheduling import tasks as scheduling_tasks
 from scheduling.models import ProvisioningRecord, QuotaRequest, Reservation
 from tenants.permissions import Caller
 
 from .test_approval_workflow import KINDS, _order, _quota_request, _reservation
-from .test_invoices import issued
 
 pytestmark = pytest.mark.django_db
 
@@ -148,7 +151,17 @@ def test_running_the_clusters_provisioning_again_queues_it(
     assert [c.func for c in callbacks] == [scheduling_tasks.cluster_provision.delay]
 
 
-def test_an_operator_marks_an_issued_invoice_paid(finance, on_demand, acme, operator):
+def issued(organization, operator) -> Invoice:
+    """The invoice of ``organization`` for the month before last (nothing used, its period
+    over in any time zone), issued."""
+    last_month = clock.now().replace(day=1) - timedelta(days=40)
+    draft = services.invoice_draft(
+        organization=organization, year=last_month.year, month=last_month.month
+    )
+    return services.invoice_issue(caller=Caller(user=operator), invoice=draft)
+
+
+def test_an_operator_marks_an_issued_invoice_paid(finance, acme, operator):
     invoice = issued(acme, operator)
     finance.post(
         "/admin/billing/invoice/", {"action": "mark_paid", "_selected_action": [invoice.pk]}
@@ -157,7 +170,7 @@ def test_an_operator_marks_an_issued_invoice_paid(finance, on_demand, acme, oper
     assert invoice.state == Invoice.State.PAID
 
 
-def test_an_operator_voids_an_issued_invoice_with_a_reason(finance, on_demand, acme, operator):
+def test_an_operator_voids_an_issued_invoice_with_a_reason(finance, acme, operator):
     invoice = issued(acme, operator)
     finance.post(
         "/admin/billing/invoice/",
