@@ -6,15 +6,15 @@ from django.contrib import admin, messages
 from django.http import HttpResponse
 
 from portal import clock
-from portal.errors import DomainError
-from scheduling.admin import (
+from portal.admin import (
+    ApprovalAdmin,
     ReadOnlyAdmin,
-    RejectionForm,
     act_on_each,
     decide_with_form,
     requested_first,
 )
-from tenants.permissions import Caller
+from portal.errors import DomainError
+from tenants.permissions import Caller, caller_of
 
 from . import exports, selectors, services
 from .models import (
@@ -179,50 +179,23 @@ class CreditAdmin(admin.ModelAdmin):
 
 
 @admin.register(Order)
-class OrderAdmin(admin.ModelAdmin):
-    """Submitted orders first: they wait for an operator. Changes only through actions."""
+class OrderAdmin(ApprovalAdmin):
+    """Submitted orders first: they wait for an operator; approved ones are fulfilled by the
+    worker, and failed fulfilments retried from here."""
 
     list_display = ["organization", "item", "quantity", "starts_at", "ends_at", "total", "state"]
     list_filter = ["state", "item__kind"]
     search_fields = ["organization__slug", "item__slug"]
+    list_select_related = ["organization", "item"]
+    waiting = Order.State.SUBMITTED
+    waiting_order = ("-created_at",)
     actions = ["approve", "reject", "retry"]
 
-    def has_add_permission(self, request) -> bool:
-        return False
+    def approve_one(self, request, row, details) -> None:
+        services.order_approve(caller=caller_of(request), order=row)
 
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
-
-    def get_queryset(self, request):
-        return requested_first(
-            super().get_queryset(request), Order.State.SUBMITTED, "-created_at"
-        ).select_related("organization", "item")
-
-    @admin.action(description="Approve the submitted (fulfilled by the worker)")
-    def approve(self, request, queryset):
-        act_on_each(
-            self,
-            request,
-            queryset.filter(state=Order.State.SUBMITTED),
-            lambda caller, it: services.order_approve(caller=caller, order=it),
-            done="Approved",
-        )
-
-    @admin.action(description="Reject the submitted, with a reason")
-    def reject(self, request, queryset):
-        return decide_with_form(
-            self,
-            request,
-            queryset.filter(state=Order.State.SUBMITTED),
-            action="reject",
-            form_class=RejectionForm,
-            decide=lambda caller, order, data: services.order_reject(
-                caller=caller, order=order, reason=data["reason"]
-            ),
-        )
+    def reject_one(self, request, row, reason) -> None:
+        services.order_reject(caller=caller_of(request), order=row, reason=reason)
 
     @admin.action(description="Retry the fulfilment of failed orders")
     def retry(self, request, queryset):
@@ -230,7 +203,7 @@ class OrderAdmin(admin.ModelAdmin):
             self,
             request,
             queryset.filter(state__in=[Order.State.FAILED, Order.State.FULFILLING]),
-            lambda caller, it: services.order_fulfil_retry(caller=caller, order=it),
+            lambda request, it: services.order_fulfil_retry(caller=caller_of(request), order=it),
             done="Queued again:",
         )
 
@@ -353,7 +326,7 @@ class InvoiceAdmin(WarnsOfUnpriced, ReadOnlyAdmin):
             self,
             request,
             queryset.filter(state=Invoice.State.ISSUED),
-            lambda caller, it: services.invoice_mark_paid(caller=caller, invoice=it),
+            lambda request, it: services.invoice_mark_paid(caller=caller_of(request), invoice=it),
             done="Marked paid:",
         )
 
@@ -365,8 +338,8 @@ class InvoiceAdmin(WarnsOfUnpriced, ReadOnlyAdmin):
             queryset.filter(state=Invoice.State.ISSUED),
             action="void",
             form_class=VoidForm,
-            decide=lambda caller, invoice, data: services.invoice_void(
-                caller=caller, invoice=invoice, reason=data["reason"]
+            decide=lambda request, invoice, data: services.invoice_void(
+                caller=caller_of(request), invoice=invoice, reason=data["reason"]
             ),
         )
 

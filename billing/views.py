@@ -161,7 +161,7 @@ DECISIONS = {
     "quota-request": (
         lambda caller, pk: scheduling_selectors.quota_request_for_operator(caller=caller, pk=pk),
         lambda caller, it: scheduling.quota_request_approve(caller=caller, quota_request=it),
-        lambda caller, it, reason: scheduling.quota_request_deny(
+        lambda caller, it, reason: scheduling.quota_request_reject(
             caller=caller, quota_request=it, reason=reason
         ),
     ),

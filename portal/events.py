@@ -27,6 +27,9 @@ class Event(StrEnum):
     # scheduling: what a project's namespace carries changed (its organization's quotas);
     # payload project_id.
     PROJECT_CHANGED = "project_changed"
+    # scheduling: what the cluster must hold for the portal (priority classes, node labels and
+    # taints) is to be ensured again (an operator asked); no payload.
+    CLUSTER_CHANGED = "cluster_changed"
     # scheduling: submitted workloads (one, or a batch) wait for a scheduling cycle; payload
     # workload_ids.
     WORKLOADS_SUBMITTED = "workloads_submitted"

@@ -3,12 +3,10 @@ call services."""
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin import helpers
-from django.db.models import Case, Value, When
-from django.shortcuts import render
 
+from portal.admin import ApprovalAdmin, ReadOnlyAdmin
 from tenants.admin import RefusalsAsMessages
-from tenants.permissions import Caller
+from tenants.permissions import Caller, caller_of
 
 from . import services
 from .backends import get_backend
@@ -28,24 +26,6 @@ from .models import (
     Workload,
     WorkloadEvent,
 )
-from .tasks import cluster_provision, project_provision
-
-
-class RejectionForm(forms.Form):
-    reason = forms.CharField(max_length=500, widget=forms.Textarea(attrs={"rows": 3}))
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Read-only pages (no inputs, no Save button): changes only through actions."""
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class SettingAdmin(RefusalsAsMessages, admin.ModelAdmin):
@@ -230,10 +210,7 @@ class ProvisioningRecordAdmin(ReadOnlyAdmin):
     @admin.action(description="Run provisioning again")
     def reprovision(self, request, queryset):
         for record in queryset:
-            if record.project_id:
-                project_provision.delay(str(record.project_id))
-            else:
-                cluster_provision.delay()
+            services.provisioning_rerun(caller=caller_of(request), record=record)
         self.message_user(request, "Provisioning queued.", messages.SUCCESS)
 
 
@@ -278,7 +255,7 @@ class ReservationRuleAdmin(SettingAdmin):
 
 
 @admin.register(Reservation)
-class ReservationAdmin(ReadOnlyAdmin):
+class ReservationAdmin(ApprovalAdmin):
     """Requested reservations first: they wait for an operator."""
 
     list_display = [
@@ -294,45 +271,26 @@ class ReservationAdmin(ReadOnlyAdmin):
     ]
     list_filter = ["state", "pool", "gpu_class"]
     search_fields = ["organization__slug", "organization__name"]
-    actions = ["approve", "reject"]
+    list_select_related = ["organization", "gpu_class", "pool", "requested_by"]
+    waiting = Reservation.State.REQUESTED
+    waiting_order = ("starts_at",)
 
-    def get_queryset(self, request):
-        return requested_first(
-            super().get_queryset(request), Reservation.State.REQUESTED, "starts_at"
-        ).select_related("organization", "gpu_class", "pool", "requested_by")
+    def approve_one(self, request, row, details) -> None:
+        services.reservation_approve(caller=caller_of(request), reservation=row)
 
-    @admin.action(description="Approve the requested")
-    def approve(self, request, queryset):
-        act_on_each(
-            self,
-            request,
-            queryset.filter(state=Reservation.State.REQUESTED),
-            lambda caller, it: services.reservation_approve(caller=caller, reservation=it),
-            done="Approved",
-        )
-
-    @admin.action(description="Reject the requested, with a reason")
-    def reject(self, request, queryset):
-        return decide_with_form(
-            self,
-            request,
-            queryset.filter(state=Reservation.State.REQUESTED),
-            action="reject",
-            form_class=RejectionForm,
-            decide=lambda caller, reservation, data: services.reservation_reject(
-                caller=caller, reservation=reservation, reason=data["reason"]
-            ),
-        )
+    def reject_one(self, request, row, reason) -> None:
+        services.reservation_reject(caller=caller_of(request), reservation=row, reason=reason)
 
 
-class ApprovalForm(forms.Form):
+class QuotaApprovalForm(forms.Form):
     amount = forms.IntegerField(min_value=1, required=False, help_text="Empty: what was asked for.")
     until = forms.DateTimeField(required=False, help_text="UTC. Empty: what was asked for.")
 
 
 @admin.register(QuotaRequest)
-class QuotaRequestAdmin(ReadOnlyAdmin):
-    """Requested quota increases first: they wait for an operator."""
+class QuotaRequestAdmin(ApprovalAdmin):
+    """Requested quota increases first: they wait for an operator, who may grant another
+    amount or end than asked."""
 
     list_display = [
         "organization",
@@ -348,77 +306,18 @@ class QuotaRequestAdmin(ReadOnlyAdmin):
     ]
     list_filter = ["state", "gpu_class", "resource"]
     search_fields = ["organization__slug", "organization__name", "reason"]
-    actions = ["approve", "deny"]
+    list_select_related = ["organization", "project", "gpu_class", "requested_by"]
+    waiting = QuotaRequest.State.REQUESTED
+    waiting_order = ("-requested_at",)
+    approval_form = QuotaApprovalForm
 
-    def get_queryset(self, request):
-        return requested_first(
-            super().get_queryset(request), QuotaRequest.State.REQUESTED, "-requested_at"
-        ).select_related("organization", "project", "gpu_class", "requested_by")
-
-    @admin.action(description="Approve the requested (the amount and end asked, or others)")
-    def approve(self, request, queryset):
-        return decide_with_form(
-            self,
-            request,
-            queryset.filter(state=QuotaRequest.State.REQUESTED),
-            action="approve",
-            form_class=ApprovalForm,
-            decide=lambda caller, quota_request, data: services.quota_request_approve(
-                caller=caller,
-                quota_request=quota_request,
-                amount=data["amount"],
-                until=data["until"],
-            ),
+    def approve_one(self, request, row, details) -> None:
+        services.quota_request_approve(
+            caller=caller_of(request),
+            quota_request=row,
+            amount=details["amount"],
+            until=details["until"],
         )
 
-    @admin.action(description="Deny the requested, with a reason")
-    def deny(self, request, queryset):
-        return decide_with_form(
-            self,
-            request,
-            queryset.filter(state=QuotaRequest.State.REQUESTED),
-            action="deny",
-            form_class=RejectionForm,
-            decide=lambda caller, quota_request, data: services.quota_request_deny(
-                caller=caller, quota_request=quota_request, reason=data["reason"]
-            ),
-        )
-
-
-def requested_first(queryset, requested: str, *order):
-    """Requests waiting for an operator before the rest."""
-    waiting_first = Case(When(state=requested, then=Value(0)), default=Value(1))
-    return queryset.order_by(waiting_first, *order)
-
-
-def act_on_each(model_admin, request, selected, act, *, done: str) -> None:
-    """Apply ``act(caller, object)`` to each selected object through its service, then say
-    how many (``done``: "Approved", "Issued")."""
-    caller = Caller(user=request.user)
-    for item in selected:
-        act(caller, item)
-    model_admin.message_user(request, f"{done} {len(selected)}.", messages.SUCCESS)
-
-
-def decide_with_form(model_admin, request, requested, *, action, form_class, decide):
-    """An admin action that first asks for the decision's details on a page of its own (a
-    reason, an amount), then applies ``decide(caller, object, cleaned_data)`` to each one."""
-    form = form_class(request.POST if "apply" in request.POST else None)
-    if form.is_valid():
-        caller = Caller(user=request.user)
-        for item in requested:
-            decide(caller, item, form.cleaned_data)
-        model_admin.message_user(request, f"Done for {len(requested)}.", messages.SUCCESS)
-        return None
-    return render(
-        request,
-        "admin/scheduling/decision.html",
-        {
-            **model_admin.admin_site.each_context(request),
-            "title": f"{action.capitalize()}: {len(requested)} waiting",
-            "items": requested,
-            "action": action,
-            "form": form,
-            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-        },
-    )
+    def reject_one(self, request, row, reason) -> None:
+        services.quota_request_reject(caller=caller_of(request), quota_request=row, reason=reason)

@@ -17,6 +17,7 @@ class SchedulingConfig(AppConfig):
 
         subscribe(Event.PROJECT_CREATED, tasks.project_provision.delay)
         subscribe(Event.PROJECT_CHANGED, tasks.project_provision.delay)
+        subscribe(Event.CLUSTER_CHANGED, tasks.cluster_provision.delay)
         subscribe(Event.PROJECT_DELETED, tasks.project_deprovision.delay)
         subscribe(Event.WORKLOADS_SUBMITTED, tasks.scheduling_cycle_request)
         subscribe(Event.WORKLOADS_ADMITTED, tasks.workloads_launch_request)

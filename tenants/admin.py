@@ -8,25 +8,12 @@ from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import ValidationError
 from django.http import HttpResponseRedirect
 
+from portal.admin import ReadOnlyAdmin
 from portal.errors import DomainError
 
 from . import services
 from .models import ApiToken, AuditEvent, Invitation, Membership, Organization, Project, Role
 from .permissions import Caller
-
-
-class ViewOnlyAdmin(admin.ModelAdmin):
-    """A model operators read here and change only through actions (or not at all): its
-    pages are read-only, with no Save button."""
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class RefusalsAsMessages:
@@ -204,7 +191,7 @@ class OrganizationAdmin(RefusalsAsMessages, admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(ViewOnlyAdmin):
+class MembershipAdmin(ReadOnlyAdmin):
     """Who belongs where; roles change on the organization's page (audited, an owner kept)."""
 
     list_display = ["user_email", "organization_name", "role", "created_at"]
@@ -222,7 +209,7 @@ class MembershipAdmin(ViewOnlyAdmin):
 
 
 @admin.register(Project)
-class ProjectAdmin(ViewOnlyAdmin):
+class ProjectAdmin(ReadOnlyAdmin):
     """Projects are their organizations': created, renamed and deleted by their members (the
     namespace follows)."""
 
@@ -241,7 +228,7 @@ class ProjectAdmin(ViewOnlyAdmin):
 
 
 @admin.register(Invitation)
-class InvitationAdmin(ViewOnlyAdmin):
+class InvitationAdmin(ReadOnlyAdmin):
     list_display = ["email", "organization", "role", "state_label", "created_at", "expires_at"]
     list_filter = ["role", "created_at"]
     search_fields = ["email", "organization__slug"]
@@ -264,7 +251,7 @@ class InvitationAdmin(ViewOnlyAdmin):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(ViewOnlyAdmin):
+class ApiTokenAdmin(ReadOnlyAdmin):
     list_display = [
         "name",
         "prefix",
@@ -305,7 +292,7 @@ class ApiTokenAdmin(ViewOnlyAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(ViewOnlyAdmin):
+class AuditEventAdmin(ReadOnlyAdmin):
     list_display = ["at", "organization", "actor_email", "action", "target_label"]
     list_filter = ["action", "target_type", "at"]
     search_fields = ["actor_email", "action", "target_label", "organization__slug"]

@@ -1,5 +1,6 @@
 """Every write of billing, one module per concern; the public names are importable from here.
-- commerce: the catalog and its prices, orders to their fulfilment, cancellation charges
+- catalog: what the catalog offers, to whom, and its prices
+- commerce: orders through the approval workflow to their fulfilment, cancellation charges
 - metering: usage intervals from placements, rated into billing records, reconciled
 - invoicing: monthly invoices from the records, issued, paid, voided, credited
 - budgets: monthly limits, their alerts and their hard stop
@@ -13,11 +14,11 @@ from .budgets import (
     budget_submission_check,
     budgets_check,
 )
+from .catalog import catalog_item_save, price_version_add, price_version_problems
 from .commerce import (
     OrderRequest,
     billing_reconcile,
     cancellation_charge_record,
-    catalog_item_save,
     order_approve,
     order_cancel,
     order_create,
@@ -26,8 +27,6 @@ from .commerce import (
     order_fulfil_retry,
     order_reject,
     order_submit,
-    price_version_add,
-    price_version_problems,
 )
 from .invoicing import (
     credit_grant,

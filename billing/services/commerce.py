@@ -1,5 +1,6 @@
-"""Writes of billing: the catalog and its prices (operators only), and orders from a tenant's
-submission to their fulfilment through scheduling's services; each audited."""
+"""Orders, from a tenant's submission through the approval workflow (``tenants.approvals``) to
+their fulfilment through scheduling's services; each step audited. Cancellation charges, and
+the beat's safety net for both."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -18,93 +19,14 @@ from scheduling import selectors as scheduling_selectors
 from scheduling import services as scheduling
 from scheduling.models import Reservation
 from tenants import selectors as tenant_selectors
+from tenants.approvals import Workflow
 from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize, require_operator
 from tenants.services import audit_record
 
 from .. import selectors
-from ..models import CancellationCharge, CatalogItem, Order, PriceVersion
+from ..models import CancellationCharge, CatalogItem, Order
 from ..pricing import period_units, to_cents
-
-
-def catalog_item_save(
-    *, caller: Caller, item: CatalogItem, organizations: list[Organization] | None = None
-) -> CatalogItem:
-    """An operator adds or changes what the catalog offers (its prices are versions), and to
-    which organizations besides the public (``organizations``; None: as they were)."""
-    require_operator(caller)
-    item.full_clean()
-    with transaction.atomic():
-        item.save()
-        payload = {"kind": item.kind, "gpu_class": item.gpu_class.name, "public": item.public}
-        if organizations is not None:
-            item.organizations.set(organizations)
-            payload["organizations"] = sorted(o.slug for o in organizations)
-        audit_record(
-            caller=caller,
-            organization=None,
-            action="catalog.item_save",
-            target=item,
-            payload=payload,
-        )
-    return item
-
-
-def price_version_problems(*, effective_from: datetime, now: datetime) -> dict[str, list[str]]:
-    """What is wrong with a new price version's date (empty: nothing)."""
-    if effective_from < now:
-        return {"effective_from": ["A price version cannot start in the past."]}
-    return {}
-
-
-def price_version_add(
-    *,
-    caller: Caller,
-    item: CatalogItem,
-    unit_price: Decimal,
-    effective_from: datetime | None = None,
-    organization: Organization | None = None,
-    now: datetime | None = None,
-) -> PriceVersion:
-    """A new unit price for ``item`` from ``effective_from`` on (None: from now), which may not
-    lie in the past: a price in force once stays what was charged."""
-    require_operator(caller)
-    now = now or clock.now()
-    effective_from = effective_from or now
-    version = PriceVersion(
-        item=item,
-        organization=organization,
-        unit_price=unit_price,
-        effective_from=effective_from,
-        created_by=caller.user,
-    )
-    errors = price_version_problems(effective_from=effective_from, now=now)
-    try:
-        version.full_clean(validate_unique=False, validate_constraints=False)
-    except ValidationError as invalid:
-        errors.update(invalid.message_dict)
-    if errors:
-        raise ValidationError(errors)
-    try:
-        with transaction.atomic():
-            version.save()
-            audit_record(
-                caller=caller,
-                organization=None,
-                action="catalog.price_add",
-                target=version,
-                payload={
-                    "item": item.slug,
-                    "organization": organization.slug if organization else None,
-                    "unit_price": str(version.unit_price),
-                    "effective_from": effective_from.isoformat(),
-                },
-            )
-    except IntegrityError:
-        raise ValidationError(
-            {"effective_from": ["The item already has a price from that moment."]}
-        ) from None
-    return version
 
 
 @dataclass(frozen=True)
@@ -167,7 +89,7 @@ def order_create(
     order.full_clean()
     with transaction.atomic():
         order.save()
-        _audited(caller, order, "order.create")
+        ORDERS.audited(caller, order, "create")
         if submit:
             _submit(caller, order, now=now)
     return order
@@ -236,7 +158,7 @@ def _pool_problems(item: CatalogItem, request: OrderRequest) -> dict[str, list[s
 def order_submit(*, caller: Caller, order: Order) -> Order:
     authorize(caller=caller, organization=order.organization, action=Action.ORDER_MANAGE)
     with transaction.atomic():
-        locked = _locked(order, Order.State.DRAFT)
+        locked = ORDERS.lock(order, Order.State.DRAFT)
         _submit(caller, locked, now=clock.now())
     return locked
 
@@ -264,48 +186,21 @@ def _submit(caller: Caller, order: Order, *, now: datetime) -> None:
         order.decided_at = now
         order.decision_reason = f"Approved by the item's rule (total up to {ceiling})."
     order.save()
-    _audited(caller, order, "order.submit")
-    if order.state == Order.State.APPROVED:
-        publish(Event.ORDER_APPROVED, order_id=str(order.pk))
+    ORDERS.audited(caller, order, "submit")
 
 
 def order_approve(*, caller: Caller, order: Order) -> Order:
-    require_operator(caller)
-    with transaction.atomic():
-        locked = _locked(order, Order.State.SUBMITTED)
-        locked.state = Order.State.APPROVED
-        locked.decided_by = caller.user
-        locked.decided_at = clock.now()
-        locked.save()
-        _audited(caller, locked, "order.approve")
-        publish(Event.ORDER_APPROVED, order_id=str(locked.pk))
-    return locked
+    """An operator approves a submitted order; the worker fulfils it."""
+    return ORDERS.approve(caller=caller, row=order)
 
 
 def order_reject(*, caller: Caller, order: Order, reason: str) -> Order:
-    require_operator(caller)
-    if not reason.strip():
-        raise ValidationError({"reason": ["Say why the order is rejected."]})
-    with transaction.atomic():
-        locked = _locked(order, Order.State.SUBMITTED)
-        locked.state = Order.State.REJECTED
-        locked.decided_by = caller.user
-        locked.decided_at = clock.now()
-        locked.decision_reason = reason.strip()
-        locked.save()
-        _audited(caller, locked, "order.reject")
-    return locked
+    return ORDERS.reject(caller=caller, row=order, reason=reason)
 
 
 def order_cancel(*, caller: Caller, order: Order) -> Order:
     """An owner or admin cancels an order before its fulfilment begins."""
-    authorize(caller=caller, organization=order.organization, action=Action.ORDER_MANAGE)
-    with transaction.atomic():
-        locked = _locked(order, *Order.CANCELLABLE)
-        locked.state = Order.State.CANCELLED
-        locked.save()
-        _audited(caller, locked, "order.cancel")
-    return locked
+    return ORDERS.cancel(caller=caller, row=order)
 
 
 def order_fulfil(*, order_id: str) -> Order | None:
@@ -332,13 +227,13 @@ def order_fulfil(*, order_id: str) -> Order | None:
             order.state = Order.State.FAILED
             order.failure_reason = _reason(refused)[:500]
             order.save(update_fields=["state", "failure_reason"])
-            _audited(None, order, "order.fail")
+            ORDERS.audited(None, order, "fail")
             return order
         order.state = Order.State.FULFILLED
         order.fulfilled_at = clock.now()
         order.fulfilled_objects = made
         order.save(update_fields=["state", "fulfilled_at", "fulfilled_objects"])
-        _audited(None, order, "order.fulfil")
+        ORDERS.audited(None, order, "fulfil")
     return order
 
 
@@ -346,8 +241,8 @@ def order_fulfil_retry(*, caller: Caller, order: Order) -> Order:
     """An operator queues a failed (or stuck) fulfilment again."""
     require_operator(caller)
     with transaction.atomic():
-        locked = _locked(order, Order.State.FAILED, Order.State.FULFILLING)
-        _audited(caller, locked, "order.retry")
+        locked = ORDERS.lock(order, Order.State.FAILED, Order.State.FULFILLING)
+        ORDERS.audited(caller, locked, "retry")
         publish(Event.ORDER_APPROVED, order_id=str(locked.pk))
     return locked
 
@@ -406,17 +301,6 @@ def _reason(refused: Exception) -> str:
     return refused.message
 
 
-def _locked(order: Order, *states: str) -> Order:
-    locked = (
-        Order.objects.select_for_update(of=("self",))
-        .select_related("organization", "item", "project")
-        .get(pk=order.pk)
-    )
-    if locked.state not in states:
-        raise Conflict(f"The order is {locked.state}.", code="order_state")
-    return locked
-
-
 # What an order's mail says of each event it is mailed for: its subject's end, and whether it
 # waits for the operators (who are mailed too). Other steps (a draft, a retry) mail nobody.
 ORDER_MAIL = {
@@ -461,29 +345,47 @@ def order_email_send(*, order_id: str, change: str = "", occurrence: str = "") -
     )
 
 
-def _audited(caller: Caller | None, order: Order, action: str) -> None:
-    """Audit a step of the order; the steps its creator is told of are published (the state
-    it reached, and for a failure which one: a retried order may fail again)."""
-    audited = audit_record(
-        caller=caller,
-        organization=order.organization,
-        action=action,
-        target=order,
-        payload={
-            "item": order.item.slug,
-            "quantity": order.quantity,
-            "total": str(order.total) if order.total is not None else None,
-            "state": order.state,
-        },
+def _order_payload(order: Order) -> dict:
+    return {
+        "item": order.item.slug,
+        "quantity": order.quantity,
+        "total": str(order.total) if order.total is not None else None,
+        "state": order.state,
+    }
+
+
+def _order_published(order: Order, change: str, audited) -> None:
+    """The steps its creator is told of are published (the state it reached, and for a
+    failure which one: a retried order may fail again); one approved awaits its fulfilment."""
+    if audited.action not in ORDER_MAILED_ACTIONS:
+        return
+    failed = change == Order.State.FAILED
+    publish(
+        Event.ORDER_CHANGED,
+        order_id=str(order.pk),
+        change=change,
+        occurrence=str(audited.pk) if failed else "",
     )
-    if action in ORDER_MAILED_ACTIONS:
-        failed = order.state == Order.State.FAILED
-        publish(
-            Event.ORDER_CHANGED,
-            order_id=str(order.pk),
-            change=order.state,
-            occurrence=str(audited.pk) if failed else "",
-        )
+    if change == Order.State.APPROVED:
+        publish(Event.ORDER_APPROVED, order_id=str(order.pk))
+
+
+ORDERS = Workflow(
+    model=Order,
+    name="order",
+    noun="order",
+    submitted=Order.State.SUBMITTED,
+    approved=Order.State.APPROVED,
+    rejected=Order.State.REJECTED,
+    cancelled=Order.State.CANCELLED,
+    related=("organization", "item", "project"),
+    payload=_order_payload,
+    publish=_order_published,
+    cancellable=Order.CANCELLABLE,
+    cancel_action=Action.ORDER_MANAGE,
+    decide_code="order_state",
+    cancel_code="order_state",
+)
 
 
 def cancellation_charge_record(*, reservation_id: str) -> CancellationCharge | None:

@@ -40,6 +40,7 @@ from .provisioning import (
     project_deprovision,
     project_provision,
     provisioning_give_up,
+    provisioning_rerun,
 )
 from .quotas import (
     QuotaAsk,
@@ -49,8 +50,8 @@ from .quotas import (
     quota_increases_apply,
     quota_request_approve,
     quota_request_create,
-    quota_request_deny,
     quota_request_email_send,
+    quota_request_reject,
     quota_requests_advance,
 )
 from .reconciler import Reconciled, cluster_reconcile
@@ -91,14 +92,15 @@ __all__ = [
     "project_deprovision",
     "project_provision",
     "provisioning_give_up",
+    "provisioning_rerun",
     "quota_grant_delete",
     "quota_grant_for_period",
     "quota_grant_save",
     "quota_increases_apply",
     "quota_request_approve",
     "quota_request_create",
-    "quota_request_deny",
     "quota_request_email_send",
+    "quota_request_reject",
     "quota_requests_advance",
     "request_bounds",
     "request_default",

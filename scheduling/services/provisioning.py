@@ -3,7 +3,9 @@ taints) and for each project (namespace, quota, limits, role binding, network po
 Re-running changes nothing; a retryable failure is raised for the task to retry."""
 
 from portal import clock
+from portal.events import Event, publish
 from tenants.models import Organization, Project
+from tenants.permissions import Caller, require_operator
 
 from .. import metrics
 from ..cluster import ClusterBackend, ClusterError, manifests_delete
@@ -60,6 +62,15 @@ def provisioning_give_up(project_id=None, *, reason: str) -> ProvisioningRecord:
     record.error = f"Gave up after retries: {reason}"
     record.save(update_fields=["state", "error", "updated_at"])
     return record
+
+
+def provisioning_rerun(*, caller: Caller, record: ProvisioningRecord) -> None:
+    """An operator has a project's provisioning (or the cluster's) run again by the worker."""
+    require_operator(caller)
+    if record.project_id:
+        publish(Event.PROJECT_CHANGED, project_id=str(record.project_id))
+    else:
+        publish(Event.CLUSTER_CHANGED)
 
 
 def _apply_all(backend: ClusterBackend, manifests: list[dict]) -> ClusterError | None:

@@ -9,10 +9,10 @@ from django.db import transaction
 from django.db.models import Q
 
 from portal import clock
-from portal.errors import Conflict
 from portal.events import Event, publish
 from portal.mail import mail_where_it_stands
 from tenants import selectors as tenant_selectors
+from tenants.approvals import Workflow
 from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize, require_operator
 from tenants.services import audit_record
@@ -118,7 +118,7 @@ def quota_request_create(
     quota_request = _validated_request(caller, organization, ask, now=now)
     with transaction.atomic():
         quota_request.save()
-        _audited(caller, quota_request, "quota_request.create")
+        QUOTA_REQUESTS.audited(caller, quota_request, "create")
     return quota_request
 
 
@@ -176,15 +176,14 @@ def quota_request_approve(
 ) -> QuotaRequest:
     """An operator grants the request, or ``amount`` instead, until ``until`` instead: the
     grant grows by it (created if need be), the namespaces follow, the next cycle counts it."""
-    require_operator(caller)
-    with transaction.atomic():
-        locked = _locked(quota_request)
+
+    def grant(locked: QuotaRequest) -> None:
         granted = amount if amount is not None else locked.amount
         if granted < 1:
             raise ValidationError({"amount": ["Grant at least 1."]})
         _grant(caller, locked, granted, until if until is not None else locked.until)
-        _decided(caller, locked, "quota_request.approve")
-    return locked
+
+    return QUOTA_REQUESTS.approve(caller=caller, row=quota_request, effect=grant)
 
 
 def quota_grant_for_period(
@@ -201,7 +200,7 @@ def quota_grant_for_period(
         _grant(caller, quota_request, ask.amount, ask.until, starts_at=ask.starts_at)
         quota_request.decided_at = clock.now()
         quota_request.save()
-        _audited(caller, quota_request, "quota_request.approve", change=QUOTA_PACKAGE_GRANTED)
+        QUOTA_REQUESTS.audited(caller, quota_request, "approve", change=QUOTA_PACKAGE_GRANTED)
     return quota_request
 
 
@@ -250,16 +249,10 @@ def _grant_key(quota_request: QuotaRequest) -> dict:
     }
 
 
-def quota_request_deny(*, caller: Caller, quota_request: QuotaRequest, reason: str) -> QuotaRequest:
-    require_operator(caller)
-    if not reason.strip():
-        raise ValidationError({"reason": ["Say why the request is denied."]})
-    with transaction.atomic():
-        locked = _locked(quota_request)
-        locked.state = QuotaRequest.State.DENIED
-        locked.decision_reason = reason.strip()
-        _decided(caller, locked, "quota_request.deny")
-    return locked
+def quota_request_reject(
+    *, caller: Caller, quota_request: QuotaRequest, reason: str
+) -> QuotaRequest:
+    return QUOTA_REQUESTS.reject(caller=caller, row=quota_request, reason=reason)
 
 
 def quota_requests_advance(*, now=None) -> dict[str, int]:
@@ -305,7 +298,7 @@ def quota_increases_apply(*, now: datetime) -> dict[str, int]:
         # A package's grant (no operator decided it) ends with the period its order bought.
         package = quota_request.decided_by_id is None
         change = QUOTA_PACKAGE_ENDED if package else QuotaRequest.State.REVERTED
-        _audited(None, quota_request, "quota_request.revert", change=change)
+        QUOTA_REQUESTS.audited(None, quota_request, "revert", change=change)
         reverted += 1
     return {"started": started, "reverted": reverted}
 
@@ -390,46 +383,28 @@ def quota_request_email_send(*, quota_request_id: str, change: str = "") -> int:
     )
 
 
-def _locked(quota_request: QuotaRequest) -> QuotaRequest:
-    locked = (
-        QuotaRequest.objects.select_for_update(of=("self",))
-        .select_related("organization", "project", "gpu_class")
-        .get(pk=quota_request.pk)
-    )
-    if locked.state != QuotaRequest.State.REQUESTED:
-        raise Conflict(f"The request is {locked.state}, not requested.", code="not_requested")
-    return locked
-
-
-def _decided(caller: Caller, quota_request: QuotaRequest, action: str) -> None:
-    quota_request.decided_by = caller.user
-    quota_request.decided_at = clock.now()
-    quota_request.save()
-    _audited(caller, quota_request, action)
-
-
-def _audited(
-    caller: Caller | None, quota_request: QuotaRequest, action: str, *, change: str = ""
-) -> None:
-    """Audit a step of the request and publish the event it is (its new state, unless
-    ``change`` names another)."""
+def _payload(quota_request: QuotaRequest) -> dict:
     until = quota_request.granted_until or quota_request.until
-    audit_record(
-        caller=caller,
-        organization=quota_request.organization,
-        action=action,
-        target=quota_request,
-        payload={
-            "gpu_class": quota_request.gpu_class.name,
-            "resource": quota_request.resource,
-            "mig_profile": quota_request.mig_profile,
-            "amount": quota_request.granted_amount or quota_request.amount,
-            "until": until.isoformat() if until else None,
-            "state": quota_request.state,
-        },
-    )
-    publish(
-        Event.QUOTA_REQUEST_CHANGED,
-        quota_request_id=str(quota_request.pk),
-        change=change or quota_request.state,
-    )
+    return {
+        "gpu_class": quota_request.gpu_class.name,
+        "resource": quota_request.resource,
+        "mig_profile": quota_request.mig_profile,
+        "amount": quota_request.granted_amount or quota_request.amount,
+        "until": until.isoformat() if until else None,
+        "state": quota_request.state,
+    }
+
+
+QUOTA_REQUESTS = Workflow(
+    model=QuotaRequest,
+    name="quota_request",
+    noun="request",
+    submitted=QuotaRequest.State.REQUESTED,
+    approved=QuotaRequest.State.APPROVED,
+    rejected=QuotaRequest.State.DENIED,
+    related=("organization", "project", "gpu_class"),
+    payload=_payload,
+    publish=lambda quota_request, change, _: publish(
+        Event.QUOTA_REQUEST_CHANGED, quota_request_id=str(quota_request.pk), change=change
+    ),
+)

@@ -26,8 +26,9 @@ from portal.errors import Conflict
 from portal.events import Event, publish
 from portal.mail import mail_where_it_stands
 from tenants import selectors as tenant_selectors
+from tenants.approvals import Workflow
 from tenants.models import Organization, Project
-from tenants.permissions import Action, Caller, authorize, require_operator
+from tenants.permissions import Action, Caller, authorize
 from tenants.services import audit_record
 
 from ..models import GpuClass, NodePool, Reservation, ReservationRule
@@ -340,14 +341,7 @@ def _hold(
         for start, end in windows
     )
     for reservation in reservations:
-        audit_record(
-            caller=caller,
-            organization=organization,
-            action="reservation.request",
-            target=reservation,
-            payload=_payload(reservation),
-        )
-        publish(Event.RESERVATION_CHANGED, reservation_id=str(reservation.pk), change=change)
+        RESERVATIONS.audited(caller, reservation, "request", change=change)
     return reservations
 
 
@@ -382,76 +376,38 @@ def _payload(reservation: Reservation) -> dict:
     }
 
 
-def _decide(caller: Caller, reservation: Reservation, state: str, reason: str = "") -> Reservation:
-    """An operator approves or rejects a requested reservation."""
-    require_operator(caller)
-    with transaction.atomic():
-        locked = (
-            Reservation.objects.select_for_update(of=("self",))
-            .select_related("organization", "gpu_class", "pool")
-            .get(pk=reservation.pk)
-        )
-        if locked.state != Reservation.State.REQUESTED:
-            raise Conflict(
-                f"The reservation is {locked.state}, not requested.", code="not_requested"
-            )
-        locked.state = state
-        locked.decided_by = caller.user
-        locked.decided_at = clock.now()
-        locked.decision_reason = reason
-        locked.save(update_fields=["state", "decided_by", "decided_at", "decision_reason"])
-        audit_record(
-            caller=caller,
-            organization=locked.organization,
-            action=f"reservation.{'approve' if state == Reservation.State.APPROVED else 'reject'}",
-            target=locked,
-            payload=_payload(locked) | ({"reason": reason} if reason else {}),
-        )
-        publish(Event.RESERVATION_CHANGED, reservation_id=str(locked.pk), change=state)
-    return locked
-
-
 def reservation_approve(*, caller: Caller, reservation: Reservation) -> Reservation:
-    return _decide(caller, reservation, Reservation.State.APPROVED)
+    return RESERVATIONS.approve(caller=caller, row=reservation)
 
 
 def reservation_reject(*, caller: Caller, reservation: Reservation, reason: str) -> Reservation:
-    if not reason.strip():
-        raise ValidationError({"reason": ["Say why the reservation is rejected."]})
-    return _decide(caller, reservation, Reservation.State.REJECTED, reason.strip())
+    return RESERVATIONS.reject(caller=caller, row=reservation, reason=reason)
 
 
 def reservation_cancel(*, caller: Caller, reservation: Reservation) -> Reservation:
     """An owner or admin of its organization cancels a reservation that still holds GPUs; its
     capacity is free at once. ``cancelled_at`` against ``starts_at`` is what billing charges by
     the catalog item's terms."""
-    authorize(
-        caller=caller, organization=reservation.organization, action=Action.RESERVATION_MANAGE
-    )
-    with transaction.atomic():
-        locked = (
-            Reservation.objects.select_for_update(of=("self",))
-            .select_related("organization", "gpu_class", "pool")
-            .get(pk=reservation.pk)
-        )
-        if locked.state not in Reservation.HOLDING_STATES:
-            raise Conflict(f"The reservation is already {locked.state}.", code="not_holding")
-        locked.state = Reservation.State.CANCELLED
-        locked.cancelled_at = clock.now()
-        locked.save(update_fields=["state", "cancelled_at"])
-        audit_record(
-            caller=caller,
-            organization=locked.organization,
-            action="reservation.cancel",
-            target=locked,
-            payload=_payload(locked),
-        )
-        publish(
-            Event.RESERVATION_CHANGED,
-            reservation_id=str(locked.pk),
-            change=Reservation.State.CANCELLED,
-        )
-    return locked
+    return RESERVATIONS.cancel(caller=caller, row=reservation, cancelled_at=clock.now())
+
+
+RESERVATIONS = Workflow(
+    model=Reservation,
+    name="reservation",
+    noun="reservation",
+    submitted=Reservation.State.REQUESTED,
+    approved=Reservation.State.APPROVED,
+    rejected=Reservation.State.REJECTED,
+    cancelled=Reservation.State.CANCELLED,
+    related=("organization", "gpu_class", "pool"),
+    payload=_payload,
+    publish=lambda reservation, change, _: publish(
+        Event.RESERVATION_CHANGED, reservation_id=str(reservation.pk), change=change
+    ),
+    cancellable=Reservation.HOLDING_STATES,
+    cancel_action=Action.RESERVATION_MANAGE,
+    cancel_code="not_holding",
+)
 
 
 def reservations_advance(*, now=None) -> dict[str, int]:

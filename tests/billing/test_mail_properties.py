@@ -187,7 +187,7 @@ def machine(*, alice, acme, operator, capture):
                     )
                 else:
                     self.worker.step(
-                        scheduling.quota_request_deny,
+                        scheduling.quota_request_reject,
                         caller=staff,
                         quota_request=quota_request,
                         reason="No.",

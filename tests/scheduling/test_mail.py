@@ -197,7 +197,10 @@ def test_a_denied_quota_request_is_mailed_denied_with_the_answer(
 ):
     made = ask(worker, alice, acme)
     worker.step(
-        services.quota_request_deny, caller=Caller(user=operator), quota_request=made, reason="No."
+        services.quota_request_reject,
+        caller=Caller(user=operator),
+        quota_request=made,
+        reason="No.",
     )
     worker.deliver()
     denied = [m for m in mail.outbox if m.subject.endswith(": denied")]

@@ -148,10 +148,10 @@ def test_project_grants_never_add_up_to_more_than_the_organizations(
 def test_a_denial_needs_a_reason_and_keeps_the_grants(quotas, alice, acme, operator):
     quota_request = ask(alice, acme)
     with pytest.raises(ValidationError):
-        services.quota_request_deny(
+        services.quota_request_reject(
             caller=Caller(user=operator), quota_request=quota_request, reason=""
         )
-    services.quota_request_deny(
+    services.quota_request_reject(
         caller=Caller(user=operator), quota_request=quota_request, reason="No H100s free."
     )
     quota_request.refresh_from_db()
@@ -195,7 +195,7 @@ def test_each_step_of_a_quota_request_queues_its_mail(
 ):
     with django_capture_on_commit_callbacks() as callbacks:
         quota_request = ask(alice, acme)
-        services.quota_request_deny(
+        services.quota_request_reject(
             caller=Caller(user=operator), quota_request=quota_request, reason="Not now."
         )
     assert [(c.func, c.keywords) for c in callbacks] == [
