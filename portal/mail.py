@@ -6,11 +6,15 @@ recipient that has not had that key yet is mailed and recorded (`SentMail`, uniq
 recipient) in one transaction, so a repeated call or a retried task sends nothing more, and a
 failed send records nothing (the retry sends it). It is called from tasks on the ``mail``
 queue, which the event's publication queues after its transaction committed: mail never tells
-of a write that was rolled back, and no row lock waits on a mail server.
+of a write that was rolled back, and no lock on the event's rows is held while the mail
+server answers (only the new `SentMail` row's, so that a second run waits, then sends nothing).
 
-An event's template is the whole mail: its first line is ``Subject: …``, a blank line ends
-it, and the body follows. Every message leaves through `mail_deliver`, django-allauth's too
-(through its ACCOUNT_ADAPTER): no other module hands mail to Django (a test walks them all)."""
+An event's template is the whole mail (``templates/<app>/email/<object>_<event>.txt``, which
+may extend a part its object's events share, ``_<object>.txt``): its first line is
+``Subject: …``, a blank line ends it, and the body follows.
+
+Every message leaves through `mail_deliver`, django-allauth's too (through its
+ACCOUNT_ADAPTER): no other module hands mail to Django (a test walks them all)."""
 
 from collections.abc import Iterable
 
