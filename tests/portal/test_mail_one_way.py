@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 from allauth.account.adapter import get_adapter
 
+from portal.celery import app
 from portal.mail import mail_render, mail_where_it_stands
 from tenants.accounts import AccountAdapter
 
 from ..factories import UserFactory
+from ..queued import MAIL_TASKS
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("portal", "tenants", "scheduling", "billing")
@@ -155,6 +157,13 @@ def test_an_event_of_a_request_without_a_template_mails_nobody(mailoutbox):
         context={},
     )
     assert (sent, mailoutbox) == (0, [])
+
+
+def test_every_task_that_mails_runs_on_the_mail_queue():
+    app.loader.import_default_modules()
+    senders = sorted(name for name in app.tasks if name.endswith("_email_send"))
+    queues = {app.amqp.router.route({}, name)["queue"].name.rsplit("-", 1)[1] for name in senders}
+    assert (senders, queues) == (sorted(MAIL_TASKS), {"mail"})
 
 
 def test_allauths_mails_leave_through_the_portals_adapter():
