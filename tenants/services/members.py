@@ -94,8 +94,8 @@ def member_invite(
 
 
 def invitation_email_send(*, invitation_id: str) -> bool:
-    """Mail the invitation link, at most once (`mail_send` keys it by the invitation); no row
-    is locked while the mail server answers. Whether the invitation was mailed now."""
+    """Mail the invitation link, at most once (`mail_send` keys it by the invitation); the
+    invitation is not locked while the mail server answers. Whether it was mailed now."""
     invitation = (
         Invitation.objects.select_related("organization", "invited_by")
         .filter(pk=invitation_id, sent_at__isnull=True)
