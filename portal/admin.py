@@ -1,6 +1,7 @@
 """What every app's operator screens share: read-only pages changed only through actions,
 waiting rows first, actions applied to each selected row through a service (asking first for
-a decision's details on a page of its own), and the approval workflow's two actions.
+a decision's details on a page of its own), and the approval workflow's two actions; and the
+kernel's own screen: what was mailed to whom.
 
 The kernel knows no app: an action is given ``act(request, row)`` (or ``decide(request, row,
 details)``) and the app builds its caller from the request."""
@@ -12,6 +13,8 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.db.models import Case, QuerySet, Value, When
 from django.shortcuts import render
+
+from .models import SentMail
 
 
 class RejectionForm(forms.Form):
@@ -118,3 +121,14 @@ class ApprovalAdmin(ReadOnlyAdmin):
             form_class=RejectionForm,
             decide=lambda r, row, details: self.reject_one(r, row, details["reason"]),
         )
+
+
+@admin.register(SentMail)
+class SentMailAdmin(ReadOnlyAdmin):
+    """What was mailed to whom, for operators asked "did they get the mail?": read-only (the
+    record is what makes a mail go out once), searched by event key or recipient."""
+
+    list_display = ("sent_at", "key", "recipient", "subject")
+    search_fields = ("key", "recipient")
+    date_hierarchy = "sent_at"
+    ordering = ("-sent_at",)

@@ -2,7 +2,8 @@
 - catalog: what the catalog offers, to whom, and its prices
 - commerce: orders through the approval workflow to their fulfilment, cancellation charges
 - metering: usage intervals from placements, rated into billing records, reconciled
-- invoicing: monthly invoices from the records, issued, paid, voided, credited
+- drafting: monthly invoice drafts from the records, charges and packages
+- invoicing: invoices issued, paid, voided, credited; credit granted
 - budgets: monthly limits, their alerts and their hard stop
 """
 
@@ -28,15 +29,13 @@ from .commerce import (
     order_reject,
     order_submit,
 )
+from .drafting import invoice_draft, invoices_draft_month, invoices_draft_recent
 from .invoicing import (
     credit_grant,
     credit_note_issue,
-    invoice_draft,
     invoice_issue,
     invoice_mark_paid,
     invoice_void,
-    invoices_draft_month,
-    invoices_draft_recent,
 )
 from .metering import (
     usage_intervals_sync,

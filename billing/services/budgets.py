@@ -136,12 +136,9 @@ def budget_alert_email_send(*, alert_id: int) -> int:
     ).select_related("budget__organization", "budget__project")
     sent = 0
     for earlier in alerts.order_by("threshold"):
-        organization = earlier.budget.organization
-        scope = earlier.budget.project.slug if earlier.budget.project_id else organization.name
         sent += mail_send(
             key=f"budget_alert:{earlier.pk}",
-            recipients=tenant_selectors.manager_emails(organization=organization),
-            subject=f"{scope}: {earlier.threshold}% of the monthly budget spent",
+            recipients=tenant_selectors.manager_emails(organization=earlier.budget.organization),
             template="billing/email/budget_threshold.txt",
             context={"alert": earlier, "currency": settings.PORTAL_CURRENCY},
         )

@@ -301,16 +301,6 @@ def _reason(refused: Exception) -> str:
     return refused.message
 
 
-# What an order's mail says of each event it is mailed for: its subject's end, and whether it
-# waits for the operators (who are mailed too). Other steps (a draft, a retry) mail nobody.
-ORDER_MAIL = {
-    Order.State.SUBMITTED: ("submitted, awaiting an operator's decision", True),
-    Order.State.APPROVED: ("approved", False),
-    Order.State.REJECTED: ("rejected", False),
-    Order.State.CANCELLED: ("cancelled", False),
-    Order.State.FULFILLED: ("fulfilled", False),
-    Order.State.FAILED: ("failed", False),
-}
 ORDER_MAILED_ACTIONS = (
     "order.submit",
     "order.approve",
@@ -324,22 +314,17 @@ ORDER_MAILED_ACTIONS = (
 def order_email_send(*, order_id: str, change: str = "", occurrence: str = "") -> int:
     """Tell the orderer (and, for a submitted order, the operators) of one event of an order:
     ``change`` is the state it reached (the current one if not given), ``occurrence`` tells a
-    repeatable event (a failure after a retry) from the last one. Each is mailed once; the
-    number of mails sent now."""
+    repeatable event (a failure after a retry) from the last one. Each is mailed once, from the
+    state's template (a draft has none: it mails nobody); the number of mails sent now."""
     order = Order.objects.select_related("organization", "item", "created_by").filter(pk=order_id)
     order = order.first()
     if order is None:
         return 0
     change = change or order.state
-    if change not in ORDER_MAIL:
-        return 0
-    what, waits_for_operators = ORDER_MAIL[change]
     return mail_where_it_stands(
         key=f"order:{order.pk}:{change}" + (f":{occurrence}" if occurrence else ""),
         requester=order.created_by,
-        waits_for_operators=waits_for_operators,
-        subject=f"Order of {order.quantity} {order.item.name} for {order.organization.name}:"
-        f" {what}",
+        waits_for_operators=change == Order.State.SUBMITTED,
         template=f"billing/email/order_{change}.txt",
         context={"order": order, "currency": settings.PORTAL_CURRENCY},
     )

@@ -55,7 +55,7 @@ from ..models import (
     UsageReconciliation,
 )
 from ..pricing import hour_floor, usage_cost
-from . import invoicing, rating_sql
+from . import drafting, rating_sql
 
 BATCH = 2_000
 HOUR = timedelta(hours=1)
@@ -630,7 +630,7 @@ def usage_unpriced_price(*, caller: Caller, records: QuerySet[BillingRecord] | N
                 },
             )
     for organization, year, month in sorted(months, key=lambda m: (m[0].slug, m[1], m[2])):
-        invoicing.invoice_draft(organization=organization, year=year, month=month)
+        drafting.invoice_draft(organization=organization, year=year, month=month)
     return len(priced)
 
 

@@ -141,6 +141,8 @@ ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
 ACCOUNT_UNIQUE_EMAIL = True
 # Users are named by their e-mail address, never by the internal username.
 ACCOUNT_USER_DISPLAY = "tenants.accounts.user_display"
+# allauth's mails leave through the portal's one mail helper (portal/mail.py).
+ACCOUNT_ADAPTER = "tenants.accounts.AccountAdapter"
 ACCOUNT_EMAIL_VERIFICATION = os.environ.get("ACCOUNT_EMAIL_VERIFICATION", "mandatory")
 ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = False
 ACCOUNT_DEFAULT_HTTP_PROTOCOL = os.environ.get("ACCOUNT_DEFAULT_HTTP_PROTOCOL", "https")

@@ -347,20 +347,13 @@ def _increase_end(quota_request: QuotaRequest) -> None:
 # bought, and its end (told of by the order's mail: the tenant made no request).
 QUOTA_PACKAGE_GRANTED = "package_granted"
 QUOTA_PACKAGE_ENDED = "package_ended"
-# What a quota request's mail says of each event it is mailed for: its subject's end, and
-# whether the operators are mailed too (a new request awaits them).
-QUOTA_REQUEST_MAIL = {
-    QuotaRequest.State.REQUESTED: ("requested, awaiting an operator's decision", True),
-    QuotaRequest.State.APPROVED: ("approved", False),
-    QuotaRequest.State.DENIED: ("denied", False),
-    QuotaRequest.State.REVERTED: ("ended, taken back off the grant", False),
-}
 
 
 def quota_request_email_send(*, quota_request_id: str, change: str = "") -> int:
     """Tell the requester (and, for a new request, the operators) of one event of a request:
-    ``change`` is the state it reached (the current one if not given). Each is mailed once;
-    the number of mails sent now."""
+    ``change`` is the state it reached (the current one if not given). Each is mailed once, from
+    its template (a package's grant or end, told of by the order's mail, has none); the number
+    of mails sent now."""
     quota_request = (
         QuotaRequest.objects.select_related("organization", "gpu_class", "requested_by")
         .filter(pk=quota_request_id)
@@ -369,15 +362,10 @@ def quota_request_email_send(*, quota_request_id: str, change: str = "") -> int:
     if quota_request is None:
         return 0
     change = change or quota_request.state
-    if change not in QUOTA_REQUEST_MAIL:
-        return 0
-    what, waits_for_operators = QUOTA_REQUEST_MAIL[change]
     return mail_where_it_stands(
         key=f"quota_request:{quota_request.pk}:{change}",
         requester=quota_request.requested_by,
-        waits_for_operators=waits_for_operators,
-        subject=f"Quota request of {quota_request.organization.name} for"
-        f" {quota_request.amount} {quota_request.unit} of {quota_request.gpu_class.name}: {what}",
+        waits_for_operators=change == QuotaRequest.State.REQUESTED,
         template=f"scheduling/email/quota_request_{change}.txt",
         context={"request": quota_request},
     )

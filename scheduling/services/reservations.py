@@ -350,18 +350,6 @@ def _hold(
 RESERVATION_ORDERED = "ordered"
 RESERVATION_SHORT = "short"
 RESERVATION_COVERED = "covered"
-# What a reservation's mail says of each event it is mailed for: its subject's end, and whether
-# the operators are mailed too (a request awaits them; a shortfall needs capacity or a talk).
-# Opening and completing on time are not mailed.
-RESERVATION_MAIL = {
-    Reservation.State.REQUESTED: ("requested, awaiting an operator's decision", True),
-    Reservation.State.APPROVED: ("approved", False),
-    Reservation.State.REJECTED: ("rejected", False),
-    Reservation.State.CANCELLED: ("cancelled", False),
-    Reservation.State.EXPIRED: ("expired unapproved", False),
-    RESERVATION_SHORT: ("short", True),
-    RESERVATION_COVERED: ("covered again", False),
-}
 
 
 def _payload(reservation: Reservation) -> dict:
@@ -514,8 +502,8 @@ def reservation_email_send(
     """Tell the requester (and, for a new request or a shortfall, the operators) of one event
     of a reservation: ``change`` is the state it reached (the current one if not given), or
     ``short``/``covered``; ``occurrence`` tells one shortfall change from the next, and
-    ``short_gpus`` is what it was short then. Each is mailed once; the number of mails sent
-    now."""
+    ``short_gpus`` is what it was short then. Each is mailed once, from its template (an opening
+    or an on-time completion has none: it mails nobody); the number of mails sent now."""
     reservation = (
         Reservation.objects.select_related("organization", "gpu_class", "pool", "requested_by")
         .filter(pk=reservation_id)
@@ -524,19 +512,12 @@ def reservation_email_send(
     if reservation is None:
         return 0
     change = change or reservation.state
-    if change not in RESERVATION_MAIL:
-        return 0
-    what, waits_for_operators = RESERVATION_MAIL[change]
     if short_gpus is not None:  # as it was at the event, not as it is now
         reservation.short_gpus = short_gpus
-    if change == RESERVATION_SHORT:
-        what = f"{reservation.short_gpus} of its {reservation.gpus} {reservation.unit} short"
     return mail_where_it_stands(
         key=f"reservation:{reservation.pk}:{change}" + (f":{occurrence}" if occurrence else ""),
         requester=reservation.requested_by,
-        waits_for_operators=waits_for_operators,
-        subject=f"Reservation of {reservation.gpus} {reservation.gpu_class.name}"
-        f" {reservation.unit} for {reservation.organization.name}: {what}",
+        waits_for_operators=change in (Reservation.State.REQUESTED, RESERVATION_SHORT),
         template=f"scheduling/email/reservation_{change}.txt",
         context={"reservation": reservation},
     )

@@ -94,32 +94,28 @@ def member_invite(
 
 
 def invitation_email_send(*, invitation_id: str) -> bool:
-    """Mail the invitation link; idempotent: an invitation is mailed at most once."""
-    with transaction.atomic():
-        invitation = (
-            Invitation.objects.select_for_update(of=("self",))
-            .select_related("organization", "invited_by")
-            .filter(pk=invitation_id, sent_at__isnull=True)
-            .first()
-        )
-        if invitation is None or invitation.state() != "pending":
-            return False
-        context = {
+    """Mail the invitation link, at most once (`mail_send` keys it by the invitation); the
+    invitation is not locked while the mail server answers. Whether it was mailed now."""
+    invitation = (
+        Invitation.objects.select_related("organization", "invited_by")
+        .filter(pk=invitation_id, sent_at__isnull=True)
+        .first()
+    )
+    if invitation is None or invitation.state() != "pending":
+        return False
+    mailed = mail_send(
+        key=f"invitation:{invitation.pk}",
+        recipients=[invitation.email],
+        template="tenants/email/invitation.txt",
+        context={
             "invitation": invitation,
             "organization": invitation.organization,
             "inviter": invitation.invited_by,
             "url": invitation_url(invitation),
-        }
-        mail_send(
-            key=f"invitation:{invitation.pk}",
-            recipients=[invitation.email],
-            subject=f"You are invited to {invitation.organization.name} on GPU Cloud",
-            template="tenants/email/invitation.txt",
-            context=context,
-        )
-        invitation.sent_at = clock.wall()
-        invitation.save(update_fields=["sent_at"])
-    return True
+        },
+    )
+    Invitation.objects.filter(pk=invitation.pk, sent_at__isnull=True).update(sent_at=clock.wall())
+    return mailed > 0
 
 
 @transaction.atomic
