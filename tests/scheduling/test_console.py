@@ -461,3 +461,53 @@ def test_a_weekly_series_that_would_overbook_the_pool_is_refused_in_the_console(
         },
     )
     assert (response.status_code, Reservation.objects.count()) == (200, 0)
+
+
+# Query counts, locked: what each page reads stays the same however many rows it lists.
+
+
+def test_the_workloads_page_reads_in_a_fixed_number_of_queries(
+    signed_in, mia, submit, cycle, django_assert_num_queries
+):
+    for n in range(3):
+        submit(name=f"w{n}", gpus=1, replicas=2)
+    cycle()
+    client = signed_in(mia)
+    with django_assert_num_queries(17):
+        client.get(PAGE)
+
+
+def test_the_reservations_page_reads_in_a_fixed_number_of_queries(
+    signed_in, alice, acme, cluster, django_assert_num_queries
+):
+    starts_at = clock.now().replace(minute=0, second=0, microsecond=0) + timedelta(days=2)
+    for day in range(3):
+        services.reservations_request(
+            caller=Caller(user=alice),
+            organization=acme,
+            request=services.ReservationRequest(
+                gpu_class="H100-80GB",
+                gpus=8,
+                starts_at=starts_at + timedelta(days=day),
+                ends_at=starts_at + timedelta(days=day, hours=4),
+            ),
+        )
+    client = signed_in(alice)
+    with django_assert_num_queries(20):
+        client.get(RESERVATIONS)
+
+
+def test_the_quotas_page_reads_in_a_fixed_number_of_queries(
+    signed_in, alice, acme, submit, cycle, django_assert_num_queries
+):
+    submit(name="runs", gpus=1)
+    cycle()
+    for amount in (1, 2, 3):
+        services.quota_request_create(
+            caller=Caller(user=alice),
+            organization=acme,
+            ask=services.QuotaAsk(gpu_class="H100-80GB", amount=amount, reason="More."),
+        )
+    client = signed_in(alice)
+    with django_assert_num_queries(12):
+        client.get(QUOTAS)
