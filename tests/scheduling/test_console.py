@@ -273,8 +273,19 @@ def test_the_quota_page_shows_what_is_borrowed_and_what_could_be_borrowed_now(
     ) in page
 
 
+def opened_form(user, organization) -> WorkloadSubmitForm:
+    """The submit form as the workloads page opens it for ``user``."""
+    return WorkloadSubmitForm(
+        tiers=selectors.tier_list(),
+        gpu_classes=selectors.gpu_class_list(),
+        granted=selectors.quota_class_most_granted(
+            caller=Caller(user=user), organization=organization
+        ),
+    )
+
+
 def test_the_submit_form_as_it_opens_submits_with_a_name_and_an_image(signed_in, mia, acme):
-    form = WorkloadSubmitForm(organization=acme)
+    form = opened_form(mia, acme)
     opened = {
         name: field.initial for name, field in form.fields.items() if field.initial is not None
     }
@@ -289,8 +300,8 @@ def test_the_submit_form_as_it_opens_submits_with_a_name_and_an_image(signed_in,
     )
 
 
-def test_the_submit_form_and_the_api_default_to_the_same_cpu_and_memory(acme):
-    form = WorkloadSubmitForm(organization=acme)
+def test_the_submit_form_and_the_api_default_to_the_same_cpu_and_memory(mia, acme):
+    form = opened_form(mia, acme)
     api = WorkloadSubmitInput()
     assert (form.fields["cpu_milli"].initial, form.fields["memory_mib"].initial) == (
         api.fields["cpu_milli"].default,
@@ -298,8 +309,8 @@ def test_the_submit_form_and_the_api_default_to_the_same_cpu_and_memory(acme):
     )
 
 
-def test_the_submit_form_offers_mig_profiles_as_a_list(acme, quotas):
-    choices = dict(WorkloadSubmitForm(organization=acme).fields["mig_profile"].choices)
+def test_the_submit_form_offers_mig_profiles_as_a_list(mia, acme, quotas):
+    choices = dict(opened_form(mia, acme).fields["mig_profile"].choices)
     assert "mig-1g.10gb" in choices
 
 
@@ -473,7 +484,7 @@ def test_the_workloads_page_reads_in_a_fixed_number_of_queries(
         submit(name=f"w{n}", gpus=1, replicas=2)
     cycle()
     client = signed_in(mia)
-    with django_assert_num_queries(17):
+    with django_assert_num_queries(18):
         client.get(PAGE)
 
 
