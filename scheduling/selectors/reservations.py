@@ -94,6 +94,20 @@ class PoolTimeline:
     free_by_day: list[FreeDay]
 
 
+def _holding(
+    pool: NodePool, mig_profile: str, starts_at: datetime, ends_at: datetime
+) -> QuerySet[Reservation]:
+    """The requested, approved and active reservations of the pool's whole GPUs (``""``) or
+    instances of ``mig_profile`` that hold them at some instant of [starts_at, ends_at)."""
+    return Reservation.objects.filter(
+        pool=pool,
+        mig_profile=mig_profile,
+        state__in=Reservation.HOLDING_STATES,
+        starts_at__lt=ends_at,
+        ends_at__gt=starts_at,
+    )
+
+
 def reservation_timeline(
     *, caller: Caller, organization: Organization, now: datetime, days: int
 ) -> list[PoolTimeline]:
@@ -107,13 +121,9 @@ def reservation_timeline(
     timelines = []
     rows = [(pool, *resource) for pool in pool_list() for resource in pool_resources(pool)]
     for pool, mig_profile, capacity in rows:
-        holding = Reservation.objects.filter(
-            pool=pool,
-            mig_profile=mig_profile,
-            state__in=Reservation.HOLDING_STATES,
-            starts_at__lt=ends_at,
-            ends_at__gt=starts_at,
-        ).select_related("gpu_class", "project")
+        holding = _holding(pool, mig_profile, starts_at, ends_at).select_related(
+            "gpu_class", "project"
+        )
         blocks = [
             ReservedBlock(
                 starts_at=r.starts_at,
@@ -180,13 +190,9 @@ def pool_load(
     (windows not saved yet, as (start, end, GPUs)), take over [starts_at, ends_at), as
     consecutive pieces of constant load."""
     overlapping = [
-        *Reservation.objects.filter(
-            pool=pool,
-            mig_profile=mig_profile,
-            state__in=Reservation.HOLDING_STATES,
-            starts_at__lt=ends_at,
-            ends_at__gt=starts_at,
-        ).values_list("starts_at", "ends_at", "gpus"),
+        *_holding(pool, mig_profile, starts_at, ends_at).values_list(
+            "starts_at", "ends_at", "gpus"
+        ),
         *((start, end, gpus) for start, end, gpus in also if start < ends_at and end > starts_at),
     ]
     changes: dict[datetime, int] = {}
@@ -242,12 +248,8 @@ def nearest_windows(
     a reservation ends or right before one starts, so only those starts are tried."""
     length = ends_at - starts_at
     last_start = booking_horizon(now)
-    nearby = Reservation.objects.filter(
-        pool=pool,
-        mig_profile=mig_profile,
-        state__in=Reservation.HOLDING_STATES,
-        starts_at__lt=ends_at + SEARCH_SPAN,
-        ends_at__gt=starts_at - SEARCH_SPAN,
+    nearby = _holding(
+        pool, mig_profile, starts_at - SEARCH_SPAN, ends_at + SEARCH_SPAN
     ).values_list("starts_at", "ends_at")
     candidates = {edge for start, end in nearby for edge in (end, start - length)}
 
