@@ -9,8 +9,6 @@ from tenants.models import slug_validator
 
 from .models import (
     IMAGE_MAX,
-    GpuClass,
-    PriorityTier,
     QuotaGrant,
     Workload,
     image_reference_validator,
@@ -72,28 +70,16 @@ class WorkloadSubmitForm(forms.Form):
         required=False, initial=True, label="Back to the queue if preempted"
     )
 
-    def __init__(self, *args, organization=None, **kwargs):
-        """``organization``: the class its quotas grant whole GPUs of is preselected, with one
-        GPU (else CPU only), so that the form as it opens submits."""
+    def __init__(self, *args, tiers, gpu_classes, granted: str | None, **kwargs):
+        """``granted``: the class the organization's quotas grant whole GPUs of, preselected
+        with one GPU (else CPU only), so that the form as it opens submits."""
         super().__init__(*args, **kwargs)
-        tiers = [(t.name, f"{t.name} ({t.description})") for t in PriorityTier.objects.all()]
-        gpu_classes = list(GpuClass.objects.order_by("name"))
         classes = [(c.name, c.name) for c in gpu_classes]
         profiles = sorted({profile for c in gpu_classes for profile in c.mig_profiles})
-        self.fields["tier"].choices = tiers
+        self.fields["tier"].choices = [(t.name, f"{t.name} ({t.description})") for t in tiers]
         self.fields["gpu_class"].choices = [("", "none (CPU only)"), *classes]
         self.fields["fallback_gpu_class"].choices = [("", "no fallback"), *classes]
         self.fields["mig_profile"].choices = [("", "none"), *((p, p) for p in profiles)]
-        granted = (
-            QuotaGrant.objects.filter(
-                organization=organization, resource=QuotaGrant.Resource.GPUS, limit__gt=0
-            )
-            .order_by("-limit", "gpu_class__name")
-            .values_list("gpu_class__name", flat=True)
-            .first()
-            if organization is not None
-            else None
-        )
         self.fields["gpu_class"].initial = granted or ""
         self.fields["gpus"].initial = 1 if granted else request_default("gpus")
 

@@ -7,11 +7,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Q, QuerySet
-
 from portal.events import ExtensionPoint, checks_answers
 from portal.templatetags.console import duration
-from tenants.permissions import Caller, require_operator
+from tenants.permissions import Caller
 
 from . import selectors
 from .models import Workload
@@ -35,8 +33,6 @@ NOTEBOOK_IDLE = timedelta(minutes=30)
 READING_FRESH = timedelta(minutes=10)
 SUBJECTS_SHOWN = 10
 
-NEEDS_GPU = Q(gpus__gt=0) | Q(gpu_milli__gt=0) | Q(mig_count__gt=0)
-
 
 @dataclass(frozen=True)
 class Insight:
@@ -50,13 +46,9 @@ class Insight:
 def insights(*, caller: Caller, now: datetime) -> list[Insight]:
     """Operators: every rule that finds a problem now, this app's and those other apps
     registered (``ExtensionPoint.OPERATOR_INSIGHTS``)."""
-    require_operator(caller)
-    pending = list(
-        Workload.objects.filter(NEEDS_GPU, state=Workload.State.PENDING).select_related(
-            "project__organization"
-        )
-    )
-    seen = list(_freshly_seen(now))
+    pending = selectors.gpu_workloads_waiting(caller=caller)
+    # What monitoring has lately read: older readings (it stopped answering) are not trusted.
+    seen = selectors.gpu_workloads_seen(caller=caller, since=now - READING_FRESH)
     found = [
         _blocked_before_the_gpu(seen, pending, now),
         _demand_on_one_class(pending, now),
@@ -67,20 +59,6 @@ def insights(*, caller: Caller, now: datetime) -> list[Insight]:
         *checks_answers(ExtensionPoint.OPERATOR_INSIGHTS, now=now),
     ]
     return [insight for insight in found if insight is not None]
-
-
-def _freshly_seen(now: datetime) -> QuerySet[Workload]:
-    """Running GPU workloads monitoring has lately read."""
-    return (
-        Workload.objects.filter(
-            NEEDS_GPU,
-            state=Workload.State.RUNNING,
-            gpu_utilization__isnull=False,
-            gpu_seen_at__gte=now - READING_FRESH,
-        )
-        .select_related("project__organization")
-        .order_by("gpu_utilization", "project__organization__slug", "project__slug", "name")
-    )
 
 
 def _name(workload: Workload) -> str:

@@ -10,30 +10,25 @@ from django.views.decorators.http import require_POST
 from portal import clock
 from portal.console import REFUSED, attempt, filters_given, query_without_page
 from tenants import selectors as tenant_selectors
+from tenants.lookups import organization_of, project_of
 from tenants.permissions import Action, caller_of, role_allows
 
 from . import insights as scheduling_insights
 from . import selectors, services
 from .api.filters import WorkloadFilter
 from .forms import QuotaRequestForm, ReservationForm, WorkloadSubmitForm
-from .models import ProvisioningRecord, Reservation
-
-
-def _project(caller, org_slug: str, project_slug: str):
-    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
-    project = tenant_selectors.project_get(
-        caller=caller, organization=organization, slug=project_slug
-    )
-    return organization, project
-
 
 WORKLOADS_PER_PAGE = 50
+RESERVATIONS_SHOWN = 200
+QUOTA_REQUESTS_SHOWN = 100
+QUEUE_SHOWN = 50
 
 
 @login_required
 def workloads(request, org_slug: str, project_slug: str):
     caller = caller_of(request)
-    organization, project = _project(caller, org_slug, project_slug)
+    project = project_of(request, org_slug, project_slug)
+    organization = project.organization
     # The API's filters (state and kind in any case, tier, name), so a search reads the same
     # in the console and in a script.
     filters = WorkloadFilter(
@@ -53,7 +48,12 @@ def workloads(request, org_slug: str, project_slug: str):
     }
     if request.htmx:  # the table refreshing itself
         return render(request, "scheduling/_workload_table.html", listed)
-    form = WorkloadSubmitForm(request.POST or None, organization=organization)
+    form = WorkloadSubmitForm(
+        request.POST or None,
+        tiers=selectors.tier_list(),
+        gpu_classes=selectors.gpu_class_list(),
+        granted=selectors.quota_class_most_granted(caller=caller, organization=organization),
+    )
     if request.method == "POST" and form.is_valid():
         workload = attempt(
             request,
@@ -65,13 +65,12 @@ def workloads(request, org_slug: str, project_slug: str):
         if workload is not REFUSED:
             messages.success(request, f"Workload {workload.name} submitted; it is queued.")
             return redirect("workloads:detail", org_slug, project_slug, workload.name)
-    provisioning = ProvisioningRecord.objects.filter(project=project).first()
     return render(
         request,
         "scheduling/workloads.html",
         {
             **listed,
-            "provisioning": provisioning,
+            "provisioning": selectors.project_provisioning(caller=caller, project=project),
             "quotas": selectors.quota_overview(caller=caller, organization=organization),
             "form": form,
             "can_submit": role_allows(organization.my_role, Action.WORKLOAD_SUBMIT),
@@ -82,7 +81,8 @@ def workloads(request, org_slug: str, project_slug: str):
 @login_required
 def workload_detail(request, org_slug: str, project_slug: str, name: str):
     caller = caller_of(request)
-    organization, project = _project(caller, org_slug, project_slug)
+    project = project_of(request, org_slug, project_slug)
+    organization = project.organization
     workload = selectors.workload_get(caller=caller, project=project, name=name)
     can_cancel = not workload.is_final and selectors.workload_cancel_permitted(
         caller=caller, workload=workload, role=organization.my_role
@@ -106,7 +106,7 @@ def workload_detail(request, org_slug: str, project_slug: str, name: str):
 @require_POST
 def workload_cancel(request, org_slug: str, project_slug: str, name: str):
     caller = caller_of(request)
-    _, project = _project(caller, org_slug, project_slug)
+    project = project_of(request, org_slug, project_slug)
     workload = selectors.workload_get(caller=caller, project=project, name=name)
     cancelled = attempt(
         request, None, lambda: services.workload_cancel(caller=caller, workload=workload)
@@ -119,7 +119,7 @@ def workload_cancel(request, org_slug: str, project_slug: str, name: str):
 @login_required
 def reservations(request, org_slug: str):
     caller = caller_of(request)
-    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    organization = organization_of(request, org_slug)
     can_reserve = role_allows(organization.my_role, Action.RESERVATION_MANAGE)
     form = ReservationForm(
         request.POST or None,
@@ -144,9 +144,9 @@ def reservations(request, org_slug: str):
         "scheduling/reservations.html",
         {
             "organization": organization,
-            "reservations": selectors.reservation_list(caller=caller, organization=organization)
-            .exclude(state__in=[Reservation.State.COMPLETED, Reservation.State.EXPIRED])
-            .order_by("starts_at")[:200],
+            "reservations": selectors.reservations_on_record(
+                caller=caller, organization=organization
+            )[:RESERVATIONS_SHOWN],
             "timeline": selectors.reservation_timeline(
                 caller=caller,
                 organization=organization,
@@ -163,7 +163,7 @@ def reservations(request, org_slug: str):
 @require_POST
 def reservation_cancel(request, org_slug: str, reservation_id: str):
     caller = caller_of(request)
-    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    organization = organization_of(request, org_slug)
     reservation = selectors.reservation_get(
         caller=caller, organization=organization, pk=reservation_id
     )
@@ -178,7 +178,7 @@ def reservation_cancel(request, org_slug: str, reservation_id: str):
 @login_required
 def quotas(request, org_slug: str):
     caller = caller_of(request)
-    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    organization = organization_of(request, org_slug)
     can_ask = role_allows(organization.my_role, Action.QUOTA_REQUEST)
     form = QuotaRequestForm(
         request.POST or None,
@@ -203,7 +203,7 @@ def quotas(request, org_slug: str):
             "organization": organization,
             "quotas": selectors.quota_overview(caller=caller, organization=organization),
             "requests": selectors.quota_request_list(caller=caller, organization=organization)[
-                :100
+                :QUOTA_REQUESTS_SHOWN
             ],
             "form": form,
             "can_ask": can_ask,
@@ -254,7 +254,7 @@ def cluster(request):
             "grids": grids,
             "legend": sorted(hues.items()),
             "tiers": [(tier[:1].upper(), tier) for tier in tiers],
-            "queue": queue[:50],
+            "queue": queue[:QUEUE_SHOWN],
             "waiting": queue.count(),
         },
     )

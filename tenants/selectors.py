@@ -26,12 +26,17 @@ def _count_of(model, **filters) -> Subquery:
     return Subquery(rows.annotate(total=Count("pk")).values("total")[:1])
 
 
+def _role_in(organization, *, caller: Caller) -> Subquery:
+    """The caller's role in ``organization`` (an outer reference), as a subquery."""
+    role = Membership.objects.filter(organization=organization, user_id=caller.user.pk)
+    return Subquery(role.values("role")[:1])
+
+
 def organization_list(*, caller: Caller) -> QuerySet[Organization]:
-    role = Membership.objects.filter(organization=OuterRef("pk"), user_id=caller.user.pk)
     return (
         Organization.objects.filter(pk__in=organization_ids_visible_to(caller))
         .annotate(
-            my_role=Subquery(role.values("role")[:1]),
+            my_role=_role_in(OuterRef("pk"), caller=caller),
             project_count=Coalesce(
                 _count_of(Project, organization=OuterRef("pk"), deleted_at__isnull=True), 0
             ),
@@ -151,18 +156,19 @@ def membership_list_of_caller(*, caller: Caller) -> QuerySet[Membership]:
 
 def project_get_by_slugs(*, caller: Caller, org_slug: str, project_slug: str) -> Project:
     """A project reached by its URL, with its organization, in one query (every workload
-    request starts here); NotFound names the organization or the project, as the two getters
-    above do."""
+    request starts here); its organization carries the caller's role (``my_role``) as
+    `organization_get`'s does. NotFound names the organization or the project, as the two
+    getters above do."""
     project = (
         project_list(caller=caller)
         .filter(organization__slug=org_slug, slug=project_slug)
-        .select_related(None)
-        .select_related("organization")
+        .annotate(my_role=_role_in(OuterRef("organization"), caller=caller))
         .first()
     )
     if project is None:
         organization_get(caller=caller, slug=org_slug)
         raise NotFound("No such project.")
+    project.organization.my_role = project.my_role
     return project
 
 

@@ -20,6 +20,7 @@ from .forms import (
     RoleChangeForm,
     TokenIssueForm,
 )
+from .lookups import project_of
 from .permissions import Action, caller_of, role_allows
 
 ISSUED_SECRET_KEY = "tenants.issued_token_secret"
@@ -99,8 +100,8 @@ def organization_detail(request, org_slug: str):
 @login_required
 def project_detail(request, org_slug: str, project_slug: str):
     caller = caller_of(request)
-    organization = selectors.organization_get(caller=caller, slug=org_slug)
-    project = selectors.project_get(caller=caller, organization=organization, slug=project_slug)
+    project = project_of(request, org_slug, project_slug)
+    organization = project.organization
     if request.method == "POST" and "delete" in request.POST:
         deleted = attempt(
             request, None, lambda: services.project_delete(caller=caller, project=project)

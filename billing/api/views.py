@@ -19,7 +19,7 @@ from portal.api.views import ApiView, CollectionApiView, list_response
 from portal.bounds import FIRST_YEAR, LAST_YEAR, year_in_range
 from portal.errors import NotFound
 from scheduling import selectors as scheduling_selectors
-from tenants import selectors as tenant_selectors
+from tenants.lookups import organization_of
 from tenants.permissions import caller_of, sees_money
 
 from .filters import OrderFilter
@@ -50,7 +50,7 @@ class CatalogListApi(CollectionApiView):
     )
     def get(self, request, org_slug: str):
         caller = caller_of(request)
-        organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+        organization = organization_of(request, org_slug)
         return list_response(
             view=self,
             queryset=selectors.catalog_for(
@@ -58,10 +58,6 @@ class CatalogListApi(CollectionApiView):
             ),
             serializer_class=CatalogItemOutput,
         )
-
-
-def _organization(request, org_slug: str):
-    return tenant_selectors.organization_get(caller=caller_of(request), slug=org_slug)
 
 
 def _money(organization) -> dict:
@@ -76,7 +72,7 @@ class OrderCollectionApi(CollectionApiView):
 
     @extend_schema(operation_id="orders_list", responses=OrderOutput(many=True))
     def get(self, request, org_slug: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         return list_response(
             view=self,
             queryset=selectors.order_list(caller=caller_of(request), organization=organization),
@@ -93,7 +89,7 @@ class OrderCollectionApi(CollectionApiView):
         " fulfilled by the worker.",
     )
     def post(self, request, org_slug: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         serializer = OrderInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         order = services.order_create(
@@ -110,7 +106,7 @@ class OrderCollectionApi(CollectionApiView):
 class OrderDetailApi(ApiView):
     @extend_schema(operation_id="orders_get", responses=OrderOutput)
     def get(self, request, org_slug: str, order_id: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         order = selectors.order_get(
             caller=caller_of(request), organization=organization, pk=order_id
         )
@@ -121,7 +117,7 @@ class OrderSubmitApi(ApiView):
     @extend_schema(operation_id="orders_submit", request=None, responses=OrderOutput)
     def post(self, request, org_slug: str, order_id: str):
         caller = caller_of(request)
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         order = selectors.order_get(caller=caller, organization=organization, pk=order_id)
         order = services.order_submit(caller=caller, order=order)
         return Response(OrderOutput(order, context=_money(organization)).data)
@@ -131,7 +127,7 @@ class OrderCancelApi(ApiView):
     @extend_schema(operation_id="orders_cancel", request=None, responses=OrderOutput)
     def post(self, request, org_slug: str, order_id: str):
         caller = caller_of(request)
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         order = selectors.order_get(caller=caller, organization=organization, pk=order_id)
         order = services.order_cancel(caller=caller, order=order)
         return Response(OrderOutput(order, context=_money(organization)).data)
@@ -148,7 +144,7 @@ class CancellationChargeListApi(CollectionApiView):
         " by its catalog item's terms (0 when cancelled in time).",
     )
     def get(self, request, org_slug: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         return list_response(
             view=self,
             queryset=selectors.cancellation_charge_list(
@@ -167,7 +163,7 @@ class ReservationCancellationChargeApi(ApiView):
     )
     def get(self, request, org_slug: str, reservation_id: str):
         caller = caller_of(request)
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         reservation = scheduling_selectors.reservation_get(
             caller=caller, organization=organization, pk=reservation_id
         )
@@ -190,7 +186,7 @@ class InvoiceCollectionApi(CollectionApiView):
         return list_response(
             view=self,
             queryset=selectors.invoice_list(
-                caller=caller_of(request), organization=_organization(request, org_slug)
+                caller=caller_of(request), organization=organization_of(request, org_slug)
             ),
             serializer_class=InvoiceOutput,
         )
@@ -198,7 +194,7 @@ class InvoiceCollectionApi(CollectionApiView):
 
 def _invoice(request, org_slug: str, invoice_id: str) -> Invoice:
     return selectors.invoice_get(
-        caller=caller_of(request), organization=_organization(request, org_slug), pk=invoice_id
+        caller=caller_of(request), organization=organization_of(request, org_slug), pk=invoice_id
     )
 
 
@@ -260,7 +256,7 @@ class CreditsApi(ApiView):
     )
     def get(self, request, org_slug: str):
         caller = caller_of(request)
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         grants = selectors.credit_list(caller=caller, organization=organization)
         balance = selectors.credit_balance(organization=organization)
         return Response(
@@ -278,7 +274,7 @@ class BudgetCollectionApi(ApiView):
     )
     def get(self, request, org_slug: str):
         budgets = selectors.budget_list(
-            caller=caller_of(request), organization=_organization(request, org_slug)
+            caller=caller_of(request), organization=organization_of(request, org_slug)
         )
         return Response(BudgetOutput(budgets, many=True).data)
 
@@ -291,7 +287,7 @@ class BudgetCollectionApi(ApiView):
     )
     def put(self, request, org_slug: str):
         caller = caller_of(request)
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         serializer = BudgetInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         budget = services.budget_save(
@@ -305,7 +301,7 @@ class BudgetDetailApi(ApiView):
     def delete(self, request, org_slug: str, budget_id: str):
         caller = caller_of(request)
         budget = selectors.budget_get(
-            caller=caller, organization=_organization(request, org_slug), pk=budget_id
+            caller=caller, organization=organization_of(request, org_slug), pk=budget_id
         )
         services.budget_delete(caller=caller, budget=budget)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -326,7 +322,7 @@ class UsageApi(ApiView):
         " together.",
     )
     def get(self, request, org_slug: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         query = UsageQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         zone = organization.zone

@@ -9,7 +9,7 @@ from portal import clock
 from portal.api.views import ApiView, CollectionApiView, list_response
 from scheduling import selectors, services
 from scheduling.models import QuotaGrant, QuotaRequest, Reservation, Workload
-from tenants import selectors as tenant_selectors
+from tenants.lookups import organization_of, project_of
 from tenants.permissions import caller_of
 
 from .filters import WorkloadFilter
@@ -28,12 +28,6 @@ from .serializers import (
     WorkloadOutput,
     WorkloadSubmitInput,
 )
-
-
-def _project(request, org_slug: str, project_slug: str):
-    return tenant_selectors.project_get_by_slugs(
-        caller=caller_of(request), org_slug=org_slug, project_slug=project_slug
-    )
 
 
 class GpuClassListApi(ApiView):
@@ -55,7 +49,7 @@ class QuotaListApi(CollectionApiView):
     @extend_schema(operation_id="quotas_list", responses=QuotaOutput(many=True))
     def get(self, request, org_slug: str):
         caller = caller_of(request)
-        organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+        organization = organization_of(request, org_slug)
         return list_response(
             view=self,
             queryset=selectors.quota_list(caller=caller, organization=organization),
@@ -71,7 +65,7 @@ class WorkloadCollectionApi(CollectionApiView):
 
     @extend_schema(operation_id="workloads_list", responses=WorkloadOutput(many=True))
     def get(self, request, org_slug: str, project_slug: str):
-        project = _project(request, org_slug, project_slug)
+        project = project_of(request, org_slug, project_slug)
         return list_response(
             view=self,
             queryset=selectors.workload_list(caller=caller_of(request), project=project),
@@ -84,7 +78,7 @@ class WorkloadCollectionApi(CollectionApiView):
         responses={201: WorkloadOutput},
     )
     def post(self, request, org_slug: str, project_slug: str):
-        project = _project(request, org_slug, project_slug)
+        project = project_of(request, org_slug, project_slug)
         serializer = WorkloadSubmitInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         workload = services.workload_submit(
@@ -107,7 +101,7 @@ class WorkloadBatchApi(ApiView):
         ),
     )
     def post(self, request, org_slug: str, project_slug: str):
-        project = _project(request, org_slug, project_slug)
+        project = project_of(request, org_slug, project_slug)
         serializer = WorkloadBatchInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         workloads = services.workloads_submit(
@@ -121,7 +115,7 @@ class WorkloadBatchApi(ApiView):
 class WorkloadDetailApi(ApiView):
     @extend_schema(operation_id="workloads_retrieve", responses=WorkloadOutput)
     def get(self, request, org_slug: str, project_slug: str, name: str):
-        project = _project(request, org_slug, project_slug)
+        project = project_of(request, org_slug, project_slug)
         workload = selectors.workload_get(caller=caller_of(request), project=project, name=name)
         return Response(WorkloadOutput(workload).data)
 
@@ -130,7 +124,7 @@ class WorkloadCancelApi(ApiView):
     @extend_schema(operation_id="workloads_cancel", request=None, responses=WorkloadOutput)
     def post(self, request, org_slug: str, project_slug: str, name: str):
         caller = caller_of(request)
-        project = _project(request, org_slug, project_slug)
+        project = project_of(request, org_slug, project_slug)
         workload = selectors.workload_get(caller=caller, project=project, name=name)
         services.workload_cancel(caller=caller, workload=workload)
         workload = selectors.workload_get(caller=caller, project=project, name=name)
@@ -140,15 +134,11 @@ class WorkloadCancelApi(ApiView):
 class WorkloadEventListApi(ApiView):
     @extend_schema(operation_id="workload_events_list", responses=WorkloadEventOutput(many=True))
     def get(self, request, org_slug: str, project_slug: str, name: str):
-        project = _project(request, org_slug, project_slug)
+        project = project_of(request, org_slug, project_slug)
         workload = selectors.workload_get(caller=caller_of(request), project=project, name=name)
         return Response(
             WorkloadEventOutput(selectors.workload_events(workload=workload), many=True).data
         )
-
-
-def _organization(request, org_slug: str):
-    return tenant_selectors.organization_get(caller=caller_of(request), slug=org_slug)
 
 
 class ReservationCollectionApi(CollectionApiView):
@@ -157,7 +147,7 @@ class ReservationCollectionApi(CollectionApiView):
 
     @extend_schema(operation_id="reservations_list", responses=ReservationOutput(many=True))
     def get(self, request, org_slug: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         return list_response(
             view=self,
             queryset=selectors.reservation_list(
@@ -175,7 +165,7 @@ class ReservationCollectionApi(CollectionApiView):
         " periods and the nearest feasible starts before and after.",
     )
     def post(self, request, org_slug: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         serializer = ReservationInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         reservations = services.reservations_request(
@@ -189,7 +179,7 @@ class ReservationCollectionApi(CollectionApiView):
 class ReservationDetailApi(ApiView):
     @extend_schema(operation_id="reservations_get", responses=ReservationOutput)
     def get(self, request, org_slug: str, reservation_id: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         reservation = selectors.reservation_get(
             caller=caller_of(request), organization=organization, pk=reservation_id
         )
@@ -200,7 +190,7 @@ class ReservationCancelApi(ApiView):
     @extend_schema(operation_id="reservations_cancel", request=None, responses=ReservationOutput)
     def post(self, request, org_slug: str, reservation_id: str):
         caller = caller_of(request)
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         reservation = selectors.reservation_get(
             caller=caller, organization=organization, pk=reservation_id
         )
@@ -220,7 +210,7 @@ class ReservationTimelineApi(ApiView):
         " organization's time zone, from today (today's from now on).",
     )
     def get(self, request, org_slug: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         query = TimelineQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         timeline = selectors.reservation_timeline(
@@ -238,7 +228,7 @@ class QuotaRequestCollectionApi(CollectionApiView):
 
     @extend_schema(operation_id="quota_requests_list", responses=QuotaRequestOutput(many=True))
     def get(self, request, org_slug: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         return list_response(
             view=self,
             queryset=selectors.quota_request_list(
@@ -255,7 +245,7 @@ class QuotaRequestCollectionApi(CollectionApiView):
         " shares in milli-GPU, or instances of a MIG profile), until `until` or for good.",
     )
     def post(self, request, org_slug: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         serializer = QuotaRequestInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         quota_request = services.quota_request_create(
@@ -267,7 +257,7 @@ class QuotaRequestCollectionApi(CollectionApiView):
 class QuotaRequestDetailApi(ApiView):
     @extend_schema(operation_id="quota_requests_get", responses=QuotaRequestOutput)
     def get(self, request, org_slug: str, request_id: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         quota_request = selectors.quota_request_get(
             caller=caller_of(request), organization=organization, pk=request_id
         )

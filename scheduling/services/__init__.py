@@ -3,6 +3,9 @@
 - inventory: the cluster description file and the node inventory
 - provisioning: what the cluster and each project's namespace must hold
 - quotas: operators' quota grants
+- reservations: a tenant's reservation request, checked against the pools under their locks;
+  operators' decisions; a reservation's mail
+- reservation_upkeep: reservations moved on with time and re-checked against the pools
 - submission: a user's request, validated and queued
 - cycle: the scheduling cycle, the only bridge between the ORM and the engine
 - lifecycle: launch, status, idle and runtime rules; the one way to end a workload
@@ -55,14 +58,13 @@ from .quotas import (
     quota_requests_advance,
 )
 from .reconciler import Reconciled, cluster_reconcile
+from .reservation_upkeep import reservations_advance, reservations_recheck
 from .reservations import (
     ReservationRequest,
     reservation_approve,
     reservation_cancel,
     reservation_email_send,
     reservation_reject,
-    reservations_advance,
-    reservations_recheck,
     reservations_request,
 )
 from .submission import (

@@ -13,15 +13,13 @@ and proposes the nearest windows of the same length that fit, before and after.
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from itertools import pairwise
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q
 
 from portal import clock
-from portal.bounds import BOOKING_HORIZON_YEARS, booking_horizon, booking_horizon_error
+from portal.bounds import BOOKING_HORIZON_YEARS, booking_horizon_error
 from portal.errors import Conflict
 from portal.events import Event, publish
 from portal.mail import mail_where_it_stands
@@ -29,15 +27,12 @@ from tenants import selectors as tenant_selectors
 from tenants.approvals import Workflow
 from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize
-from tenants.services import audit_record
 
 from ..models import GpuClass, NodePool, Reservation, ReservationRule
-from ..selectors import pool_capacity
+from ..selectors import nearest_windows, pool_capacity, shortfalls
 
 WEEK = timedelta(weeks=1)
 WEEKS_MAX = 52
-# How far from the asked window the nearest feasible windows are looked for.
-SEARCH_SPAN = timedelta(weeks=8)
 
 
 @dataclass(frozen=True)
@@ -54,114 +49,6 @@ class ReservationRequest:
     weeks: int = 1
     lead_time: timedelta | None = None
     mig_profile: str | None = None
-
-
-@dataclass(frozen=True)
-class Shortfall:
-    """Part of a window where the pool lacks ``gpus`` GPUs for a request."""
-
-    starts_at: datetime
-    ends_at: datetime
-    gpus: int
-
-    def as_dict(self) -> dict:
-        return {
-            "starts_at": self.starts_at.isoformat(),
-            "ends_at": self.ends_at.isoformat(),
-            "gpus_short": self.gpus,
-        }
-
-
-def pool_load(
-    pool: NodePool,
-    starts_at: datetime,
-    ends_at: datetime,
-    mig_profile: str = "",
-    also: tuple[tuple[datetime, datetime, int], ...] = (),
-) -> list[tuple[datetime, datetime, int]]:
-    """GPUs (or instances of ``mig_profile``) the pool's holding reservations, and ``also``
-    (windows not saved yet, as (start, end, GPUs)), take over [starts_at, ends_at), as
-    consecutive pieces of constant load."""
-    overlapping = [
-        *Reservation.objects.filter(
-            pool=pool,
-            mig_profile=mig_profile,
-            state__in=Reservation.HOLDING_STATES,
-            starts_at__lt=ends_at,
-            ends_at__gt=starts_at,
-        ).values_list("starts_at", "ends_at", "gpus"),
-        *((start, end, gpus) for start, end, gpus in also if start < ends_at and end > starts_at),
-    ]
-    changes: dict[datetime, int] = {}
-    for start, end, gpus in overlapping:
-        changes[max(start, starts_at)] = changes.get(max(start, starts_at), 0) + gpus
-        if end < ends_at:
-            changes[end] = changes.get(end, 0) - gpus
-    bounds = sorted({starts_at, ends_at, *changes})
-    pieces, load = [], 0
-    for start, end in pairwise(bounds):
-        load += changes.get(start, 0)
-        pieces.append((start, end, load))
-    return pieces
-
-
-def shortfalls(
-    pool: NodePool,
-    starts_at: datetime,
-    ends_at: datetime,
-    gpus: int,
-    *,
-    capacity: int,
-    mig_profile: str = "",
-    also: tuple[tuple[datetime, datetime, int], ...] = (),
-) -> list[Shortfall]:
-    """Where [starts_at, ends_at) lacks ``gpus`` free GPUs (or instances of ``mig_profile``)
-    of the pool, beside what its reservations and ``also`` hold, merged by amount."""
-    short: list[Shortfall] = []
-    for start, end, load in pool_load(pool, starts_at, ends_at, mig_profile, also):
-        missing = load + gpus - capacity
-        if missing <= 0:
-            continue
-        if short and short[-1].ends_at == start and short[-1].gpus == missing:
-            short[-1] = Shortfall(short[-1].starts_at, end, missing)
-        else:
-            short.append(Shortfall(start, end, missing))
-    return short
-
-
-def nearest_windows(
-    pool: NodePool,
-    starts_at: datetime,
-    ends_at: datetime,
-    gpus: int,
-    *,
-    capacity: int,
-    now,
-    mig_profile: str = "",
-) -> tuple[datetime | None, datetime | None]:
-    """The latest start before ``starts_at`` (not in the past) and the earliest after it at
-    which a window of the same length fits in the pool; None where none does within
-    ``SEARCH_SPAN`` (nor starting within the booking horizon). A window fits first right after
-    a reservation ends or right before one starts, so only those starts are tried."""
-    length = ends_at - starts_at
-    last_start = booking_horizon(now)
-    nearby = Reservation.objects.filter(
-        pool=pool,
-        mig_profile=mig_profile,
-        state__in=Reservation.HOLDING_STATES,
-        starts_at__lt=ends_at + SEARCH_SPAN,
-        ends_at__gt=starts_at - SEARCH_SPAN,
-    ).values_list("starts_at", "ends_at")
-    candidates = {edge for start, end in nearby for edge in (end, start - length)}
-
-    def fits(start: datetime) -> bool:
-        return not shortfalls(
-            pool, start, start + length, gpus, capacity=capacity, mig_profile=mig_profile
-        )
-
-    later = sorted(c for c in candidates if starts_at < c <= last_start)
-    earlier = sorted((c for c in candidates if now <= c < starts_at), reverse=True)
-    return next(filter(fits, earlier), None), next(filter(fits, later), None)
 
 
 def _request_errors(
@@ -396,104 +283,6 @@ RESERVATIONS = Workflow(
     cancel_action=Action.RESERVATION_MANAGE,
     cancel_code="not_holding",
 )
-
-
-def reservations_advance(*, now=None) -> dict[str, int]:
-    """Move reservations on with time (the beat task): approved ones open, open ones complete,
-    requested ones whose window began unapproved expire; then re-check what the pools still
-    have (``reservations_recheck``). Counts per new state, and of changed shortfalls."""
-    now = now or clock.now()
-    moves = {
-        Reservation.State.COMPLETED: Q(state=Reservation.State.ACTIVE, ends_at__lte=now)
-        | Q(state=Reservation.State.APPROVED, ends_at__lte=now),
-        Reservation.State.ACTIVE: Q(state=Reservation.State.APPROVED, starts_at__lte=now),
-        Reservation.State.EXPIRED: Q(state=Reservation.State.REQUESTED, starts_at__lte=now),
-    }
-    moved = {}
-    with transaction.atomic():
-        for state, condition in moves.items():
-            ids = list(Reservation.objects.filter(condition).values_list("pk", flat=True))
-            Reservation.objects.filter(pk__in=ids).update(state=state)
-            for reservation_id in ids:
-                publish(Event.RESERVATION_CHANGED, reservation_id=str(reservation_id), change=state)
-            moved[state.value] = len(ids)
-    moved["shortfall_changed"] = reservations_recheck(now=now)
-    return moved
-
-
-def _peak(
-    held: list[tuple[datetime, datetime, int]], starts_at: datetime, ends_at: datetime
-) -> int:
-    """The most GPUs ``held`` takes at any instant of [starts_at, ends_at)."""
-    inside = [
-        (max(s, starts_at), min(e, ends_at), g) for s, e, g in held if s < ends_at and e > starts_at
-    ]
-    return max(
-        (sum(g for s, e, g in inside if s <= instant < e) for instant, _, _ in inside), default=0
-    )
-
-
-def reservations_recheck(*, now=None) -> int:
-    """Check the holding reservations against what their pools have now (nodes removed or
-    cordoned since they were accepted). Approved ones before requested ones, earliest asked
-    first, keep their GPUs; a reservation the rest no longer covers is marked short by what is
-    missing, audited, and its requester and the operators are mailed; one covered again is
-    cleared. The number of reservations whose shortfall changed."""
-    now = now or clock.now()
-    changed = 0
-    with transaction.atomic():
-        holding = list(
-            Reservation.objects.filter(state__in=Reservation.HOLDING_STATES, ends_at__gt=now)
-            .select_related("organization", "gpu_class", "pool")
-            .order_by("requested_at", "pk")
-        )
-        pools = {r.pool_id for r in holding}
-        # The same locks as a request's: a re-check and a request never interleave.
-        for pool in NodePool.objects.select_for_update().filter(pk__in=pools).order_by("pk"):
-            for profile in sorted({r.mig_profile for r in holding if r.pool_id == pool.pk}):
-                mine = sorted(
-                    (r for r in holding if r.pool_id == pool.pk and r.mig_profile == profile),
-                    key=lambda r: r.state == Reservation.State.REQUESTED,
-                )
-                changed += _recheck(mine, pool_capacity(pool, profile), now)
-    return changed
-
-
-def _recheck(reservations: list[Reservation], capacity: int, now: datetime) -> int:
-    """Mark each of ``reservations`` (of one pool and resource, in the order that keeps its
-    capacity first) short by what ``capacity`` no longer covers; how many changed."""
-    changed = 0
-    held: list[tuple[datetime, datetime, int]] = []
-    for reservation in reservations:
-        start = max(reservation.starts_at, now)
-        room = max(0, capacity - _peak(held, start, reservation.ends_at))
-        short = max(0, reservation.gpus - room)
-        held.append((start, reservation.ends_at, reservation.gpus - short))
-        if short != reservation.short_gpus:
-            _mark_short(reservation, short)
-            changed += 1
-    return changed
-
-
-def _mark_short(reservation: Reservation, short: int) -> None:
-    was = reservation.short_gpus
-    reservation.short_gpus = short
-    reservation.save(update_fields=["short_gpus"])
-    audited = audit_record(
-        caller=None,
-        organization=reservation.organization,
-        action="reservation.short" if short else "reservation.covered",
-        target=reservation,
-        payload=_payload(reservation) | {"short_gpus": short, "was_short_gpus": was},
-    )
-    # A shortfall may change again (and be covered again): each change is its own event.
-    publish(
-        Event.RESERVATION_CHANGED,
-        reservation_id=str(reservation.pk),
-        change=RESERVATION_SHORT if short else RESERVATION_COVERED,
-        occurrence=str(audited.pk),
-        short_gpus=short,
-    )
 
 
 def reservation_email_send(

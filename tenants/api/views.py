@@ -6,6 +6,7 @@ from rest_framework.response import Response
 
 from portal.api.views import ApiView, CollectionApiView, list_response
 from tenants import selectors, services
+from tenants.lookups import organization_of, project_of
 from tenants.models import ApiToken, AuditEvent, Invitation, Membership, Organization, Project
 from tenants.permissions import caller_of
 
@@ -35,10 +36,6 @@ def _valid(serializer_class, request, **kwargs) -> dict:
     serializer = serializer_class(data=request.data, **kwargs)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
-
-
-def _organization(request, org_slug: str):
-    return selectors.organization_get(caller=caller_of(request), slug=org_slug)
 
 
 class OrganizationCollectionApi(CollectionApiView):
@@ -71,7 +68,7 @@ class OrganizationCollectionApi(CollectionApiView):
 class OrganizationDetailApi(ApiView):
     @extend_schema(operation_id="organizations_retrieve", responses=OrganizationOutput)
     def get(self, request, org_slug: str):
-        return Response(OrganizationOutput(_organization(request, org_slug)).data)
+        return Response(OrganizationOutput(organization_of(request, org_slug)).data)
 
     @extend_schema(
         operation_id="organizations_update",
@@ -80,16 +77,16 @@ class OrganizationDetailApi(ApiView):
     )
     def patch(self, request, org_slug: str):
         caller = caller_of(request)
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         services.organization_update(
             caller=caller, organization=organization, **_valid(OrganizationUpdateInput, request)
         )
-        return Response(OrganizationOutput(_organization(request, org_slug)).data)
+        return Response(OrganizationOutput(organization_of(request, org_slug)).data)
 
     @extend_schema(operation_id="organizations_destroy", responses=NO_CONTENT)
     def delete(self, request, org_slug: str):
         services.organization_delete(
-            caller=caller_of(request), organization=_organization(request, org_slug)
+            caller=caller_of(request), organization=organization_of(request, org_slug)
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -101,7 +98,7 @@ class MemberCollectionApi(CollectionApiView):
 
     @extend_schema(operation_id="members_list", responses=MembershipOutput(many=True))
     def get(self, request, org_slug: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         return list_response(
             view=self,
             queryset=selectors.member_list(caller=caller_of(request), organization=organization),
@@ -113,7 +110,7 @@ class MemberDetailApi(ApiView):
     def _membership(self, request, org_slug, member_id):
         return selectors.member_get(
             caller=caller_of(request),
-            organization=_organization(request, org_slug),
+            organization=organization_of(request, org_slug),
             membership_id=member_id,
         )
 
@@ -147,7 +144,7 @@ class InvitationCollectionApi(CollectionApiView):
 
     @extend_schema(operation_id="invitations_list", responses=InvitationOutput(many=True))
     def get(self, request, org_slug: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         return list_response(
             view=self,
             queryset=selectors.invitation_list(
@@ -164,7 +161,7 @@ class InvitationCollectionApi(CollectionApiView):
     def post(self, request, org_slug: str):
         invitation = services.member_invite(
             caller=caller_of(request),
-            organization=_organization(request, org_slug),
+            organization=organization_of(request, org_slug),
             **_valid(InvitationCreateInput, request),
         )
         return Response(InvitationOutput(invitation).data, status=status.HTTP_201_CREATED)
@@ -173,7 +170,7 @@ class InvitationCollectionApi(CollectionApiView):
 def _invitation(request, org_slug: str, invitation_id):
     return selectors.invitation_get(
         caller=caller_of(request),
-        organization=_organization(request, org_slug),
+        organization=organization_of(request, org_slug),
         invitation_id=invitation_id,
     )
 
@@ -220,7 +217,7 @@ class ProjectCollectionApi(CollectionApiView):
 
     @extend_schema(operation_id="projects_list", responses=ProjectOutput(many=True))
     def get(self, request, org_slug: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         return list_response(
             view=self,
             queryset=selectors.project_list(caller=caller_of(request), organization=organization),
@@ -233,23 +230,16 @@ class ProjectCollectionApi(CollectionApiView):
     def post(self, request, org_slug: str):
         project = services.project_create(
             caller=caller_of(request),
-            organization=_organization(request, org_slug),
+            organization=organization_of(request, org_slug),
             **_valid(ProjectCreateInput, request),
         )
         return Response(ProjectOutput(project).data, status=status.HTTP_201_CREATED)
 
 
 class ProjectDetailApi(ApiView):
-    def _project(self, request, org_slug, project_slug):
-        return selectors.project_get(
-            caller=caller_of(request),
-            organization=_organization(request, org_slug),
-            slug=project_slug,
-        )
-
     @extend_schema(operation_id="projects_retrieve", responses=ProjectOutput)
     def get(self, request, org_slug: str, project_slug: str):
-        return Response(ProjectOutput(self._project(request, org_slug, project_slug)).data)
+        return Response(ProjectOutput(project_of(request, org_slug, project_slug)).data)
 
     @extend_schema(
         operation_id="projects_update", request=ProjectUpdateInput, responses=ProjectOutput
@@ -257,7 +247,7 @@ class ProjectDetailApi(ApiView):
     def patch(self, request, org_slug: str, project_slug: str):
         project = services.project_update(
             caller=caller_of(request),
-            project=self._project(request, org_slug, project_slug),
+            project=project_of(request, org_slug, project_slug),
             **_valid(ProjectUpdateInput, request),
         )
         return Response(ProjectOutput(project).data)
@@ -265,7 +255,7 @@ class ProjectDetailApi(ApiView):
     @extend_schema(operation_id="projects_destroy", responses=NO_CONTENT)
     def delete(self, request, org_slug: str, project_slug: str):
         services.project_delete(
-            caller=caller_of(request), project=self._project(request, org_slug, project_slug)
+            caller=caller_of(request), project=project_of(request, org_slug, project_slug)
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -277,7 +267,7 @@ class TokenCollectionApi(CollectionApiView):
 
     @extend_schema(operation_id="tokens_list", responses=TokenOutput(many=True))
     def get(self, request, org_slug: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         return list_response(
             view=self,
             queryset=selectors.token_list(caller=caller_of(request), organization=organization),
@@ -290,7 +280,7 @@ class TokenCollectionApi(CollectionApiView):
     def post(self, request, org_slug: str):
         token, secret = services.token_issue(
             caller=caller_of(request),
-            organization=_organization(request, org_slug),
+            organization=organization_of(request, org_slug),
             **_valid(TokenIssueInput, request),
         )
         token.secret = secret
@@ -299,7 +289,9 @@ class TokenCollectionApi(CollectionApiView):
 
 def _token(request, org_slug: str, token_id):
     return selectors.token_get(
-        caller=caller_of(request), organization=_organization(request, org_slug), token_id=token_id
+        caller=caller_of(request),
+        organization=organization_of(request, org_slug),
+        token_id=token_id,
     )
 
 
@@ -331,7 +323,7 @@ class AuditEventCollectionApi(CollectionApiView):
 
     @extend_schema(operation_id="audit_events_list", responses=AuditEventOutput(many=True))
     def get(self, request, org_slug: str):
-        organization = _organization(request, org_slug)
+        organization = organization_of(request, org_slug)
         return list_response(
             view=self,
             queryset=selectors.audit_event_list(

@@ -59,7 +59,7 @@ def test_two_concurrent_passes_open_a_due_reservation_and_announce_it_once(
 ):
     published = []
     monkeypatch.setattr(
-        "scheduling.services.reservations.publish",
+        "scheduling.services.reservation_upkeep.publish",
         lambda event, **data: published.append((event, data)),
     )
     advance = services.reservations_advance

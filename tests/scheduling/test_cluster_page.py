@@ -144,3 +144,13 @@ def test_a_cordoned_nodes_idle_gpus_are_not_called_fragmentation(operator_client
     assert (
         "56 GPUs idle (8 more idle on cordoned nodes), every one usable by the largest jobs" in page
     )
+
+
+def test_the_cluster_page_reads_in_a_fixed_number_of_queries(
+    operator_client, submit, cluster, django_assert_num_queries
+):
+    one_gpu_held_on_each_dgx(submit)
+    for n in range(3):
+        submit(name=f"waits-{n}")
+    with django_assert_num_queries(8):
+        operator_client.get(URL)

@@ -273,8 +273,19 @@ def test_the_quota_page_shows_what_is_borrowed_and_what_could_be_borrowed_now(
     ) in page
 
 
+def opened_form(user, organization) -> WorkloadSubmitForm:
+    """The submit form as the workloads page opens it for ``user``."""
+    return WorkloadSubmitForm(
+        tiers=selectors.tier_list(),
+        gpu_classes=selectors.gpu_class_list(),
+        granted=selectors.quota_class_most_granted(
+            caller=Caller(user=user), organization=organization
+        ),
+    )
+
+
 def test_the_submit_form_as_it_opens_submits_with_a_name_and_an_image(signed_in, mia, acme):
-    form = WorkloadSubmitForm(organization=acme)
+    form = opened_form(mia, acme)
     opened = {
         name: field.initial for name, field in form.fields.items() if field.initial is not None
     }
@@ -289,8 +300,8 @@ def test_the_submit_form_as_it_opens_submits_with_a_name_and_an_image(signed_in,
     )
 
 
-def test_the_submit_form_and_the_api_default_to_the_same_cpu_and_memory(acme):
-    form = WorkloadSubmitForm(organization=acme)
+def test_the_submit_form_and_the_api_default_to_the_same_cpu_and_memory(mia, acme):
+    form = opened_form(mia, acme)
     api = WorkloadSubmitInput()
     assert (form.fields["cpu_milli"].initial, form.fields["memory_mib"].initial) == (
         api.fields["cpu_milli"].default,
@@ -298,8 +309,8 @@ def test_the_submit_form_and_the_api_default_to_the_same_cpu_and_memory(acme):
     )
 
 
-def test_the_submit_form_offers_mig_profiles_as_a_list(acme, quotas):
-    choices = dict(WorkloadSubmitForm(organization=acme).fields["mig_profile"].choices)
+def test_the_submit_form_offers_mig_profiles_as_a_list(mia, acme, quotas):
+    choices = dict(opened_form(mia, acme).fields["mig_profile"].choices)
     assert "mig-1g.10gb" in choices
 
 
@@ -461,3 +472,53 @@ def test_a_weekly_series_that_would_overbook_the_pool_is_refused_in_the_console(
         },
     )
     assert (response.status_code, Reservation.objects.count()) == (200, 0)
+
+
+# Query counts, locked: what each page reads stays the same however many rows it lists.
+
+
+def test_the_workloads_page_reads_in_a_fixed_number_of_queries(
+    signed_in, mia, submit, cycle, django_assert_num_queries
+):
+    for n in range(3):
+        submit(name=f"w{n}", gpus=1, replicas=2)
+    cycle()
+    client = signed_in(mia)
+    with django_assert_num_queries(18):
+        client.get(PAGE)
+
+
+def test_the_reservations_page_reads_in_a_fixed_number_of_queries(
+    signed_in, alice, acme, cluster, django_assert_num_queries
+):
+    starts_at = clock.now().replace(minute=0, second=0, microsecond=0) + timedelta(days=2)
+    for day in range(3):
+        services.reservations_request(
+            caller=Caller(user=alice),
+            organization=acme,
+            request=services.ReservationRequest(
+                gpu_class="H100-80GB",
+                gpus=8,
+                starts_at=starts_at + timedelta(days=day),
+                ends_at=starts_at + timedelta(days=day, hours=4),
+            ),
+        )
+    client = signed_in(alice)
+    with django_assert_num_queries(20):
+        client.get(RESERVATIONS)
+
+
+def test_the_quotas_page_reads_in_a_fixed_number_of_queries(
+    signed_in, alice, acme, submit, cycle, django_assert_num_queries
+):
+    submit(name="runs", gpus=1)
+    cycle()
+    for amount in (1, 2, 3):
+        services.quota_request_create(
+            caller=Caller(user=alice),
+            organization=acme,
+            ask=services.QuotaAsk(gpu_class="H100-80GB", amount=amount, reason="More."),
+        )
+    client = signed_in(alice)
+    with django_assert_num_queries(12):
+        client.get(QUOTAS)

@@ -69,6 +69,23 @@ def test_another_tenants_organization_page_is_a_404(bruno, acme, signed_in):
     assert signed_in(bruno).get("/orgs/acme/").status_code == 404
 
 
+PROJECT = "/orgs/acme/projects/ai-dev/"
+
+
+def test_an_owner_may_delete_a_project_from_its_page(alice, ai_dev, signed_in):
+    page = signed_in(alice).get(PROJECT).content.decode()
+    assert ("acme-ai-dev" in page, "Delete project" in page) == (True, True)
+
+
+def test_a_member_sees_a_project_but_may_not_delete_it(mia, ai_dev, signed_in):
+    page = signed_in(mia).get(PROJECT).content.decode()
+    assert ("acme-ai-dev" in page, "Delete project" in page) == (True, False)
+
+
+def test_another_tenants_project_page_is_a_404(bruno, ai_dev, signed_in):
+    assert signed_in(bruno).get(PROJECT).status_code == 404
+
+
 def test_issuing_a_token_shows_its_secret_once(mia, acme, signed_in):
     client = signed_in(mia)
     page = client.post(

@@ -1,0 +1,148 @@
+"""Every read of scheduling, one module per concern; the public names are importable from here
+(``from scheduling import selectors; selectors.workload_list(...)``). A read that serves a
+caller is scoped to the caller's organizations like every tenant read; an operator's read
+requires an operator.
+
+- workloads: a project's workloads and their timeline; the placements billing meters
+- quotas: grants with what is in use of them, quota requests, grants to come
+- catalog: GPU classes, priority tiers, GPU pools and their capacity
+- reservations: an organization's reservations, the pools' timelines, a pool's load over a
+  window with its shortfalls and the nearest windows that fit
+- cluster: operators' view of the cluster node by node, the queue across tenants, the GPU
+  work the insights judge
+- metrics: operators' figures for /metrics
+"""
+
+from .catalog import (
+    class_capacities,
+    gpu_class_list,
+    pool_capacity,
+    pool_capacity_named,
+    pool_list,
+    pool_of_class_exists,
+    pool_resources,
+    tier_list,
+)
+from .cluster import (
+    NEEDS_GPU,
+    GpuCell,
+    MigUse,
+    PoolOverview,
+    cluster_overview,
+    gpu_workloads_seen,
+    gpu_workloads_waiting,
+    queue_across_tenants,
+)
+from .metrics import (
+    PendingCount,
+    ReservationUse,
+    cluster_capacity,
+    gpus_borrowed_by_pool,
+    last_cycle_at,
+    notebooks_running,
+    pending_workload_counts,
+    project_namespaces,
+    reservations_in_use,
+)
+from .quotas import (
+    QuotaUse,
+    quota_class_most_granted,
+    quota_grants_to_come,
+    quota_list,
+    quota_overview,
+    quota_request_for_operator,
+    quota_request_get,
+    quota_request_list,
+    quota_usage,
+)
+from .reservations import (
+    SEARCH_SPAN,
+    FreeDay,
+    PoolTimeline,
+    ReservedBlock,
+    Shortfall,
+    calendar_days,
+    nearest_windows,
+    pool_load,
+    reservation_for_operator,
+    reservation_get,
+    reservation_list,
+    reservation_timeline,
+    reservations_ahead,
+    reservations_on_record,
+    shortfalls,
+)
+from .workloads import (
+    WorkloadClock,
+    organization_workloads,
+    placements_ended,
+    placements_ran,
+    project_provisioning,
+    workload_cancel_permitted,
+    workload_clock,
+    workload_events,
+    workload_get,
+    workload_list,
+)
+
+__all__ = [
+    "NEEDS_GPU",
+    "SEARCH_SPAN",
+    "FreeDay",
+    "GpuCell",
+    "MigUse",
+    "PendingCount",
+    "PoolOverview",
+    "PoolTimeline",
+    "QuotaUse",
+    "ReservationUse",
+    "ReservedBlock",
+    "Shortfall",
+    "WorkloadClock",
+    "calendar_days",
+    "class_capacities",
+    "cluster_capacity",
+    "cluster_overview",
+    "gpu_class_list",
+    "gpu_workloads_seen",
+    "gpu_workloads_waiting",
+    "gpus_borrowed_by_pool",
+    "last_cycle_at",
+    "nearest_windows",
+    "notebooks_running",
+    "organization_workloads",
+    "pending_workload_counts",
+    "placements_ended",
+    "placements_ran",
+    "pool_capacity",
+    "pool_capacity_named",
+    "pool_list",
+    "pool_load",
+    "pool_of_class_exists",
+    "pool_resources",
+    "project_namespaces",
+    "project_provisioning",
+    "queue_across_tenants",
+    "quota_class_most_granted",
+    "quota_grants_to_come",
+    "quota_list",
+    "quota_overview",
+    "quota_request_for_operator",
+    "quota_request_get",
+    "quota_request_list",
+    "quota_usage",
+    "reservation_for_operator",
+    "reservation_get",
+    "reservation_list",
+    "reservation_timeline",
+    "reservations_ahead",
+    "reservations_in_use",
+    "reservations_on_record",
+    "shortfalls",
+    "tier_list",
+    "workload_cancel_permitted",
+    "workload_clock",
+    "workload_events",
+    "workload_get",
+    "workload_list",
+]
