@@ -54,7 +54,15 @@ from ..models import (
     UsageInterval,
     UsageReconciliation,
 )
-from ..pricing import hour_floor, usage_cost
+from ..pricing import (
+    hour_floor,
+    on_demand_item,
+    price_in_force,
+    reserved_cost,
+    reserved_unit_price,
+    usage_cost,
+    version_in_force,
+)
 from . import drafting, rating_sql
 
 BATCH = 2_000
@@ -255,8 +263,8 @@ class PriceBook:
     versions: dict[tuple, list[PriceVersion]] = field(default_factory=dict)
 
     def item(self, interval: UsageInterval) -> CatalogItem | None:
-        """The organization's on-demand item for the interval's class, profile and tier (one
-        for its tier before one for every tier), as offered when the interval began."""
+        """The on-demand item that prices the interval (``pricing.on_demand_item``), as
+        offered when it began."""
         key = (
             interval.organization_id,
             interval.gpu_class_id,
@@ -264,42 +272,30 @@ class PriceBook:
             interval.tier_id,
         )
         if key not in self.items:
-            offered = selectors.offered_to(
-                organization=interval.organization, at=interval.started_at
-            ).filter(
-                kind=CatalogItem.Kind.ON_DEMAND,
-                gpu_class=interval.gpu_class_id,
+            self.items[key] = on_demand_item(
+                organization=interval.organization,
+                gpu_class_id=interval.gpu_class_id,
                 mig_profile=interval.mig_profile,
-            )
-            self.items[key] = (
-                offered.filter(tier=interval.tier_id).order_by("slug").first()
-                or offered.filter(tier__isnull=True).order_by("slug").first()
+                tier_id=interval.tier_id,
+                at=interval.started_at,
             )
         return self.items[key]
 
     def in_force(self, item: CatalogItem, organization_id, start: datetime, end: datetime):
-        """The (piece start, version) pairs that split [start, end) where the price in force
-        for the organization changes (its own versions over the list's)."""
+        """The (piece start, version) pairs that split [start, end) where a version of the
+        price that may apply to the organization starts, each with the version then in force
+        (``pricing.version_in_force``)."""
         key = (item.pk, organization_id)
         if key not in self.versions:
             self.versions[key] = list(
-                item.prices.filter(
-                    Q(organization__isnull=True) | Q(organization=organization_id)
-                ).order_by("effective_from")
+                item.prices.filter(Q(organization__isnull=True) | Q(organization=organization_id))
             )
         versions = self.versions[key]
         changes = sorted({v.effective_from for v in versions if start < v.effective_from < end})
         return [
-            (moment, _version_at(versions, organization_id, moment)) for moment in [start, *changes]
+            (moment, version_in_force(versions, organization_id, moment))
+            for moment in [start, *changes]
         ]
-
-
-def _version_at(versions: list[PriceVersion], organization_id, at: datetime) -> PriceVersion | None:
-    """As ``selectors.price_in_force``, over versions already read."""
-    started = [v for v in versions if v.effective_from <= at]
-    own = [v for v in started if v.organization_id == organization_id]
-    listed = [v for v in started if v.organization_id is None]
-    return (own or listed or [None])[-1]
 
 
 RATE_CHUNK = 100_000  # interval ids per rating statement and transaction
@@ -400,7 +396,7 @@ def _reservations_rate(*, horizon: datetime, now: datetime) -> int:
         if until <= start:
             continue
         _, item, value = selectors.reservation_terms(reservation)
-        length = (reservation.ends_at - reservation.starts_at) // timedelta(microseconds=1)
+        window = reservation.ends_at - reservation.starts_at
         bounds = [start, *_hours_between(start, until), until]
         records = [
             BillingRecord(
@@ -419,10 +415,8 @@ def _reservations_rate(*, horizon: datetime, now: datetime) -> int:
                 # None: no item priced it, which operators are told of (``usage_unpriced``).
                 unit_price=None
                 if item is None
-                else (value * 3600 * 10**6 / (reservation.gpus * length)).quantize(
-                    Decimal("0.0001")
-                ),
-                cost=value * ((piece_end - piece_start) // timedelta(microseconds=1)) / length,
+                else reserved_unit_price(value, reservation.gpus, window),
+                cost=reserved_cost(value, piece_end - piece_start, window),
             )
             for piece_start, piece_end in pairwise(bounds)
         ]
@@ -589,18 +583,19 @@ def usage_unpriced_price(*, caller: Caller, records: QuerySet[BillingRecord] | N
             if item is None:
                 continue
             reservation = record.reservation
-            length = (reservation.ends_at - reservation.starts_at) // timedelta(microseconds=1)
-            piece = (record.ends_at - record.starts_at) // timedelta(microseconds=1)
+            window = reservation.ends_at - reservation.starts_at
             record.item = item
-            record.unit_price = (value * 3600 * 10**6 / (reservation.gpus * length)).quantize(
-                Decimal("0.0001")
-            )
-            record.cost = value * piece / length
+            record.unit_price = reserved_unit_price(value, reservation.gpus, window)
+            record.cost = reserved_cost(value, record.ends_at - record.starts_at, window)
         else:
-            item = _on_demand_item_now(record, now)
-            version = item and selectors.price_in_force(
-                item=item, at=now, organization=record.organization
+            item = on_demand_item(
+                organization=record.organization,
+                gpu_class_id=record.gpu_class_id,
+                mig_profile=record.mig_profile,
+                tier_id=record.tier_id,
+                at=now,
             )
+            version = item and price_in_force(item=item, at=now, organization=record.organization)
             if version is None:
                 continue
             record.item, record.price_version = item, version
@@ -632,17 +627,3 @@ def usage_unpriced_price(*, caller: Caller, records: QuerySet[BillingRecord] | N
     for organization, year, month in sorted(months, key=lambda m: (m[0].slug, m[1], m[2])):
         drafting.invoice_draft(organization=organization, year=year, month=month)
     return len(priced)
-
-
-def _on_demand_item_now(record: BillingRecord, now: datetime) -> CatalogItem | None:
-    """The on-demand item offered to the record's organization now for its class, profile and
-    tier (one for its tier before one for every tier), as rating chooses one."""
-    offered = selectors.offered_to(organization=record.organization, at=now).filter(
-        kind=CatalogItem.Kind.ON_DEMAND,
-        gpu_class=record.gpu_class_id,
-        mig_profile=record.mig_profile,
-    )
-    return (
-        offered.filter(tier=record.tier_id).order_by("slug").first()
-        or offered.filter(tier__isnull=True).order_by("slug").first()
-    )

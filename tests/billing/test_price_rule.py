@@ -177,3 +177,12 @@ def test_the_first_hour_of_the_window_begins_at_the_reservations_start(
     services.usage_meter(now=at(24))
     starts = BillingRecord.objects.filter(charge="reservation").order_by("starts_at")
     assert [r.starts_at for r in starts] == [DAY + timedelta(hours=1.5), at(2)]
+
+
+def test_the_catalog_gives_a_list_change_before_an_own_price_to_come_as_the_next_price(
+    on_demand, operator, acme, alice
+):
+    listed_change = price(operator, on_demand, "3.1", days=1)
+    price(operator, on_demand, "2.5", days=2, organization=acme)
+    item = listed(acme, alice)
+    assert (item.next_price, item.next_price_from) == (Decimal("3.1"), listed_change.effective_from)
