@@ -1,5 +1,5 @@
 """Rating on PostgreSQL in one statement per range of intervals: the same rules as the Python
-pass in ``metering`` (which SQLite runs), set-based so that a million intervals rate in
+pass in ``rating`` (which SQLite runs), set-based so that a million intervals rate in
 seconds and the process's memory does not grow with them. A test on PostgreSQL holds the two
 to the same records.
 
