@@ -106,9 +106,12 @@ def reserved_cost(price: Decimal, piece: timedelta, window: timedelta) -> Decima
 
 def offered_to(*, organization: Organization, at: datetime) -> QuerySet[CatalogItem]:
     """The items the organization may order at ``at``: public ones and those offered to it,
-    active then."""
+    active then. (``organization`` and ``at`` may be outer references: the rule inside a
+    query of usage.)"""
+    # One query further in: an outer reference reaches one level further out.
+    inner = OuterRef(organization) if isinstance(organization, OuterRef) else organization
     offered = CatalogItem.organizations.through.objects.filter(
-        catalogitem=OuterRef("pk"), organization=organization
+        catalogitem=OuterRef("pk"), organization=inner
     )
     return (
         CatalogItem.objects.filter(Q(public=True) | Exists(offered))
@@ -117,18 +120,18 @@ def offered_to(*, organization: Organization, at: datetime) -> QuerySet[CatalogI
     )
 
 
-def on_demand_item(
+def on_demand_items(
     *, organization: Organization, gpu_class_id, mig_profile: str, tier_id, at: datetime
-) -> CatalogItem | None:
-    """The on-demand item that prices use of ``gpu_class_id`` (and ``mig_profile``) at
-    ``tier_id`` begun at ``at`` (or priced then): of those offered to the organization then,
-    one for the tier before one for every tier, then the first by slug."""
+) -> QuerySet[CatalogItem]:
+    """The on-demand items that may price use of ``gpu_class_id`` (and ``mig_profile``) at
+    ``tier_id`` begun at ``at`` (or priced then), the one that does first: of those offered
+    to the organization then, one for the tier before one for every tier, then by slug. (Any
+    argument may be an outer reference: the rule inside a query of usage.)"""
     return (
         offered_to(organization=organization, at=at)
         .filter(kind=CatalogItem.Kind.ON_DEMAND, gpu_class=gpu_class_id, mig_profile=mig_profile)
         .filter(Q(tier=tier_id) | Q(tier__isnull=True))
         .order_by(F("tier").asc(nulls_last=True), "slug")
-        .first()
     )
 
 

@@ -41,7 +41,7 @@ from ..models import (
 )
 from ..pricing import (
     hour_floor,
-    on_demand_item,
+    on_demand_items,
     price_in_force,
     reserved_cost,
     reserved_unit_price,
@@ -56,30 +56,15 @@ HOUR = timedelta(hours=1)
 
 @dataclass
 class PriceBook:
-    """The on-demand prices of one rating run, looked up once per (organization, class,
-    profile, tier) and item."""
+    """The on-demand items and prices of one rating run, each read once."""
 
-    items: dict[tuple, CatalogItem | None] = field(default_factory=dict)
+    items: dict[int, CatalogItem] = field(default_factory=dict)
     versions: dict[tuple, list[PriceVersion]] = field(default_factory=dict)
 
-    def item(self, interval: UsageInterval) -> CatalogItem | None:
-        """The on-demand item that prices the interval (``pricing.on_demand_item``), as
-        offered when it began."""
-        key = (
-            interval.organization_id,
-            interval.gpu_class_id,
-            interval.mig_profile,
-            interval.tier_id,
-        )
-        if key not in self.items:
-            self.items[key] = on_demand_item(
-                organization=interval.organization,
-                gpu_class_id=interval.gpu_class_id,
-                mig_profile=interval.mig_profile,
-                tier_id=interval.tier_id,
-                at=interval.started_at,
-            )
-        return self.items[key]
+    def item(self, item_id: int | None) -> CatalogItem | None:
+        if item_id is not None and item_id not in self.items:
+            self.items[item_id] = CatalogItem.objects.get(pk=item_id)
+        return self.items.get(item_id)
 
     def in_force(self, item: CatalogItem, organization_id, start: datetime, end: datetime):
         """The (piece start, version) pairs that split [start, end) where a version of the
@@ -127,6 +112,18 @@ def _intervals_rate(*, first: int, last: int, horizon: datetime) -> int:
             to_at=Coalesce("ended_at", Value(horizon, output_field=DateTimeField())),
         )
         .filter(from_at__lt=F("to_at"))
+        # The on-demand item that prices it, as offered when it began.
+        .annotate(
+            item_id=Subquery(
+                on_demand_items(
+                    organization=OuterRef("organization"),
+                    gpu_class_id=OuterRef("gpu_class"),
+                    mig_profile=OuterRef("mig_profile"),
+                    tier_id=OuterRef("tier"),
+                    at=OuterRef("started_at"),
+                ).values("pk")[:1]
+            )
+        )
         .select_related("organization", "reservation")
         .order_by("pk")
     )
@@ -201,7 +198,7 @@ def _pieces(interval: UsageInterval, *, book: PriceBook) -> list[BillingRecord]:
     """The records of the interval's unrated part (``from_at`` to ``to_at``), split at every
     hour, price change and edge of its reservation's window."""
     start, end = interval.from_at, interval.to_at
-    item = book.item(interval)
+    item = book.item(interval.item_id)
     prices = book.in_force(item, interval.organization_id, start, end) if item else [(start, None)]
     hours = [start, *_hours_between(start, end), end]
     window = interval.reservation
@@ -298,13 +295,13 @@ def usage_unpriced_price(*, caller: Caller, records: QuerySet[BillingRecord] | N
             record.unit_price = reserved_unit_price(value, reservation.gpus, window)
             record.cost = reserved_cost(value, record.ends_at - record.starts_at, window)
         else:
-            item = on_demand_item(
+            item = on_demand_items(
                 organization=record.organization,
                 gpu_class_id=record.gpu_class_id,
                 mig_profile=record.mig_profile,
                 tier_id=record.tier_id,
                 at=now,
-            )
+            ).first()
             version = item and price_in_force(item=item, at=now, organization=record.organization)
             if version is None:
                 continue

@@ -164,10 +164,10 @@ def test_reserved_capacity_bought_by_an_order_is_priced_at_the_orders_total(
     order.save(update_fields=["total"])
     services.usage_meter(now=at(24))
     records = BillingRecord.objects.filter(charge="reservation")
-    assert (
-        set(records.values_list("unit_price", flat=True)),
-        records.aggregate(total=Sum("cost"))["total"],
-    ) == ({Decimal("1.1111")}, Decimal("10.00"))
+    assert (set(records.values_list("unit_price", flat=True)), selectors.charged(records)) == (
+        {Decimal("1.1111")},
+        Decimal("10.00"),
+    )
 
 
 def test_the_first_hour_of_the_window_begins_at_the_reservations_start(
@@ -186,3 +186,16 @@ def test_the_catalog_gives_a_list_change_before_an_own_price_to_come_as_the_next
     price(operator, on_demand, "2.5", days=2, organization=acme)
     item = listed(acme, alice)
     assert (item.next_price, item.next_price_from) == (Decimal("3.1"), listed_change.effective_from)
+
+
+def test_use_begun_before_its_item_was_offered_stays_unpriced_beside_use_begun_after(
+    offer, cluster, vision
+):
+    offer(slug="h100-on-demand", kind="on_demand", price="2.9000", active_from=at(1))
+    ran(vision, start=2, end=3, name="after")
+    ran(vision, start=0, end=0.5, name="before")
+    services.usage_meter(now=at(4))
+    prices = dict(
+        BillingRecord.objects.values_list("interval__placement__workload__name", "unit_price")
+    )
+    assert prices == {"after": Decimal("2.9000"), "before": None}
