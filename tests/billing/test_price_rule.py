@@ -102,13 +102,9 @@ def test_the_catalog_gives_an_own_price_to_come_as_the_next_price(on_demand, ope
 def test_use_priced_after_the_fact_takes_the_item_for_its_tier(offer, cluster, vision, operator):
     ran(vision, start=1, end=2, tier="batch")
     services.usage_meter(now=at(3))
-    offer(slug="h100-on-demand", kind="on_demand", price="2.9000")
-    offer(
-        slug="h100-batch",
-        kind="on_demand",
-        price="1.7400",
-        tier=PriorityTier.objects.get(name="batch"),
-    )
+    for slug, tier, unit_price in [("h100-all", None, "2.9"), ("h100-batch", "batch", "1.74")]:
+        tier = tier and PriorityTier.objects.get(name=tier)
+        offer(slug=slug, kind="on_demand", price=unit_price, tier=tier)
     services.usage_unpriced_price(caller=Caller(user=operator))
     assert BillingRecord.objects.get().unit_price == Decimal("1.7400")
 
