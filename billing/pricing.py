@@ -5,9 +5,12 @@ to cents, once per amount, and for rated use once per invoice line (its records'
 10 places, summed first); every figure of money the portal shows adds amounts rounded so
 (``selectors.charged``), so the usage API and the invoices agree to the cent.
 
-A rule that the database must follow too is written here as a query as well, beside the
-Python; ``tests/billing/test_price_rule.py`` holds the two (and the rating statement of
-``services/rating_sql``) to the same answers on random price histories."""
+Which item applies is a query, which the rating in Python runs as a subquery of the intervals'
+and ``services/rating_sql`` compiles into its statement. Which version is in force (and next)
+is written twice, side by side: in Python over versions already read (the rating in Python, a
+run's versions read once) and as a query (the selectors, the catalog's subqueries, compiled
+into the rating statement); ``tests/billing/test_price_rule_properties.py`` holds the two to
+the same answers on random price histories, on SQLite and PostgreSQL."""
 
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta, tzinfo
