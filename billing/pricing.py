@@ -187,7 +187,7 @@ def version_next(
     )
 
 
-def _versions_applying(versions: QuerySet[PriceVersion], organization) -> QuerySet:
+def versions_applying(versions: QuerySet[PriceVersion], organization) -> QuerySet:
     """Of ``versions``, those that may apply to ``organization`` (an Organization, its key,
     an outer reference, or None: the list's only)."""
     if organization is None:
@@ -201,7 +201,7 @@ def versions_in_force(
     """The rule as a query: of ``versions`` (one item's), those that may apply to
     ``organization`` and started by ``at``, the one in force first."""
     return (
-        _versions_applying(versions, organization)
+        versions_applying(versions, organization)
         .filter(effective_from__lte=at)
         .order_by(F("organization").asc(nulls_last=True), "-effective_from")
     )
@@ -211,7 +211,7 @@ def versions_next(versions: QuerySet[PriceVersion], *, organization, at) -> Quer
     """The next version by the rule as a query: of ``versions`` (one item's), those that may
     apply to ``organization``, start after ``at`` and are in force once started, the next
     first."""
-    later = _versions_applying(versions, organization).filter(effective_from__gt=at)
+    later = versions_applying(versions, organization).filter(effective_from__gt=at)
     if organization is not None:
         own_started = PriceVersion.objects.filter(
             item=OuterRef("item"),

@@ -47,6 +47,7 @@ from ..pricing import (
     reserved_unit_price,
     usage_cost,
     version_in_force,
+    versions_applying,
 )
 from . import drafting, rating_sql
 from .metering import BATCH, amount_seconds, batches, over_ranges, usage_intervals_sync
@@ -72,9 +73,7 @@ class PriceBook:
         (``pricing.version_in_force``)."""
         key = (item.pk, organization_id)
         if key not in self.versions:
-            self.versions[key] = list(
-                item.prices.filter(Q(organization__isnull=True) | Q(organization=organization_id))
-            )
+            self.versions[key] = list(versions_applying(item.prices.all(), organization_id))
         versions = self.versions[key]
         changes = sorted({v.effective_from for v in versions if start < v.effective_from < end})
         return [
