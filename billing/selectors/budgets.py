@@ -7,9 +7,7 @@ from portal.db import one_or_not_found
 from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize
 
-from ..models import (
-    Budget,
-)
+from ..models import Budget
 from .usage import spend
 
 

@@ -4,23 +4,13 @@ cluster offers that no price covers."""
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import (
-    DateTimeField,
-    DecimalField,
-    OuterRef,
-    Q,
-    QuerySet,
-    Subquery,
-)
+from django.db.models import DateTimeField, DecimalField, OuterRef, Q, QuerySet, Subquery
 
 from scheduling import selectors as scheduling_selectors
 from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize
 
-from ..models import (
-    CatalogItem,
-    PriceVersion,
-)
+from ..models import CatalogItem, PriceVersion
 from ..pricing import offered_to, versions_in_force, versions_next
 
 # The price columns as the model stores them (SQLite answers a price with more places: pages

@@ -3,24 +3,13 @@
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
-from django.db.models import (
-    DecimalField,
-    OuterRef,
-    QuerySet,
-    Subquery,
-    Sum,
-)
+from django.db.models import DecimalField, OuterRef, QuerySet, Subquery, Sum
 
 from portal.db import one_or_not_found
 from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize, require_operator
 
-from ..models import (
-    BillingRecord,
-    Credit,
-    Invoice,
-    UsageInterval,
-)
+from ..models import BillingRecord, Credit, Invoice, UsageInterval
 from ..pricing import month_bounds, month_of, to_cents
 
 

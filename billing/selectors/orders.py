@@ -6,9 +6,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import (
-    QuerySet,
-)
+from django.db.models import QuerySet
 
 from portal.db import one_or_not_found
 from portal.errors import Conflict
@@ -16,11 +14,7 @@ from scheduling.models import QuotaRequest, Reservation
 from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize, require_operator
 
-from ..models import (
-    CancellationCharge,
-    CatalogItem,
-    Order,
-)
+from ..models import CancellationCharge, CatalogItem, Order
 from ..pricing import period_price, price_in_force, reservation_item, to_cents
 
 

@@ -5,12 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import (
-    Max,
-    Min,
-    QuerySet,
-    Sum,
-)
+from django.db.models import Max, Min, QuerySet, Sum
 from django.db.models.functions import TruncDate
 
 from portal import clock

@@ -38,14 +38,8 @@ from scheduling import selectors as scheduling_selectors
 from scheduling.models import Placement, Reservation
 from tenants.models import Organization
 
-from ..models import (
-    BillingRecord,
-    UsageInterval,
-    UsageReconciliation,
-)
-from ..pricing import (
-    hour_floor,
-)
+from ..models import BillingRecord, UsageInterval, UsageReconciliation
+from ..pricing import hour_floor
 
 BATCH = 2_000
 MICROSECOND = Decimal("0.000001")

@@ -14,15 +14,7 @@ from decimal import Decimal
 from itertools import pairwise
 
 from django.db import connection, transaction
-from django.db.models import (
-    DateTimeField,
-    F,
-    OuterRef,
-    Q,
-    QuerySet,
-    Subquery,
-    Value,
-)
+from django.db.models import DateTimeField, F, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from portal import clock
@@ -31,14 +23,7 @@ from tenants.permissions import Caller, require_operator
 from tenants.services import audit_record
 
 from .. import selectors
-from ..models import (
-    USAGE_UNRATED,
-    BillingRecord,
-    CatalogItem,
-    Invoice,
-    PriceVersion,
-    UsageInterval,
-)
+from ..models import USAGE_UNRATED, BillingRecord, CatalogItem, Invoice, PriceVersion, UsageInterval
 from ..pricing import (
     hour_floor,
     on_demand_items,
