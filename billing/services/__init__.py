@@ -1,7 +1,8 @@
 """Every write of billing, one module per concern; the public names are importable from here.
 - catalog: what the catalog offers, to whom, and its prices
 - commerce: orders through the approval workflow to their fulfilment, cancellation charges
-- metering: usage intervals from placements, rated into billing records, reconciled
+- metering: usage intervals from placements, reconciled with what was billed
+- rating: intervals and reserved capacity rated into billing records; unpriced use priced
 - drafting: monthly invoice drafts from the records, charges and packages
 - invoicing: invoices issued, paid, voided, credited; credit granted
 - budgets: monthly limits, their alerts and their hard stop
@@ -37,13 +38,8 @@ from .invoicing import (
     invoice_mark_paid,
     invoice_void,
 )
-from .metering import (
-    usage_intervals_sync,
-    usage_meter,
-    usage_rate,
-    usage_reconcile,
-    usage_unpriced_price,
-)
+from .metering import usage_intervals_sync, usage_reconcile
+from .rating import usage_meter, usage_rate, usage_unpriced_price
 
 __all__ = [
     "OrderRequest",

@@ -26,7 +26,7 @@ from tenants.services import audit_record
 
 from .. import selectors
 from ..models import CancellationCharge, CatalogItem, Order
-from ..pricing import period_units, to_cents
+from ..pricing import period_price
 
 
 @dataclass(frozen=True)
@@ -172,8 +172,9 @@ def _submit(caller: Caller, order: Order, *, now: datetime) -> None:
         raise ValidationError({"item": ["The item has no price yet."]})
     order.price_version = version
     order.unit_price = version.unit_price
-    units = period_units(order.item, order.starts_at, order.ends_at)
-    order.total = to_cents(version.unit_price * order.quantity * units)
+    order.total = period_price(
+        version.unit_price, order.quantity, order.item, order.starts_at, order.ends_at
+    )
     if order.total >= TOTAL_CEILING:
         raise ValidationError(
             {"quantity": [f"The total would be {order.total:,}: order less, or for less long."]}

@@ -4,7 +4,7 @@ profile), charge type and unit price, each rounded half up to cents once, with t
 has left; built again as more is rated, until the invoice is issued (``invoicing``).
 """
 
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from decimal import Decimal
 
 from django.conf import settings
@@ -252,26 +252,11 @@ def invoices_draft_month(*, year: int, month: int) -> int:
     return drafted
 
 
-# How far a time zone's month may start before (UTC+14) or after (UTC-12) the UTC month.
-ZONE_REACH = (timedelta(hours=12), timedelta(hours=14))
-
-
 def invoices_draft_recent(*, now: datetime | None = None) -> int:
-    """The beat's pass: refresh the drafts of the months an organization may be in now, in
-    any time zone, of the month before each (which may have ended since the last pass, however
-    long ago that was), and of every month that still has a draft."""
-    now = now or clock.now()
-    months = {
-        (first.year, first.month)
-        for first in Invoice.objects.filter(state=Invoice.State.DRAFT, corrects__isnull=True)
-        .values_list("month", flat=True)
-        .distinct()
-    }
-    for moment in (now - ZONE_REACH[0], now + ZONE_REACH[1]):
-        months.add((moment.year, moment.month))
-        before = moment.replace(day=1) - timedelta(days=1)
-        months.add((before.year, before.month))
-    return sum(invoices_draft_month(year=y, month=m) for y, m in sorted(months))
+    """The beat's pass: refresh the drafts of the months ``selectors.months_to_draft`` names
+    now."""
+    months = selectors.months_to_draft(now=now or clock.now())
+    return sum(invoices_draft_month(year=y, month=m) for y, m in months)
 
 
 def _billed(organizations, start: datetime, end: datetime) -> bool:

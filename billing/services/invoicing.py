@@ -28,7 +28,7 @@ from ..models import (
 from ..pricing import to_cents
 from .commerce import cancellation_charge_record
 from .drafting import lines_rebuilt, totals_set, usage_groups
-from .metering import usage_meter
+from .rating import usage_meter
 
 
 def _locked(invoice: Invoice, *states: str) -> Invoice:

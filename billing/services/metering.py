@@ -1,26 +1,22 @@
-"""Metering: what each placement held while it ran, as usage intervals, rated piece by piece
-(an hour, or the part of one under one price version) into billing records.
+"""Metering: what each placement held while it ran, as usage intervals (``rating`` rates them
+into billing records), and the reconciliation of placed with billed seconds.
 
 Nothing is lost or counted twice, whatever dies when: intervals are derived from the placement
 rows (scheduling's source of truth, read through its selectors) by a pass that catches up with
-all of them, one interval per placement (unique in the database); a record's key is its
-interval and the start of its piece (unique too), and a running interval is rated only in
-whole hours, so a record once written never changes and rating again writes nothing new.
+all of them, one interval per placement (unique in the database).
 """
 
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
-from itertools import islice, pairwise
+from itertools import islice
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import (
     Case,
     CharField,
-    DateTimeField,
     Exists,
     F,
     Func,
@@ -41,28 +37,15 @@ from portal import clock
 from scheduling import selectors as scheduling_selectors
 from scheduling.models import Placement, Reservation
 from tenants.models import Organization
-from tenants.permissions import Caller, require_operator
-from tenants.services import audit_record
 
-from .. import selectors
-from ..models import (
-    USAGE_UNRATED,
-    BillingRecord,
-    CatalogItem,
-    Invoice,
-    PriceVersion,
-    UsageInterval,
-    UsageReconciliation,
-)
-from ..pricing import hour_floor, usage_cost
-from . import drafting, rating_sql
+from ..models import BillingRecord, UsageInterval, UsageReconciliation
+from ..pricing import hour_floor
 
 BATCH = 2_000
-HOUR = timedelta(hours=1)
 MICROSECOND = Decimal("0.000001")
 
 
-def _batches(items: Iterable, size: int = BATCH) -> Iterator[list]:
+def batches(items: Iterable, size: int = BATCH) -> Iterator[list]:
     iterator = iter(items)
     while batch := list(islice(iterator, size)):
         yield batch
@@ -118,7 +101,7 @@ def usage_intervals_sync() -> dict[str, int]:
     Set-based: one ``INSERT … SELECT`` per range of placements, in a transaction with the
     reservation attribution of what it inserted (a crash loses the whole range, which the next
     pass inserts again; a concurrent pass inserts nothing twice)."""
-    opened = _over_ranges(
+    opened = over_ranges(
         lambda first, last: _intervals_insert(_placements_unmetered(first, last)),
         _placements_unmetered(),
         SYNC_CHUNK,
@@ -246,83 +229,7 @@ def _attribute_reservations(intervals: list[UsageInterval]) -> None:
                 break
 
 
-@dataclass
-class PriceBook:
-    """The on-demand prices of one rating run, looked up once per (organization, class,
-    profile, tier) and item."""
-
-    items: dict[tuple, CatalogItem | None] = field(default_factory=dict)
-    versions: dict[tuple, list[PriceVersion]] = field(default_factory=dict)
-
-    def item(self, interval: UsageInterval) -> CatalogItem | None:
-        """The organization's on-demand item for the interval's class, profile and tier (one
-        for its tier before one for every tier), as offered when the interval began."""
-        key = (
-            interval.organization_id,
-            interval.gpu_class_id,
-            interval.mig_profile,
-            interval.tier_id,
-        )
-        if key not in self.items:
-            offered = selectors.offered_to(
-                organization=interval.organization, at=interval.started_at
-            ).filter(
-                kind=CatalogItem.Kind.ON_DEMAND,
-                gpu_class=interval.gpu_class_id,
-                mig_profile=interval.mig_profile,
-            )
-            self.items[key] = (
-                offered.filter(tier=interval.tier_id).order_by("slug").first()
-                or offered.filter(tier__isnull=True).order_by("slug").first()
-            )
-        return self.items[key]
-
-    def in_force(self, item: CatalogItem, organization_id, start: datetime, end: datetime):
-        """The (piece start, version) pairs that split [start, end) where the price in force
-        for the organization changes (its own versions over the list's)."""
-        key = (item.pk, organization_id)
-        if key not in self.versions:
-            self.versions[key] = list(
-                item.prices.filter(
-                    Q(organization__isnull=True) | Q(organization=organization_id)
-                ).order_by("effective_from")
-            )
-        versions = self.versions[key]
-        changes = sorted({v.effective_from for v in versions if start < v.effective_from < end})
-        return [
-            (moment, _version_at(versions, organization_id, moment)) for moment in [start, *changes]
-        ]
-
-
-def _version_at(versions: list[PriceVersion], organization_id, at: datetime) -> PriceVersion | None:
-    """As ``selectors.price_in_force``, over versions already read."""
-    started = [v for v in versions if v.effective_from <= at]
-    own = [v for v in started if v.organization_id == organization_id]
-    listed = [v for v in started if v.organization_id is None]
-    return (own or listed or [None])[-1]
-
-
-RATE_CHUNK = 100_000  # interval ids per rating statement and transaction
-
-
-def usage_rate(*, now: datetime | None = None) -> int:
-    """Rate what is left to rate of every interval: a closed one to its end, a running one to
-    the last whole hour. The number of records written.
-
-    By ranges of interval ids, a transaction each: on PostgreSQL in one statement a range
-    (``rating_sql``), elsewhere (SQLite, the demo's) interval by interval in Python."""
-    now = now or clock.now()
-    horizon = hour_floor(now)
-    rate = rating_sql.intervals_rate if connection.vendor == "postgresql" else _intervals_rate
-    written = _over_ranges(
-        lambda first, last: rate(first=first, last=last, horizon=horizon),
-        UsageInterval.objects.filter(USAGE_UNRATED),
-        RATE_CHUNK,
-    )
-    return written + _reservations_rate(horizon=horizon, now=now)
-
-
-def _over_ranges(work: Callable[[int, int], int], rows: QuerySet, size: int) -> int:
+def over_ranges(work: Callable[[int, int], int], rows: QuerySet, size: int) -> int:
     """``work(first, last)`` over the ids of ``rows`` in ranges [first, last) of ``size``,
     each range in a transaction of its own; on PostgreSQL over PORTAL_METER_CONNECTIONS
     connections at once (the ranges hold disjoint rows). The sum of what ``work`` returns."""
@@ -350,155 +257,10 @@ def _on_own_connection(work: Callable[[int, int], int], first: int, last: int) -
         connection.close()
 
 
-def _intervals_rate(*, first: int, last: int, horizon: datetime) -> int:
-    """``rating_sql.intervals_rate`` in Python: the same rules, interval by interval."""
-    intervals = (
-        UsageInterval.objects.filter(USAGE_UNRATED, pk__gte=first, pk__lt=last)
-        .annotate(
-            from_at=Coalesce("rated_until", "started_at"),
-            to_at=Coalesce("ended_at", Value(horizon, output_field=DateTimeField())),
-        )
-        .filter(from_at__lt=F("to_at"))
-        .select_related("organization", "reservation")
-        .order_by("pk")
-    )
-    book = PriceBook()
-    written = 0
-    for chunk in _batches(intervals.iterator(chunk_size=BATCH)):
-        records = [record for interval in chunk for record in _pieces(interval, book=book)]
-        written += len(BillingRecord.objects.bulk_create(records, ignore_conflicts=True))
-        for interval in chunk:
-            interval.rated_until = interval.to_at
-        UsageInterval.objects.bulk_update(chunk, ["rated_until"])
-    return written
-
-
-def _reservations_rate(*, horizon: datetime, now: datetime) -> int:
-    """Charge reserved capacity hour by hour for the whole window at the reservation's price
-    (its order's total, or its item's price when asked for), spread evenly over the window:
-    an open window to the last whole hour, a finished one to its end, a cancelled one to its
-    cancellation (what is left is the cancellation charge's)."""
-    rated_to = (
-        BillingRecord.objects.filter(reservation=OuterRef("pk"), interval__isnull=True)
-        .order_by("-ends_at")
-        .values("ends_at")[:1]
-    )
-    windows = (
-        Reservation.objects.filter(
-            Q(state__in=Reservation.BILLED_STATES) | Q(state=Reservation.State.CANCELLED),
-            starts_at__lt=horizon,
-        )
-        .annotate(rated_to=Subquery(rated_to))
-        .select_related("organization", "gpu_class")
-        .order_by("pk")
-    )
-    written = 0
-    for reservation in windows.iterator(chunk_size=BATCH):
-        end = reservation.held_until
-        until = end if end <= now else min(end, horizon)
-        start = reservation.rated_to or reservation.starts_at
-        if until <= start:
-            continue
-        _, item, value = selectors.reservation_terms(reservation)
-        length = (reservation.ends_at - reservation.starts_at) // timedelta(microseconds=1)
-        bounds = [start, *_hours_between(start, until), until]
-        records = [
-            BillingRecord(
-                reservation=reservation,
-                organization_id=reservation.organization_id,
-                project_id=reservation.project_id,
-                gpu_class_id=reservation.gpu_class_id,
-                mig_profile=reservation.mig_profile,
-                resource=UsageInterval.Resource.MIG
-                if reservation.mig_profile
-                else UsageInterval.Resource.GPUS,
-                charge=BillingRecord.Charge.RESERVATION,
-                starts_at=piece_start,
-                ends_at=piece_end,
-                quantity_seconds=_quantity_seconds(reservation.gpus, piece_start, piece_end),
-                # None: no item priced it, which operators are told of (``usage_unpriced``).
-                unit_price=None
-                if item is None
-                else (value * 3600 * 10**6 / (reservation.gpus * length)).quantize(
-                    Decimal("0.0001")
-                ),
-                cost=value * ((piece_end - piece_start) // timedelta(microseconds=1)) / length,
-            )
-            for piece_start, piece_end in pairwise(bounds)
-        ]
-        with transaction.atomic():
-            written += len(BillingRecord.objects.bulk_create(records, ignore_conflicts=True))
-    return written
-
-
-def _pieces(interval: UsageInterval, *, book: PriceBook) -> list[BillingRecord]:
-    """The records of the interval's unrated part (``from_at`` to ``to_at``), split at every
-    hour, price change and edge of its reservation's window."""
-    start, end = interval.from_at, interval.to_at
-    item = book.item(interval)
-    prices = book.in_force(item, interval.organization_id, start, end) if item else [(start, None)]
-    hours = [start, *_hours_between(start, end), end]
-    window = interval.reservation
-    window_end = window.held_until if window else None
-    edges = [t for t in (window.starts_at, window_end) if start < t < end] if window else []
-    bounds = sorted({*hours, *(moment for moment, _ in prices), *edges})
-    records = []
-    for piece_start, piece_end in pairwise(bounds):
-        if window and window.starts_at <= piece_start < window_end:
-            records.append(_record(interval, piece_start, piece_end, None, None, reserved=True))
-            continue
-        version = next(v for moment, v in reversed(prices) if moment <= piece_start)
-        records.append(_record(interval, piece_start, piece_end, item, version))
-    return records
-
-
-def _hours_between(start: datetime, end: datetime) -> list[datetime]:
-    hour = hour_floor(start) + HOUR
-    hours = []
-    while hour < end:
-        hours.append(hour)
-        hour += HOUR
-    return hours
-
-
-def _quantity_seconds(amount: int, start: datetime, end: datetime) -> Decimal:
+def amount_seconds(amount: int, start: datetime, end: datetime) -> Decimal:
     """``amount`` times the seconds from ``start`` to ``end``, exact to the microsecond."""
     microseconds = (end - start) // timedelta(microseconds=1)
     return (amount * Decimal(microseconds) / 10**6).quantize(MICROSECOND)
-
-
-def _record(interval, start, end, item, version, *, reserved: bool = False) -> BillingRecord:
-    """A piece of the interval, priced by ``version`` (None: unpriced); ``reserved``: inside
-    its reservation, whose capacity is charged instead (at no cost here)."""
-    quantity_seconds = _quantity_seconds(interval.amount, start, end)
-    unit_price = Decimal(0) if reserved else (version.unit_price if version else None)
-    cost = Decimal(0)
-    if unit_price is not None:
-        cost = usage_cost(unit_price, quantity_seconds, interval.resource)
-    return BillingRecord(
-        interval=interval,
-        charge=BillingRecord.Charge.RESERVED_USE if reserved else BillingRecord.Charge.ON_DEMAND,
-        organization_id=interval.organization_id,
-        project_id=interval.project_id,
-        gpu_class_id=interval.gpu_class_id,
-        mig_profile=interval.mig_profile,
-        resource=interval.resource,
-        tier_id=interval.tier_id,
-        starts_at=start,
-        ends_at=end,
-        quantity_seconds=quantity_seconds,
-        item=item,
-        price_version=version,
-        unit_price=unit_price,
-        cost=cost,
-    )
-
-
-def usage_meter(*, now: datetime | None = None) -> dict[str, int]:
-    """The beat's pass: intervals from placements, then their rating."""
-    counts = usage_intervals_sync()
-    counts["rated"] = usage_rate(now=now)
-    return counts
 
 
 def usage_reconcile(
@@ -523,7 +285,7 @@ def usage_reconcile(
         end = min(ended_at or horizon, horizon)
         if end > start:
             key = (organization, resource)
-            placed[key] = placed.get(key, Decimal(0)) + _quantity_seconds(amount, start, end)
+            placed[key] = placed.get(key, Decimal(0)) + amount_seconds(amount, start, end)
     billed = {
         (row["organization_id"], row["resource"]): row["seconds"].quantize(MICROSECOND)
         for row in BillingRecord.objects.filter(
@@ -554,95 +316,4 @@ def usage_reconcile(
         placed_seconds=sum(placed.values(), Decimal(0)),
         billed_seconds=sum(billed.values(), Decimal(0)),
         differences=differences,
-    )
-
-
-def usage_unpriced_price(*, caller: Caller, records: QuerySet[BillingRecord] | None = None) -> int:
-    """Finance prices use that was rated with no price in force (of ``records`` if given):
-    each on-demand record at the price now in force for the organization of the on-demand
-    item now offered to it for its class, profile and tier, each reserved hour at the
-    reservation item's; then the drafts of the months concerned are made again. Records of a
-    month already invoiced (issued or paid) stay as they are. The number priced."""
-    require_operator(caller)
-    now = clock.now()
-    records = BillingRecord.objects.all() if records is None else records
-    unpriced = (
-        records.filter(unit_price__isnull=True)
-        .select_related("organization", "reservation", "reservation__organization")
-        .order_by("pk")
-    )
-    invoiced = list(
-        Invoice.objects.filter(
-            corrects__isnull=True, state__in=[Invoice.State.ISSUED, Invoice.State.PAID]
-        ).values_list("organization_id", "period_start", "period_end")
-    )
-    priced: list[BillingRecord] = []
-    months: set[tuple] = set()
-    for record in unpriced:
-        if any(
-            o == record.organization_id and start <= record.starts_at < end
-            for o, start, end in invoiced
-        ):
-            continue
-        if record.charge == BillingRecord.Charge.RESERVATION:
-            _, item, value = selectors.reservation_terms(record.reservation, at=now)
-            if item is None:
-                continue
-            reservation = record.reservation
-            length = (reservation.ends_at - reservation.starts_at) // timedelta(microseconds=1)
-            piece = (record.ends_at - record.starts_at) // timedelta(microseconds=1)
-            record.item = item
-            record.unit_price = (value * 3600 * 10**6 / (reservation.gpus * length)).quantize(
-                Decimal("0.0001")
-            )
-            record.cost = value * piece / length
-        else:
-            item = _on_demand_item_now(record, now)
-            version = item and selectors.price_in_force(
-                item=item, at=now, organization=record.organization
-            )
-            if version is None:
-                continue
-            record.item, record.price_version = item, version
-            record.unit_price = version.unit_price
-            record.cost = usage_cost(version.unit_price, record.quantity_seconds, record.resource)
-        priced.append(record)
-        local = record.starts_at.astimezone(record.organization.zone)
-        months.add((record.organization, local.year, local.month))
-    with transaction.atomic():
-        BillingRecord.objects.bulk_update(
-            priced, ["item", "price_version", "unit_price", "cost"], batch_size=BATCH
-        )
-        for organization in {organization for organization, _, _ in months}:
-            audit_record(
-                caller=caller,
-                organization=organization,
-                action="usage.price",
-                target=organization,
-                payload={
-                    "records": sum(1 for r in priced if r.organization_id == organization.pk),
-                    "cost": str(
-                        sum(
-                            (r.cost for r in priced if r.organization_id == organization.pk),
-                            Decimal(0),
-                        )
-                    ),
-                },
-            )
-    for organization, year, month in sorted(months, key=lambda m: (m[0].slug, m[1], m[2])):
-        drafting.invoice_draft(organization=organization, year=year, month=month)
-    return len(priced)
-
-
-def _on_demand_item_now(record: BillingRecord, now: datetime) -> CatalogItem | None:
-    """The on-demand item offered to the record's organization now for its class, profile and
-    tier (one for its tier before one for every tier), as rating chooses one."""
-    offered = selectors.offered_to(organization=record.organization, at=now).filter(
-        kind=CatalogItem.Kind.ON_DEMAND,
-        gpu_class=record.gpu_class_id,
-        mig_profile=record.mig_profile,
-    )
-    return (
-        offered.filter(tier=record.tier_id).order_by("slug").first()
-        or offered.filter(tier__isnull=True).order_by("slug").first()
     )

@@ -1,17 +1,20 @@
 """Rating on PostgreSQL in one statement per range of intervals: the same rules as the Python
-pass in ``metering`` (which SQLite runs), set-based so that a million intervals rate in
-seconds and the process's memory does not grow with them. A test on PostgreSQL holds the two
-to the same records.
+pass in ``rating`` (which SQLite runs), set-based so that a million intervals rate in
+seconds and the process's memory does not grow with them. The rules are ``billing.pricing``'s
+(which on-demand item applies, which price version is in force, what a record costs), written
+again here in SQL: property tests on PostgreSQL hold the statement to the Python pass on
+random usage, catalogs and price histories (``tests/billing/test_rating_sql.py``,
+``tests/billing/test_price_rule_properties.py``).
 
 Per interval of the range with something left to rate, from where its records end (or its
 start) to its end (or the last whole hour while it runs):
-- the on-demand item (one for its tier before one for every tier, by slug) offered to its
-  organization when it began;
+- the on-demand item (``pricing.on_demand_items``: one for its tier before one for every
+  tier, by slug) offered to its organization when it began;
 - its cuts: where the unrated part starts, every whole hour inside it, every price change of
   the item (the organization's own or the list's), the edges of its reservation's window;
 - a record per piece between two cuts: inside the window ``reserved_use`` at no cost, else
-  ``on_demand`` at the version in force at the piece's start (the organization's own over the
-  list's; none: unpriced, at no cost);
+  ``on_demand`` at the version in force at the piece's start (``pricing.version_in_force``:
+  the organization's own over the list's; none: unpriced, at no cost);
 - quantity: the amount times the seconds, exact to the microsecond; cost: the unit price
   times the GPU-hours (a share's milli-GPU as its fraction of a GPU), to 10 places, half up;
 - ``rated_until`` moves to the end, in the same statement as the records.
@@ -20,10 +23,43 @@ start) to its end (or the last whole hour while it runs):
 from datetime import datetime
 
 from django.db import connection
+from django.db.models import CharField, DateTimeField, IntegerField, QuerySet, UUIDField
+from django.db.models.expressions import RawSQL
 
 from scheduling.models import Reservation
 
-from ..models import BillingRecord, CatalogItem, PriceVersion, UsageInterval
+from ..models import BillingRecord, PriceVersion, UsageInterval
+from ..pricing import on_demand_items, versions_in_force
+
+
+def _column(name: str, field) -> RawSQL:
+    """A column of the statement (``u``: the interval; ``k``, ``changes``: a price key and a
+    moment its price changes), for the rules' queries to refer to."""
+    return RawSQL(name, (), output_field=field)
+
+
+# The rules of ``pricing``, as the statement asks them: the item that prices an interval, and
+# the version in force at a change of an item's price for an organization.
+ITEM_APPLYING = on_demand_items(
+    organization=_column("u.organization_id", UUIDField()),
+    gpu_class_id=_column("u.gpu_class_id", IntegerField()),
+    mig_profile=_column("u.mig_profile", CharField()),
+    tier_id=_column("u.tier_id", IntegerField()),
+    at=_column("u.started_at", DateTimeField()),
+).values("pk")[:1]
+VERSION_IN_FORCE = versions_in_force(
+    PriceVersion.objects.filter(item=_column("k.item_id", IntegerField())),
+    organization=_column("k.organization_id", UUIDField()),
+    at=_column("changes.at", DateTimeField()),
+).values("id", "unit_price")[:1]
+
+
+def _rule_sql(rule: QuerySet) -> str:
+    """``rule`` in SQL, its values inlined (and ``%`` doubled: the statement has parameters
+    of its own)."""
+    sql, params = rule.query.sql_with_params()
+    return connection.ops.compose_sql(sql, params).replace("%", "%%")
+
 
 RATE_SQL = """
 WITH todo AS MATERIALIZED (
@@ -35,17 +71,7 @@ WITH todo AS MATERIALIZED (
            CASE WHEN r.state = %(cancelled)s AND r.cancelled_at IS NOT NULL
                 THEN GREATEST(r.starts_at, LEAST(r.ends_at, r.cancelled_at))
                 ELSE r.ends_at END AS window_to,
-           (SELECT c.id FROM {item} c
-             WHERE c.kind = %(on_demand_item)s AND c.gpu_class_id = u.gpu_class_id
-               AND c.mig_profile = u.mig_profile
-               AND (c.tier_id = u.tier_id OR c.tier_id IS NULL)
-               AND c.active_from <= u.started_at
-               AND (c.active_until IS NULL OR c.active_until > u.started_at)
-               AND (c.public OR EXISTS (
-                   SELECT 1 FROM {item_organizations} o
-                    WHERE o.catalogitem_id = c.id AND o.organization_id = u.organization_id))
-             ORDER BY c.tier_id IS NULL, c.slug
-             LIMIT 1) AS item_id
+           ({item_applying}) AS item_id
       FROM {interval} u
       LEFT JOIN {reservation} r ON r.id = u.reservation_id
      WHERE u.id >= %(first)s AND u.id < %(last)s
@@ -90,13 +116,7 @@ price_segments AS (
            WHERE p.item_id = k.item_id
              AND (p.organization_id IS NULL OR p.organization_id = k.organization_id)
       ) AS changes
-      CROSS JOIN LATERAL (
-          SELECT p.id, p.unit_price FROM {price} p
-           WHERE p.item_id = k.item_id AND p.effective_from <= changes.at
-             AND (p.organization_id IS NULL OR p.organization_id = k.organization_id)
-           ORDER BY p.organization_id IS NULL, p.effective_from DESC
-           LIMIT 1
-      ) AS version
+      CROSS JOIN LATERAL ({version_in_force}) AS version
 ),
 rated AS (
     SELECT t.*, piece.starts_at, COALESCE(piece.next_at, t.to_at) AS ends_at,
@@ -142,9 +162,10 @@ def intervals_rate(*, first: int, last: int, horizon: datetime) -> int:
     """Rate the unrated parts of the intervals with ids in [first, last) up to ``horizon``;
     the number of records written."""
     quote = connection.ops.quote_name
+    connection.ensure_connection()
     sql = RATE_SQL.format(
-        item=quote(CatalogItem._meta.db_table),
-        item_organizations=quote(CatalogItem.organizations.through._meta.db_table),
+        item_applying=_rule_sql(ITEM_APPLYING),
+        version_in_force=_rule_sql(VERSION_IN_FORCE),
         interval=quote(UsageInterval._meta.db_table),
         reservation=quote(Reservation._meta.db_table),
         price=quote(PriceVersion._meta.db_table),
@@ -160,7 +181,6 @@ def intervals_rate(*, first: int, last: int, horizon: datetime) -> int:
                 "last": last,
                 "horizon": horizon,
                 "cancelled": Reservation.State.CANCELLED,
-                "on_demand_item": CatalogItem.Kind.ON_DEMAND,
                 "reserved_use": BillingRecord.Charge.RESERVED_USE,
                 "on_demand": BillingRecord.Charge.ON_DEMAND,
                 "shared": UsageInterval.Resource.SHARED,

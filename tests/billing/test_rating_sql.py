@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from billing import services
 from billing.models import BillingRecord, UsageInterval
-from billing.services import metering, rating_sql
+from billing.services import metering, rating, rating_sql
 from scheduling.models import Placement, Reservation, Workload
 from tenants.permissions import Caller
 
@@ -106,9 +106,9 @@ def test_sql_and_python_rating_write_the_same_records(
         end = None if used["length"] is None else start + used["length"] / 60
         ran(vision, start=start, end=end, name=f"w{n}", **used["shape"])
     services.usage_intervals_sync()
-    horizon = metering.hour_floor(at(horizon_minutes / 60))
+    horizon = rating.hour_floor(at(horizon_minutes / 60))
     in_sql = rated_records(rating_sql.intervals_rate, horizon)
-    in_python = rated_records(metering._intervals_rate, horizon)
+    in_python = rated_records(rating._intervals_rate, horizon)
     assert in_sql == in_python
 
 
@@ -149,7 +149,7 @@ def test_ranges_metered_on_two_connections_at_once_bill_every_second_once(on_dem
         placed.append(ran(vision, start=start, end=start + 2.5, name=f"w{n}"))
         if n == 1:
             services.usage_intervals_sync()
-            far_ids("billing_usageinterval", 2 * metering.RATE_CHUNK)
+            far_ids("billing_usageinterval", 2 * rating.RATE_CHUNK)
     services.usage_intervals_sync()
     services.usage_rate(now=at(10))
     assert (

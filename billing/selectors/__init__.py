@@ -1,0 +1,97 @@
+"""Every read of billing, scoped to the caller's organizations, one module per concern; the
+public names are importable from here.
+- catalog: what is offered at what price (the rules themselves are ``billing.pricing``'s),
+  and what the cluster offers that no price covers
+- orders: orders, what waits for operators, reservations' terms and cancellation charges
+- invoices: invoice periods, invoices and credits, the months the beat drafts
+- usage: what records come to, spend, use per day and unit, quota packages' months, unpriced
+  use
+- budgets: budgets with what their scope spent
+"""
+
+from ..pricing import offered_to, price_in_force
+from .budgets import budget_get, budget_list, budget_spent
+from .catalog import UnpricedResource, catalog_for, resources_unpriced
+from .invoices import (
+    credit_balance,
+    credit_list,
+    invoice_get,
+    invoice_line_usage,
+    invoice_list,
+    invoice_period,
+    invoice_periods,
+    invoices_of_month,
+    months_to_draft,
+    period_of,
+)
+from .orders import (
+    PendingApprovals,
+    approvals_pending,
+    cancellation_charge_get,
+    cancellation_charge_list,
+    cancellation_charge_of,
+    cancellation_quote,
+    order_for_operator,
+    order_get,
+    order_list,
+    order_of_reservation,
+    reservation_terms,
+)
+from .usage import (
+    LINE_KEY,
+    PackageCharge,
+    UnpricedUse,
+    UsageSummary,
+    charged,
+    gpu_seconds_rated,
+    package_charges,
+    spend,
+    usage_reconciliation_last,
+    usage_summary,
+    usage_unpriced,
+    use_in_units,
+)
+
+__all__ = [
+    "LINE_KEY",
+    "PackageCharge",
+    "PendingApprovals",
+    "UnpricedResource",
+    "UnpricedUse",
+    "UsageSummary",
+    "approvals_pending",
+    "budget_get",
+    "budget_list",
+    "budget_spent",
+    "cancellation_charge_get",
+    "cancellation_charge_list",
+    "cancellation_charge_of",
+    "cancellation_quote",
+    "catalog_for",
+    "charged",
+    "credit_balance",
+    "credit_list",
+    "gpu_seconds_rated",
+    "invoice_get",
+    "invoice_line_usage",
+    "invoice_list",
+    "invoice_period",
+    "invoice_periods",
+    "invoices_of_month",
+    "months_to_draft",
+    "offered_to",
+    "order_for_operator",
+    "order_get",
+    "order_list",
+    "order_of_reservation",
+    "package_charges",
+    "period_of",
+    "price_in_force",
+    "reservation_terms",
+    "resources_unpriced",
+    "spend",
+    "usage_reconciliation_last",
+    "usage_summary",
+    "usage_unpriced",
+    "use_in_units",
+]

@@ -1,0 +1,34 @@
+"""Reads of budgets, each with what its scope spent this month."""
+
+from datetime import datetime
+
+from portal import clock
+from portal.db import one_or_not_found
+from tenants.models import Organization
+from tenants.permissions import Action, Caller, authorize
+
+from ..models import Budget
+from .usage import spend
+
+
+def budget_get(*, caller: Caller, organization: Organization, pk) -> Budget:
+    authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
+    budgets = Budget.objects.filter(organization=organization).select_related("organization")
+    return one_or_not_found(budgets, pk, "budget")
+
+
+def budget_list(*, caller: Caller, organization: Organization) -> list[Budget]:
+    """The organization's budgets, each with ``spent`` this month, for its owners and
+    admins."""
+    authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
+    now = clock.now()
+    budgets = Budget.objects.filter(organization=organization).select_related(
+        "organization", "project"
+    )
+    return [budget_spent(budget, at=now) for budget in budgets]
+
+
+def budget_spent(budget: Budget, *, at: datetime) -> Budget:
+    """``budget`` with ``spent``: its scope's spend in ``at``'s month."""
+    budget.spent = spend(organization=budget.organization, project_id=budget.project_id, at=at)
+    return budget
