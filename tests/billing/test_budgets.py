@@ -22,33 +22,12 @@ from tenants.permissions import Caller
 from ..factories import ProjectFactory
 from ..queued import Worker
 from ..roles import MANAGERS_READ
-from .test_metering import DAY, ran
+from .conftest import budget, cancelled_h100_reservation, spent_today
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("mid_month")]
 
 BUDGETS = "/api/v1/organizations/acme/budgets/"
 USAGE = "/api/v1/organizations/acme/usage/"
-
-
-def hours_ago(hours: float) -> float:
-    """``ran``'s hours (after tomorrow's midnight) for a moment ``hours`` before now."""
-    return (clock.now() - DAY) / timedelta(hours=1) - hours
-
-
-def spent_today(project, euros_of_h100_hours: int) -> None:
-    """8 H100s (23.20 an hour) over the hours before now, metered: 23.20 x hours."""
-    ran(project, start=hours_ago(euros_of_h100_hours + 0.5), end=hours_ago(0.5))
-    services.usage_meter()
-
-
-def budget(alice, acme, amount, **fields):
-    return services.budget_save(
-        caller=Caller(user=alice),
-        organization=acme,
-        project=fields.pop("project", None),
-        monthly_amount=Decimal(amount),
-        **fields,
-    )
 
 
 def submit_more(user, project, name="more"):
@@ -64,17 +43,6 @@ def submit_more(user, project, name="more"):
             gpus=8,
         ),
     )
-
-
-@pytest.fixture(autouse=True)
-def mid_month(on_demand, offer):
-    """Noon on the 15th of next month, once the prices (on demand, and reserved H100-hours at
-    2.4650) are added: spend of the hours before now stays in one month and one day, at the
-    prices in force."""
-    offer(slug="h100-reserved", kind="reservation", price="2.4650")
-    now = clock.now()
-    first = now.replace(day=1, hour=12, minute=0, second=0, microsecond=0) + timedelta(days=32)
-    clock.advance(seconds=(first.replace(day=15) - now).total_seconds())
 
 
 @pytest.fixture
@@ -217,20 +185,6 @@ def test_a_usage_period_ending_before_it_starts_is_a_400(alice, api_as):
 
 def test_a_member_gets_no_usage(mia, api_as):
     assert api_as(mia).get(USAGE).status_code == 403
-
-
-def cancelled_h100_reservation(alice, acme) -> None:
-    """Eight H100 for two hours, six hours ahead, cancelled: a 19.72 charge."""
-    start = clock.now() + timedelta(hours=6)
-    [held] = scheduling.reservations_request(
-        caller=Caller(user=alice),
-        organization=acme,
-        request=scheduling.ReservationRequest(
-            gpu_class="H100-80GB", gpus=8, starts_at=start, ends_at=start + timedelta(hours=2)
-        ),
-    )
-    scheduling.reservation_cancel(caller=Caller(user=alice), reservation=held)
-    services.cancellation_charge_record(reservation_id=str(held.pk))
 
 
 def test_a_one_off_charge_is_forecast_once_not_at_the_run_rate(on_demand, alice, acme, api_as):

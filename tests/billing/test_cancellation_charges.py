@@ -18,39 +18,9 @@ from tenants.models import AuditEvent
 from tenants.permissions import Caller
 
 from ..roles import MANAGERS_READ
-from .test_orders import approved
+from .conftest import approved, cancelled, reservation
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def reserved(offer, cluster):
-    """The list price of a reserved H100-hour: 2.4650, free cancellation until 24 h before,
-    then 50%."""
-    return offer(slug="h100-reserved", kind="reservation", price="2.4650")
-
-
-def start_in(hours: float):
-    return clock.now().replace(microsecond=0) + timedelta(hours=hours)
-
-
-def reservation(user, organization, *, starts_in: float = 48, hours: int = 4, gpus: int = 8):
-    [held] = scheduling.reservations_request(
-        caller=Caller(user=user),
-        organization=organization,
-        request=scheduling.ReservationRequest(
-            gpu_class="H100-80GB",
-            gpus=gpus,
-            starts_at=start_in(starts_in),
-            ends_at=start_in(starts_in + hours),
-            pool="dgx-h100",
-        ),
-    )
-    return held
-
-
-def cancelled(user, held: Reservation) -> Reservation:
-    return scheduling.reservation_cancel(caller=Caller(user=user), reservation=held)
 
 
 def test_cancelling_before_the_free_period_ends_costs_nothing(reserved, alice, acme):

@@ -17,7 +17,7 @@ from portal.errors import Forbidden
 from tenants.permissions import Caller
 
 from ..roles import MANAGERS_READ
-from .test_invoices import MONTH, YEAR, draft, metered, period_over, rated
+from .conftest import MONTH, YEAR, draft, metered, period_over, rated
 
 pytestmark = pytest.mark.django_db
 

@@ -19,8 +19,7 @@ from scheduling.models import Placement
 from tenants import services as tenant_services
 from tenants.permissions import Caller
 
-from .test_invoices import MONTH, YEAR, draft, metered, period_over
-from .test_metering import at, ran
+from .conftest import MONTH, YEAR, at, draft, metered, period_over, ran
 
 pytestmark = pytest.mark.django_db
 

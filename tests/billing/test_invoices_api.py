@@ -14,7 +14,7 @@ from billing.models import Invoice
 from portal import clock
 
 from ..roles import MANAGERS_READ
-from .test_invoices import MONTH, YEAR, draft, metered, period_over
+from .conftest import MONTH, YEAR, draft, metered, period_over
 
 pytestmark = pytest.mark.django_db
 

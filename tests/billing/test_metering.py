@@ -10,57 +10,18 @@ from django.core.management import CommandError, call_command
 from django.db import IntegrityError
 from django.db.models import Sum
 from django.urls import reverse
-from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from billing import services
 from billing.models import BillingRecord, UsageInterval
 from scheduling import services as scheduling
-from scheduling.models import GpuClass, Node, Placement, PriorityTier, Reservation, Workload
+from scheduling.models import Placement, PriorityTier, Reservation, Workload
 from tenants.permissions import Caller
 
+from .conftest import DAY, at, ran
+
 pytestmark = pytest.mark.django_db
-
-# Tomorrow at midnight UTC: after the prices the fixtures add, which start now.
-DAY = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
-
-
-def at(hours: float):
-    return DAY + timedelta(hours=hours)
-
-
-def ran(project, *, start, end=None, gpus=8, gpu_milli=0, mig=None, tier="training", name="w"):
-    """A workload of ``project`` whose one placement ran from ``start`` (hours after DAY) to
-    ``end`` (None: still running)."""
-    gpu_class = GpuClass.objects.get(name="A100-80GB" if mig else "H100-80GB")
-    workload = Workload.objects.create(
-        project=project,
-        name=name,
-        kind="training",
-        tier=PriorityTier.objects.get(name=tier),
-        gpu_classes=[gpu_class.name],
-        gpus=0 if (gpu_milli or mig) else gpus,
-        gpu_milli=gpu_milli,
-        mig_profile=mig[0] if mig else "",
-        mig_count=mig[1] if mig else 0,
-        image="pytorch:latest",
-        state=Workload.State.RUNNING if end is None else Workload.State.SUCCEEDED,
-        gpu_class=gpu_class,
-    )
-    node = Node.objects.filter(pool__gpu_class=gpu_class).order_by("name").first()
-    return Placement.objects.create(
-        workload=workload,
-        replica=0,
-        node=node,
-        gpu_indices=list(range(gpus)) if not (gpu_milli or mig) else [0],
-        gpu_milli=gpu_milli or 1000,
-        mig_profile=mig[0] if mig else "",
-        mig_count=mig[1] if mig else 0,
-        started_at=at(start) - timedelta(minutes=1),
-        running_at=at(start),
-        ended_at=None if end is None else at(end),
-    )
 
 
 def billed() -> Decimal:
@@ -359,7 +320,7 @@ def charges() -> list[tuple]:
 
 
 def test_use_inside_a_reservation_is_not_charged_again_and_beyond_it_is_on_demand(
-    on_demand, reserved_item, alice, acme, operator, vision
+    on_demand, reserved, alice, acme, operator, vision
 ):
     reserve(alice, acme, operator, start=1, end=2)
     ran(vision, start=1, end=3)
@@ -371,7 +332,7 @@ def test_use_inside_a_reservation_is_not_charged_again_and_beyond_it_is_on_deman
 
 
 def test_use_beyond_a_reservations_capacity_is_on_demand(
-    on_demand, reserved_item, alice, acme, operator, vision
+    on_demand, reserved, alice, acme, operator, vision
 ):
     reserve(alice, acme, operator, start=1, end=2)
     ran(vision, start=1, end=2, name="first")
@@ -381,7 +342,7 @@ def test_use_beyond_a_reservations_capacity_is_on_demand(
 
 
 def test_reserved_capacity_is_charged_hour_by_hour_for_the_whole_window_used_or_not(
-    reserved_item, alice, acme, operator
+    reserved, alice, acme, operator
 ):
     reserve(alice, acme, operator, start=1, end=5)  # 8 x 4 h x 2.4650 = 78.88
     services.usage_meter(now=at(24))
@@ -392,7 +353,7 @@ def test_reserved_capacity_is_charged_hour_by_hour_for_the_whole_window_used_or_
     )
 
 
-def test_an_open_window_is_charged_to_the_last_whole_hour(reserved_item, alice, acme, operator):
+def test_an_open_window_is_charged_to_the_last_whole_hour(reserved, alice, acme, operator):
     reserve(alice, acme, operator, start=1, end=5)
     services.usage_meter(now=at(3.5))
     records = BillingRecord.objects.filter(charge="reservation")
@@ -400,7 +361,7 @@ def test_an_open_window_is_charged_to_the_last_whole_hour(reserved_item, alice, 
 
 
 def test_a_cancelled_window_is_charged_until_its_cancellation_and_use_after_on_demand(
-    on_demand, reserved_item, alice, acme, operator, vision
+    on_demand, reserved, alice, acme, operator, vision
 ):
     held = reserve(alice, acme, operator, start=1, end=5)
     ran(vision, start=1, end=3)
@@ -415,7 +376,7 @@ def test_a_cancelled_window_is_charged_until_its_cancellation_and_use_after_on_d
 
 
 def test_reserved_capacity_does_not_unbalance_the_reconciliation(
-    on_demand, reserved_item, alice, acme, operator, vision
+    on_demand, reserved, alice, acme, operator, vision
 ):
     reserve(alice, acme, operator, start=1, end=2)
     ran(vision, start=1, end=3)

@@ -11,25 +11,12 @@ from tenants.models import Organization
 from tenants.permissions import Caller
 
 from ..roles import MANAGERS_READ
-from .test_cancellation_charges import cancelled, reservation
-from .test_invoices import draft, metered
-from .test_orders import order
+from .conftest import cancelled, order, reservation
 
 pytestmark = pytest.mark.django_db
 
 ACME = "/api/v1/organizations/acme/"
 READS = ["invoices/", "credits/", "budgets/", "usage/", "cancellation-charges/"]
-
-
-@pytest.fixture
-def invoice(on_demand, acme, vision):
-    metered((vision, {"start": 1, "end": 3}))
-    return draft(acme)
-
-
-@pytest.fixture
-def reserved(offer, cluster):
-    return offer(slug="h100-reserved", kind="reservation", price="2.4650")
 
 
 def suspend(organization, operator) -> None:

@@ -8,7 +8,6 @@ from django.db import transaction
 
 from billing import services, tasks
 from billing.models import Order
-from billing.services import OrderRequest
 from portal import clock
 from portal.errors import Conflict
 from scheduling import services as scheduling
@@ -16,38 +15,11 @@ from scheduling.models import GpuClass, QuotaRequest, Reservation
 from tenants.permissions import Caller
 
 from ..roles import MANAGING
+from .conftest import approved, hold, order, tomorrow
 
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/organizations/acme/orders/"
-
-
-def tomorrow(hour_offset: float = 0):
-    return clock.now().replace(minute=0, second=0, microsecond=0) + timedelta(
-        days=1, hours=hour_offset
-    )
-
-
-def order(
-    user, organization, item="h100-reserved", *, quantity=8, hours=4, submit=True, **fields
-) -> Order:
-    return services.order_create(
-        caller=Caller(user=user),
-        organization=organization,
-        request=OrderRequest(
-            item=item,
-            quantity=quantity,
-            starts_at=fields.pop("starts_at", tomorrow()),
-            ends_at=fields.pop("ends_at", tomorrow(hours)),
-            **fields,
-        ),
-        submit=submit,
-    )
-
-
-@pytest.fixture
-def reserved(offer, cluster):
-    return offer(slug="h100-reserved", kind="reservation", price="2.4650")
 
 
 def test_submitting_fixes_the_price_in_force_and_the_total(reserved, alice, acme):
@@ -81,12 +53,6 @@ def test_an_order_under_the_items_ceiling_is_approved_and_queued_for_fulfilment(
     )
 
 
-def approved(user, organization, operator, **fields) -> Order:
-    return services.order_approve(
-        caller=Caller(user=operator), order=order(user, organization, **fields)
-    )
-
-
 def test_fulfilling_a_reservation_order_holds_the_gpus_approved(reserved, alice, acme, operator):
     made = approved(alice, acme, operator)
     services.order_fulfil(order_id=str(made.pk))
@@ -117,21 +83,6 @@ def test_a_fulfilment_that_dies_before_its_commit_leaves_nothing_and_the_retry_m
     left = (Reservation.objects.count(), Order.objects.get(pk=made.pk).state)
     services.order_fulfil(order_id=str(made.pk))
     assert (left, Reservation.objects.count()) == ((0, Order.State.APPROVED), 1)
-
-
-def hold(user, organization, gpus):
-    """A reservation request for the same window as the orders, made directly."""
-    return scheduling.reservations_request(
-        caller=Caller(user=user),
-        organization=organization,
-        request=scheduling.ReservationRequest(
-            gpu_class="H100-80GB",
-            gpus=gpus,
-            starts_at=tomorrow(),
-            ends_at=tomorrow(4),
-            pool="dgx-h100",
-        ),
-    )
 
 
 def test_a_fulfilment_refused_by_scheduling_fails_with_the_reason(reserved, alice, acme, operator):

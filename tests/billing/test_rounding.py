@@ -10,24 +10,11 @@ from django.urls import reverse
 from billing import selectors
 from portal import clock
 
-from ..factories import ProjectFactory
-from .test_invoices import draft, metered
-from .test_metering import at
+from .conftest import draft
 
 pytestmark = pytest.mark.django_db
 
 USAGE = "/api/v1/organizations/acme/usage/"
-
-
-@pytest.fixture
-def half_cents(on_demand, acme, vision):
-    """Two projects' lines of 0.725 each: 0.73 twice on the invoice (1.45 rounded once)."""
-    web = ProjectFactory(organization=acme, slug="web")
-    metered(
-        (vision, {"start": 1, "end": 2, "gpu_milli": 250}),
-        (web, {"start": 1, "end": 2, "gpu_milli": 250, "name": "other"}),
-    )
-    clock.advance(seconds=(at(3) - clock.now()).total_seconds())
 
 
 def test_the_usage_apis_month_to_date_is_the_draft_subtotal_to_the_cent(

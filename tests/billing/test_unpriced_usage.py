@@ -16,8 +16,7 @@ from scheduling.models import GpuClass, NodePool, Reservation
 from tenants.permissions import Caller
 
 from ..factories import UserFactory
-from .test_invoices import period_over
-from .test_metering import DAY, at, ran
+from .conftest import DAY, at, period_over, ran
 
 pytestmark = pytest.mark.django_db
 
@@ -219,11 +218,11 @@ def test_reserved_capacity_no_item_prices_is_unpriced_use(reserved_unpriced):
 
 
 def test_reserved_capacity_priced_later_is_charged_at_the_reservation_price(
-    reserved_unpriced, reserved_item, operator
+    reserved_unpriced, reserved, operator
 ):
     services.usage_unpriced_price(caller=Caller(user=operator))
     costs = BillingRecord.objects.filter(charge="reservation").values_list("cost", flat=True)
     assert (sum(costs), selectors.usage_unpriced()) == (
-        4 * reserved_item.prices.get().unit_price,
+        4 * reserved.prices.get().unit_price,
         [],
     )

@@ -11,7 +11,7 @@ import pytest
 from billing import charts, services
 
 from ..roles import CONSOLE_MANAGERS_READ
-from .test_metering import DAY, ran
+from .conftest import DAY, ran
 
 pytestmark = pytest.mark.django_db
 

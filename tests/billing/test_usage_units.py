@@ -9,28 +9,16 @@ from decimal import Decimal
 
 import pytest
 
-from billing import charts, selectors, services
+from billing import charts, selectors
 from portal import clock
 from tenants.permissions import Caller
 
-from .test_metering import DAY, ran
+from .conftest import DAY
 
 pytestmark = pytest.mark.django_db
 
 USAGE = "/api/v1/organizations/acme/usage/"
 PAGE = "/orgs/acme/usage/"
-
-
-def hours_ago(hours: float) -> float:
-    return (clock.now() - DAY) / timedelta(hours=1) - hours
-
-
-@pytest.fixture
-def mixed(on_demand, vision):
-    """This month: 8 H100s for an hour, and 2 mig-1g.10gb instances for an hour, rated."""
-    ran(vision, start=hours_ago(1.5), end=hours_ago(0.5))
-    ran(vision, start=hours_ago(1.5), end=hours_ago(0.5), mig=("mig-1g.10gb", 2), name="nb")
-    services.usage_meter()
 
 
 def summary(alice, acme):
