@@ -18,7 +18,7 @@ from scheduling.models import Placement, Reservation, Workload
 from tenants.permissions import Caller
 
 from .conftest import at, ran
-from .test_metering import reserve
+from .test_services_metering import reserve
 
 pytestmark = [
     pytest.mark.django_db,

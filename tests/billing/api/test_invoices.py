@@ -13,8 +13,8 @@ from billing import tasks
 from billing.models import Invoice
 from portal import clock
 
-from ..roles import MANAGERS_READ
-from .conftest import MONTH, YEAR, draft, metered, period_over
+from ...roles import MANAGERS_READ
+from ..conftest import MONTH, YEAR, draft, metered, period_over
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ from billing import services
 from tenants.models import Organization
 from tenants.permissions import Caller
 
-from ..roles import MANAGERS_READ
-from .conftest import cancelled, order, reservation
+from ...roles import MANAGERS_READ
+from ..conftest import cancelled, order, reservation
 
 pytestmark = pytest.mark.django_db
 
