@@ -7,7 +7,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from billing import services
-from billing.models import BillingRecord, CatalogItem, Invoice, Order
+from billing.models import BillingRecord, CatalogItem, Credit, Invoice, Order
 from billing.services import OrderRequest
 from portal import clock
 from scheduling import services as scheduling
@@ -310,3 +310,50 @@ def half_cents(on_demand, acme, vision):
         (web, {"start": 1, "end": 2, "gpu_milli": 250, "name": "other"}),
     )
     clock.advance(seconds=(at(3) - clock.now()).total_seconds())
+
+
+@pytest.fixture
+def used_this_month(on_demand, vision):
+    """46.40 of use by acme this month."""
+    metered((vision, {"start": 1, "end": 3}))
+
+
+def suspend(organization, operator) -> None:
+    from tenants import services as tenancy
+
+    tenancy.organization_suspend(caller=Caller(user=operator), organization=organization)
+
+
+@pytest.fixture
+def mig_ran(on_demand, vision):
+    """Two mig-1g.10gb instances of vision's for an hour, rated: H100 is priced, MIG not."""
+    ran(vision, start=1, end=2, mig=("mig-1g.10gb", 2))
+    services.usage_meter(now=at(3))
+
+
+@pytest.fixture
+def held_draft(mig_ran, acme):
+    """The month's draft, its month over (only then is it issued)."""
+    invoice = services.invoice_draft(organization=acme, year=DAY.year, month=DAY.month)
+    period_over(invoice)
+    return invoice
+
+
+@pytest.fixture
+def two_line_invoice(on_demand, acme, vision):
+    metered((vision, {"start": 1, "end": 3}), (vision, {"start": 4, "end": 5, "name": "second"}))
+    return draft(acme)
+
+
+def granted(organization, operator, amount: str) -> Credit:
+    return services.credit_grant(
+        caller=Caller(user=operator),
+        organization=organization,
+        amount=Decimal(amount),
+        reason="Outage of 2026-11-03",
+    )
+
+
+def issue(invoice, operator) -> Invoice:
+    period_over(invoice)
+    return services.invoice_issue(caller=Caller(user=operator), invoice=invoice)

@@ -1,9 +1,7 @@
 """Usage is counted per unit: whole GPUs and GPU shares in GPU-hours, MIG instances in
-instance-hours of their profile, never added together (the selector, the API, the console's
-usage page and its CSV)."""
+instance-hours of their profile, never added together; the spend budgets count is the
+invoices'."""
 
-import csv
-import io
 from datetime import timedelta
 from decimal import Decimal
 
@@ -13,7 +11,7 @@ from billing import charts, selectors
 from portal import clock
 from tenants.permissions import Caller
 
-from .conftest import DAY
+from .conftest import DAY, draft
 
 pytestmark = pytest.mark.django_db
 
@@ -51,45 +49,6 @@ def test_a_mig_row_counts_instance_hours_and_no_gpu_hours(mixed, alice, acme):
     assert sum(r["mig_instance_hours"] for r in rows) == Decimal("2.0000")
 
 
-def test_the_api_names_gpu_hours_and_mig_instance_hours_apart(mixed, alice, api_as):
-    usage = api_as(alice).get(USAGE).json()
-    assert (usage["gpu_hours"], usage["totals"][0]) == (
-        "8.0000",
-        {
-            "gpu_class": "A100-80GB",
-            "mig_profile": "mig-1g.10gb",
-            "resource": "mig",
-            "gpu_hours": None,
-            "mig_instance_hours": "2.0000",
-            "cost": "0.00",
-        },
-    )
-
-
-def test_the_usage_page_says_gpu_hours_and_mig_instance_hours_apart(mixed, alice, client):
-    client.force_login(alice)
-    page = client.get(PAGE).content.decode()
-    assert (
-        "<strong>8.0000 GPU-hours</strong>, <strong>2.0000 A100-80GB mig-1g.10gb"
-        " instance-hours</strong>"
-    ) in page
-
-
-def test_the_usage_page_shows_a_mig_profiles_use_in_its_own_column(mixed, alice, client):
-    client.force_login(alice)
-    page = client.get(PAGE).content.decode()
-    assert "<tr><td>A100-80GB mig-1g.10gb</td><td>—</td><td>2.0000</td>" in page
-
-
-def test_the_usage_csv_has_mig_instance_hours_in_their_own_column(mixed, alice, client):
-    client.force_login(alice)
-    response = client.get(f"{PAGE}?format=csv")
-    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
-    mig = [(r["gpu_hours"], r["mig_instance_hours"]) for r in rows if r["mig_profile"]]
-    assert {gpu_hours for gpu_hours, _ in mig} == {""}
-    assert sum(Decimal(hours) for _, hours in mig) == 2
-
-
 def test_the_daily_chart_stacks_no_mig_instance_hours_onto_gpu_hours():
     day = DAY.date()
     chart = charts.daily_by_class(
@@ -105,3 +64,8 @@ def test_the_daily_chart_stacks_no_mig_instance_hours_onto_gpu_hours():
         ]
     )
     assert [segment.label for segment in chart.segments] == ["H100-80GB"]
+
+
+def test_the_spend_that_budgets_count_is_the_invoices(half_cents, acme):
+    spent = selectors.spend(organization=acme, at=clock.now())
+    assert (spent, draft(acme).subtotal) == (Decimal("1.46"), Decimal("1.46"))

@@ -238,3 +238,9 @@ def test_a_quota_packages_months_are_lines_of_the_months_they_start_in(
     assert [(line.charge, line.amount) for line in invoice.lines.all()] == [
         ("quota_package", Decimal("10000.00"))
     ]
+
+
+def test_a_rebuilt_draft_has_a_later_update_time(half_cents, acme):
+    first = draft(acme).updated_at
+    clock.advance(seconds=600)
+    assert draft(acme).updated_at > first

@@ -1,15 +1,12 @@
 """Metering: one usage interval per placement that ran, rated into records split at every hour
 and price change; nothing lost or counted twice however often or however interrupted."""
 
-import io
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.core.management import CommandError, call_command
 from django.db import IntegrityError
 from django.db.models import Sum
-from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -261,39 +258,6 @@ def test_a_period_including_the_current_hour_reconciles_without_differences(on_d
 def test_a_period_must_be_whole_hours(on_demand, vision):
     with pytest.raises(ValueError):
         services.usage_reconcile(starts_at=at(0.5), ends_at=at(24))
-
-
-def yesterdays_run(project):
-    """An hour of 8 GPUs yesterday (UTC), 01:00 to 02:00."""
-    ran(project, start=-47, end=-46)
-
-
-def test_the_command_compares_yesterday_and_prints_the_totals(on_demand, vision):
-    yesterdays_run(vision)
-    out = io.StringIO()
-    call_command("usage_reconcile", stdout=out)
-    assert "1 organizations, 28800.000000 placed and 28800.000000 billed seconds." in out.getvalue()
-
-
-def test_the_command_fails_on_a_difference(on_demand, vision):
-    yesterdays_run(vision)
-    services.usage_meter()
-    Placement.objects.update(running_at=None)  # the rows no longer say it ran
-    with pytest.raises(CommandError):
-        call_command("usage_reconcile", stdout=io.StringIO())
-
-
-def test_the_operators_page_shows_the_last_difference(on_demand, vision, operator, client):
-    ran(vision, start=1, end=2)
-    services.usage_reconcile(starts_at=at(0), ends_at=at(24), now=at(12))
-    client.force_login(operator)
-    page = client.get(reverse("billing:metering")).content.decode()
-    assert ("1 difference" in page, "28800.000000" in page) == (True, True)
-
-
-def test_a_tenant_gets_no_metering_page(alice, client):
-    client.force_login(alice)
-    assert client.get(reverse("billing:metering")).status_code == 403
 
 
 # Reserved capacity: charged for the whole window; use inside it not charged again.
