@@ -16,16 +16,17 @@ def rows_in(response) -> int:
     return len(body["results"]) if isinstance(body, dict) else len(body)
 
 
-def _read(client, url: str, rows: Callable) -> tuple[list[str], int]:
+def _read(client, url: str | Callable[[], str], rows: Callable) -> tuple[str, list[str], int]:
+    url = url() if callable(url) else url
     with CaptureQueriesContext(connection) as captured:
         response = client.get(url)
     assert response.status_code == 200, (url, response.status_code)
-    return [query["sql"] for query in captured.captured_queries], rows(response)
+    return url, [query["sql"] for query in captured.captured_queries], rows(response)
 
 
 def assert_list_queries(
     client,
-    url: str,
+    url: str | Callable[[], str],
     *,
     add_rows: Callable[[int], object],
     queries: int,
@@ -35,13 +36,14 @@ def assert_list_queries(
     """``url`` answers a row, then ``more`` rows more, in ``queries`` queries each time.
 
     ``add_rows(n)`` adds n rows to the list; ``rows(response)`` counts the rows answered (it
-    must grow, or the test proves nothing). The first read warms the session and content-type
+    must grow, or the test proves nothing); ``url`` may be a function, for a list whose address
+    names rows that adding rows makes again. The first read warms the session and content-type
     caches and is not counted."""
     add_rows(1)
     _read(client, url, rows)
-    few, listed = _read(client, url, rows)
+    _, few, listed = _read(client, url, rows)
     add_rows(more)
-    many, listed_more = _read(client, url, rows)
+    url, many, listed_more = _read(client, url, rows)
     assert listed_more > listed, f"{url}: {more} rows more, none more listed"
     counted = f"{len(few)} queries, then {len(many)} for {more} rows more (locked at {queries})"
     assert (len(few), len(many)) == (queries, queries), f"{url}: {counted}: {many}"
