@@ -174,8 +174,8 @@ def test_the_database_refuses_a_second_record_for_one_piece(on_demand, vision):
         record.save()
 
 
+@pytest.mark.slow
 @settings(
-    max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

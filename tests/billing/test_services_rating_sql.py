@@ -59,8 +59,8 @@ def rated_records(rate, horizon) -> list[tuple]:
     )
 
 
+@pytest.mark.slow
 @settings(
-    max_examples=25,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
