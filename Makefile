@@ -35,6 +35,10 @@ test: install
 	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null --settings portal.settings.test
 	$(BIN)/pytest -n 2 --dist loadfile
 
+# The tests but the slow property tests (marked `slow`): a quick check while working.
+test-fast: install
+	$(BIN)/pytest -n 2 --dist loadfile -m "not slow"
+
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

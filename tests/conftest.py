@@ -4,7 +4,10 @@ Organization "acme" has alice (owner), adam (admin), mia (member) and vic (viewe
 bruno (owner), who must never see acme's objects; otto belongs to no organization.
 """
 
+import os
+
 import pytest
+from hypothesis import settings
 from rest_framework.test import APIClient
 
 from tenants import services
@@ -12,6 +15,15 @@ from tenants.models import Role
 from tenants.permissions import Caller
 
 from .factories import MembershipFactory, OrganizationFactory, ProjectFactory, UserFactory
+
+# Property tests: "dev" (the default) keeps `make test` quick and repeatable, a few examples in
+# the same order each run; "ci" (CI=true, as .ci/run runs) explores many, at random. The slow
+# ones (marked `slow`) take their number of examples from here; HYPOTHESIS_PROFILE picks one.
+settings.register_profile("dev", max_examples=5, derandomize=True)
+settings.register_profile("ci", max_examples=30, print_blob=True)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev")
+)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize
 
 from ..models import Budget
-from .usage import spend
+from .usage import spend, spends
 
 
 def budget_get(*, caller: Caller, organization: Organization, pk) -> Budget:
@@ -22,10 +22,13 @@ def budget_list(*, caller: Caller, organization: Organization) -> list[Budget]:
     admins."""
     authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
     now = clock.now()
-    budgets = Budget.objects.filter(organization=organization).select_related(
-        "organization", "project"
+    budgets = list(
+        Budget.objects.filter(organization=organization).select_related("organization", "project")
     )
-    return [budget_spent(budget, at=now) for budget in budgets]
+    spent = spends(organization=organization, scopes={b.project_id for b in budgets}, at=now)
+    for budget in budgets:
+        budget.spent = spent[budget.project_id]
+    return budgets
 
 
 def budget_spent(budget: Budget, *, at: datetime) -> Budget:

@@ -3,7 +3,7 @@ pass in ``rating`` (which SQLite runs), set-based so that a million intervals ra
 seconds and the process's memory does not grow with them. The rules are ``billing.pricing``'s
 (which on-demand item applies, which price version is in force, what a record costs), written
 again here in SQL: property tests on PostgreSQL hold the statement to the Python pass on
-random usage, catalogs and price histories (``tests/billing/test_rating_sql.py``,
+random usage, catalogs and price histories (``tests/billing/test_services_rating_sql.py``,
 ``tests/billing/test_price_rule_properties.py``).
 
 Per interval of the range with something left to rate, from where its records end (or its

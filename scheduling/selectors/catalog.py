@@ -1,7 +1,9 @@
 """Reads of what the cluster offers every tenant alike: GPU classes, priority tiers, GPU pools
 and the capacity of each."""
 
-from django.db.models import QuerySet, Sum
+from collections import defaultdict
+
+from django.db.models import QuerySet
 
 from ..models import GpuClass, Node, NodePool, PriorityTier
 
@@ -26,19 +28,34 @@ def pool_list() -> QuerySet[NodePool]:
 def pool_capacity(pool: NodePool, mig_profile: str = "") -> int:
     """Whole GPUs (or instances of ``mig_profile``) of the pool's schedulable (not cordoned)
     nodes."""
-    nodes = Node.objects.filter(pool=pool, cordoned=False)
+    return _capacity(pool_nodes(pool=pool)[pool.pk], mig_profile)
+
+
+def pool_nodes(*, pool: NodePool | None = None) -> defaultdict[int, list[tuple[int, dict]]]:
+    """The schedulable (not cordoned) nodes of every pool (or of ``pool``) as (GPU count, MIG
+    layout), by pool id: one query however many pools."""
+    nodes = Node.objects.filter(cordoned=False)
+    if pool is not None:
+        nodes = nodes.filter(pool=pool)
+    by_pool = defaultdict(list)
+    for pool_id, gpus, layout in nodes.values_list("pool_id", "gpu_count", "mig_layout"):
+        by_pool[pool_id].append((gpus, layout))
+    return by_pool
+
+
+def _capacity(nodes: list[tuple[int, dict]], mig_profile: str = "") -> int:
+    """Whole GPUs (or instances of ``mig_profile``) of nodes given as (GPU count, MIG layout)."""
     if mig_profile:
-        layouts = nodes.values_list("mig_layout", flat=True)
-        return sum(layout.get(mig_profile, 0) for layout in layouts)
-    return nodes.aggregate(gpus=Sum("gpu_count"))["gpus"] or 0
+        return sum(layout.get(mig_profile, 0) for _, layout in nodes)
+    return sum(gpus for gpus, _ in nodes)
 
 
-def pool_resources(pool: NodePool) -> list[tuple[str, int]]:
+def pool_resources(pool: NodePool, nodes: list[tuple[int, dict]]) -> list[tuple[str, int]]:
     """What can be reserved in the pool: its whole GPUs ("") and each MIG profile of its class
-    that its nodes offer, with the capacity of each."""
-    resources = [("", pool_capacity(pool))]
+    that its nodes offer, with the capacity of each; ``nodes``: its ``pool_nodes``."""
+    resources = [("", _capacity(nodes))]
     for profile in pool.gpu_class.mig_profiles:
-        if capacity := pool_capacity(pool, profile):
+        if capacity := _capacity(nodes, profile):
             resources.append((profile, capacity))
     return resources
 

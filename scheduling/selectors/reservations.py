@@ -2,6 +2,7 @@
 load on a pool's resource over a window with where a request would fall short and the nearest
 windows that would fit (what a reservation request checks under its pool locks)."""
 
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from itertools import pairwise
@@ -14,7 +15,7 @@ from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize, require_operator
 
 from ..models import NodePool, Reservation
-from .catalog import pool_list, pool_resources
+from .catalog import pool_list, pool_nodes, pool_resources
 
 # How far from the asked window the nearest feasible windows are looked for.
 SEARCH_SPAN = timedelta(weeks=8)
@@ -99,12 +100,13 @@ def _holding(
 ) -> QuerySet[Reservation]:
     """The requested, approved and active reservations of the pool's whole GPUs (``""``) or
     instances of ``mig_profile`` that hold them at some instant of [starts_at, ends_at)."""
+    return _holding_any(starts_at, ends_at).filter(pool=pool, mig_profile=mig_profile)
+
+
+def _holding_any(starts_at: datetime, ends_at: datetime) -> QuerySet[Reservation]:
+    """``_holding`` of every pool and resource at once."""
     return Reservation.objects.filter(
-        pool=pool,
-        mig_profile=mig_profile,
-        state__in=Reservation.HOLDING_STATES,
-        starts_at__lt=ends_at,
-        ends_at__gt=starts_at,
+        state__in=Reservation.HOLDING_STATES, starts_at__lt=ends_at, ends_at__gt=starts_at
     )
 
 
@@ -118,12 +120,18 @@ def reservation_timeline(
     authorize(caller=caller, organization=organization, action=Action.RESERVATION_VIEW)
     days_of = calendar_days(now=now, zone=organization.zone, days=days)
     starts_at, ends_at = days_of[0][1], days_of[-1][2]
+    # Three queries however many pools: the nodes, the pools, the reservations.
+    nodes = pool_nodes()
+    holding = defaultdict(list)
+    for reservation in _holding_any(starts_at, ends_at).select_related("gpu_class", "project"):
+        holding[reservation.pool_id, reservation.mig_profile].append(reservation)
     timelines = []
-    rows = [(pool, *resource) for pool in pool_list() for resource in pool_resources(pool)]
+    rows = [
+        (pool, *resource)
+        for pool in pool_list()
+        for resource in pool_resources(pool, nodes[pool.pk])
+    ]
     for pool, mig_profile, capacity in rows:
-        holding = _holding(pool, mig_profile, starts_at, ends_at).select_related(
-            "gpu_class", "project"
-        )
         blocks = [
             ReservedBlock(
                 starts_at=r.starts_at,
@@ -132,7 +140,7 @@ def reservation_timeline(
                 own=r.organization_id == organization.pk,
                 reservation=r if r.organization_id == organization.pk else None,
             )
-            for r in holding
+            for r in holding[pool.pk, mig_profile]
         ]
         free_by_day = []
         for day, day_start, day_end in days_of:

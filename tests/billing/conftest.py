@@ -4,13 +4,15 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from billing import services
-from billing.models import CatalogItem
+from billing.models import BillingRecord, CatalogItem, Credit, Invoice, Order
+from billing.services import OrderRequest
 from portal import clock
 from scheduling import services as scheduling
 from scheduling.backends import simulated_backend
-from scheduling.models import GpuClass
+from scheduling.models import GpuClass, Node, Placement, PriorityTier, Reservation, Workload
 from tenants.permissions import Caller
 
 from ..factories import ProjectFactory, UserFactory
@@ -79,7 +81,279 @@ def on_demand(offer, cluster):
     return offer(slug="h100-on-demand", kind="on_demand", price="2.9000")
 
 
+# Usage: placements that ran, metered into records, drafted into invoices. Tomorrow at
+# midnight UTC: after the prices the fixtures add, which start now.
+DAY = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+
+
+def at(hours: float):
+    return DAY + timedelta(hours=hours)
+
+
+def ran(project, *, start, end=None, gpus=8, gpu_milli=0, mig=None, tier="training", name="w"):
+    """A workload of ``project`` whose one placement ran from ``start`` (hours after DAY) to
+    ``end`` (None: still running)."""
+    gpu_class = GpuClass.objects.get(name="A100-80GB" if mig else "H100-80GB")
+    workload = Workload.objects.create(
+        project=project,
+        name=name,
+        kind="training",
+        tier=PriorityTier.objects.get(name=tier),
+        gpu_classes=[gpu_class.name],
+        gpus=0 if (gpu_milli or mig) else gpus,
+        gpu_milli=gpu_milli,
+        mig_profile=mig[0] if mig else "",
+        mig_count=mig[1] if mig else 0,
+        image="pytorch:latest",
+        state=Workload.State.RUNNING if end is None else Workload.State.SUCCEEDED,
+        gpu_class=gpu_class,
+    )
+    node = Node.objects.filter(pool__gpu_class=gpu_class).order_by("name").first()
+    return Placement.objects.create(
+        workload=workload,
+        replica=0,
+        node=node,
+        gpu_indices=list(range(gpus)) if not (gpu_milli or mig) else [0],
+        gpu_milli=gpu_milli or 1000,
+        mig_profile=mig[0] if mig else "",
+        mig_count=mig[1] if mig else 0,
+        started_at=at(start) - timedelta(minutes=1),
+        running_at=at(start),
+        ended_at=None if end is None else at(end),
+    )
+
+
+YEAR, MONTH = DAY.year, DAY.month
+
+
+def metered(*runs):
+    """Run each (project, fields) and meter them."""
+    for project, fields in runs:
+        ran(project, **fields)
+    services.usage_meter(now=at(24 * 3))
+
+
+def draft(organization) -> Invoice:
+    return services.invoice_draft(organization=organization, year=YEAR, month=MONTH)
+
+
+def rated(project, *, starts_at, cost: str) -> BillingRecord:
+    """A record of an hour of one H100 of ``project`` from ``starts_at`` that cost ``cost``
+    (of an interval long gone: the record keeps its id, not a link)."""
+    return BillingRecord.objects.create(
+        interval_id=10**9 + BillingRecord.objects.count(),
+        organization=project.organization,
+        project=project,
+        gpu_class=GpuClass.objects.get(name="H100-80GB"),
+        resource="gpus",
+        starts_at=starts_at,
+        ends_at=starts_at + timedelta(hours=1),
+        quantity_seconds=Decimal(3600),
+        unit_price=Decimal(cost),
+        cost=Decimal(cost),
+    )
+
+
+def period_over(invoice: Invoice) -> None:
+    """Move the simulated clock past the end of the invoice's period: only then is it issued."""
+    left = (invoice.period_end - clock.now()).total_seconds()
+    if left >= 0:
+        clock.advance(seconds=left + 60)
+
+
+# Orders, and reservations asked for directly.
+
+
+def tomorrow(hour_offset: float = 0):
+    return clock.now().replace(minute=0, second=0, microsecond=0) + timedelta(
+        days=1, hours=hour_offset
+    )
+
+
+def order(
+    user, organization, item="h100-reserved", *, quantity=8, hours=4, submit=True, **fields
+) -> Order:
+    return services.order_create(
+        caller=Caller(user=user),
+        organization=organization,
+        request=OrderRequest(
+            item=item,
+            quantity=quantity,
+            starts_at=fields.pop("starts_at", tomorrow()),
+            ends_at=fields.pop("ends_at", tomorrow(hours)),
+            **fields,
+        ),
+        submit=submit,
+    )
+
+
+def approved(user, organization, operator, **fields) -> Order:
+    return services.order_approve(
+        caller=Caller(user=operator), order=order(user, organization, **fields)
+    )
+
+
+def hold(user, organization, gpus):
+    """A reservation request for the same window as the orders, made directly."""
+    return scheduling.reservations_request(
+        caller=Caller(user=user),
+        organization=organization,
+        request=scheduling.ReservationRequest(
+            gpu_class="H100-80GB",
+            gpus=gpus,
+            starts_at=tomorrow(),
+            ends_at=tomorrow(4),
+            pool="dgx-h100",
+        ),
+    )
+
+
 @pytest.fixture
-def reserved_item(offer, cluster):
-    """Reserved H100-hours at 2.4650."""
+def reserved(offer, cluster):
+    """Reserved H100-hours at 2.4650 (list price), free cancellation until 24 h before the
+    window, then 50%."""
     return offer(slug="h100-reserved", kind="reservation", price="2.4650")
+
+
+def start_in(hours: float):
+    return clock.now().replace(microsecond=0) + timedelta(hours=hours)
+
+
+def reservation(user, organization, *, starts_in: float = 48, hours: int = 4, gpus: int = 8):
+    [held] = scheduling.reservations_request(
+        caller=Caller(user=user),
+        organization=organization,
+        request=scheduling.ReservationRequest(
+            gpu_class="H100-80GB",
+            gpus=gpus,
+            starts_at=start_in(starts_in),
+            ends_at=start_in(starts_in + hours),
+            pool="dgx-h100",
+        ),
+    )
+    return held
+
+
+def cancelled(user, held: Reservation) -> Reservation:
+    return scheduling.reservation_cancel(caller=Caller(user=user), reservation=held)
+
+
+# Spend: budgets and the usage they count.
+
+
+def hours_ago(hours: float) -> float:
+    """``ran``'s hours (after tomorrow's midnight) for a moment ``hours`` before now."""
+    return (clock.now() - DAY) / timedelta(hours=1) - hours
+
+
+def spent_today(project, euros_of_h100_hours: int) -> None:
+    """8 H100s (23.20 an hour) over the hours before now, metered: 23.20 x hours."""
+    ran(project, start=hours_ago(euros_of_h100_hours + 0.5), end=hours_ago(0.5))
+    services.usage_meter()
+
+
+def budget(alice, acme, amount, **fields):
+    return services.budget_save(
+        caller=Caller(user=alice),
+        organization=acme,
+        project=fields.pop("project", None),
+        monthly_amount=Decimal(amount),
+        **fields,
+    )
+
+
+@pytest.fixture
+def mid_month(on_demand, offer):
+    """Noon on the 15th of next month, once the prices (on demand, and reserved H100-hours at
+    2.4650) are added: spend of the hours before now stays in one month and one day, at the
+    prices in force."""
+    offer(slug="h100-reserved", kind="reservation", price="2.4650")
+    now = clock.now()
+    first = now.replace(day=1, hour=12, minute=0, second=0, microsecond=0) + timedelta(days=32)
+    clock.advance(seconds=(first.replace(day=15) - now).total_seconds())
+
+
+def cancelled_h100_reservation(alice, acme) -> None:
+    """Eight H100 for two hours, six hours ahead, cancelled: a 19.72 charge."""
+    start = clock.now() + timedelta(hours=6)
+    [held] = scheduling.reservations_request(
+        caller=Caller(user=alice),
+        organization=acme,
+        request=scheduling.ReservationRequest(
+            gpu_class="H100-80GB", gpus=8, starts_at=start, ends_at=start + timedelta(hours=2)
+        ),
+    )
+    scheduling.reservation_cancel(caller=Caller(user=alice), reservation=held)
+    services.cancellation_charge_record(reservation_id=str(held.pk))
+
+
+@pytest.fixture
+def invoice(on_demand, acme, vision):
+    metered((vision, {"start": 1, "end": 3}))
+    return draft(acme)
+
+
+@pytest.fixture
+def mixed(on_demand, vision):
+    """This month: 8 H100s for an hour, and 2 mig-1g.10gb instances for an hour, rated."""
+    ran(vision, start=hours_ago(1.5), end=hours_ago(0.5))
+    ran(vision, start=hours_ago(1.5), end=hours_ago(0.5), mig=("mig-1g.10gb", 2), name="nb")
+    services.usage_meter()
+
+
+@pytest.fixture
+def half_cents(on_demand, acme, vision):
+    """Two projects' lines of 0.725 each: 0.73 twice on the invoice (1.45 rounded once)."""
+    web = ProjectFactory(organization=acme, slug="web")
+    metered(
+        (vision, {"start": 1, "end": 2, "gpu_milli": 250}),
+        (web, {"start": 1, "end": 2, "gpu_milli": 250, "name": "other"}),
+    )
+    clock.advance(seconds=(at(3) - clock.now()).total_seconds())
+
+
+@pytest.fixture
+def used_this_month(on_demand, vision):
+    """46.40 of use by acme this month."""
+    metered((vision, {"start": 1, "end": 3}))
+
+
+def suspend(organization, operator) -> None:
+    from tenants import services as tenancy
+
+    tenancy.organization_suspend(caller=Caller(user=operator), organization=organization)
+
+
+@pytest.fixture
+def mig_ran(on_demand, vision):
+    """Two mig-1g.10gb instances of vision's for an hour, rated: H100 is priced, MIG not."""
+    ran(vision, start=1, end=2, mig=("mig-1g.10gb", 2))
+    services.usage_meter(now=at(3))
+
+
+@pytest.fixture
+def held_draft(mig_ran, acme):
+    """The month's draft, its month over (only then is it issued)."""
+    invoice = services.invoice_draft(organization=acme, year=DAY.year, month=DAY.month)
+    period_over(invoice)
+    return invoice
+
+
+@pytest.fixture
+def two_line_invoice(on_demand, acme, vision):
+    metered((vision, {"start": 1, "end": 3}), (vision, {"start": 4, "end": 5, "name": "second"}))
+    return draft(acme)
+
+
+def granted(organization, operator, amount: str) -> Credit:
+    return services.credit_grant(
+        caller=Caller(user=operator),
+        organization=organization,
+        amount=Decimal(amount),
+        reason="Outage of 2026-11-03",
+    )
+
+
+def issue(invoice, operator) -> Invoice:
+    period_over(invoice)
+    return services.invoice_issue(caller=Caller(user=operator), invoice=invoice)

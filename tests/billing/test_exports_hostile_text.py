@@ -11,8 +11,6 @@ from pypdf import PdfReader
 from billing import exports
 from billing.models import Invoice
 
-from .test_invoices import draft, metered
-
 pytestmark = pytest.mark.django_db
 
 HOSTILE_NAMES = [
@@ -45,12 +43,6 @@ def _words(text: str) -> str:
 def _pdf_text(invoice: Invoice) -> str:
     reader = PdfReader(io.BytesIO(exports.invoice_pdf(invoice)))
     return _words("".join(page.extract_text() for page in reader.pages))
-
-
-@pytest.fixture
-def invoice(on_demand, acme, vision) -> Invoice:
-    metered((vision, {"start": 1, "end": 3}))
-    return draft(acme)
 
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES)

@@ -12,8 +12,7 @@ from tenants.permissions import Caller
 
 from ..factories import OrganizationFactory, ProjectFactory
 from ..threads import run_together
-from .test_invoices import rated
-from .test_metering import DAY
+from .conftest import DAY, rated
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -226,6 +226,7 @@ def machine(*, alice, acme, operator, capture):
     return Mail
 
 
+@pytest.mark.slow
 def test_every_event_yields_exactly_one_mail_per_recipient(
     offer, cluster, alice, acme, operator, django_capture_on_commit_callbacks
 ):
@@ -242,7 +243,6 @@ def test_every_event_yields_exactly_one_mail_per_recipient(
             alice=alice, acme=acme, operator=operator, capture=django_capture_on_commit_callbacks
         ),
         settings=settings(
-            max_examples=12,
             stateful_step_count=12,
             deadline=None,
             suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

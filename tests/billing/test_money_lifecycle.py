@@ -15,11 +15,11 @@ granted, in any order across month boundaries. After every step:
 - the usage API's figures equal the invoices to the cent (the month to date the current draft's
   subtotal, a past period's cost its invoice's use lines).
 
-Everything goes through the services and the simulated cluster's clock. Bounded in `make test`,
-more examples with CI=true.
+Everything goes through the services and the simulated cluster's clock. Marked slow: its
+number of examples comes from the hypothesis profile (tests/conftest.py), a few in `make test`,
+many in CI.
 """
 
-import os
 import re
 from datetime import timedelta
 from decimal import Decimal
@@ -658,16 +658,15 @@ def money_world(acme, alice):
     FIXTURES.clear()
 
 
+@pytest.mark.slow
 def test_money_is_exact_through_any_lifecycle(money_world):
     run_state_machine_as_test(
         MoneyLifecycle,
         settings=settings(
-            max_examples=30 if os.environ.get("CI") == "true" else 6,
             stateful_step_count=25,
             deadline=None,
             suppress_health_check=list(HealthCheck),
             database=None,
-            derandomize=os.environ.get("CI") != "true",
             # Bounded: a failing run prints its steps without minutes of shrinking.
             phases=[Phase.explicit, Phase.reuse, Phase.generate],
         ),

@@ -14,7 +14,8 @@ from portal import clock
 from scheduling.models import PriorityTier, Reservation
 from tenants.permissions import Caller
 
-from .test_metering import DAY, at, ran, reserve
+from .conftest import DAY, at, ran
+from .test_services_metering import reserve
 
 pytestmark = pytest.mark.django_db
 
@@ -118,7 +119,7 @@ def test_of_two_items_for_every_tier_the_first_by_slug_prices(offer, cluster, vi
 
 
 def test_reserved_capacity_is_recorded_at_the_windows_price_per_reserved_gpu_hour(
-    reserved_item, alice, acme, operator
+    reserved, alice, acme, operator
 ):
     reserve(alice, acme, operator, start=1, end=4, gpus=3)  # 3 x 3 h x 2.4650 = 22.19
     services.usage_meter(now=at(24))
@@ -127,7 +128,7 @@ def test_reserved_capacity_is_recorded_at_the_windows_price_per_reserved_gpu_hou
 
 
 def test_reserved_capacity_costs_the_windows_price_spread_over_its_hours(
-    reserved_item, alice, acme, operator
+    reserved, alice, acme, operator
 ):
     reserve(alice, acme, operator, start=1.5, end=4, gpus=3)  # 3 x 2.5 h x 2.4650 = 18.49
     services.usage_meter(now=at(24))
@@ -140,7 +141,7 @@ def test_reserved_capacity_costs_the_windows_price_spread_over_its_hours(
 
 
 def test_reserved_capacity_bought_by_an_order_is_priced_at_the_orders_total(
-    reserved_item, alice, acme, operator
+    reserved, alice, acme, operator
 ):
     order = services.order_create(
         caller=Caller(user=alice),
@@ -167,7 +168,7 @@ def test_reserved_capacity_bought_by_an_order_is_priced_at_the_orders_total(
 
 
 def test_the_first_hour_of_the_window_begins_at_the_reservations_start(
-    reserved_item, alice, acme, operator
+    reserved, alice, acme, operator
 ):
     reserve(alice, acme, operator, start=1.5, end=3)
     services.usage_meter(now=at(24))

@@ -16,8 +16,8 @@ from billing.services import rating, rating_sql
 from scheduling.models import GpuClass, Placement, PriorityTier, Workload
 from tenants.permissions import Caller
 
-from .test_metering import DAY, at, ran
-from .test_rating_sql import rated_records
+from .conftest import DAY, at, ran
+from .test_services_rating_sql import rated_records
 
 pytestmark = pytest.mark.django_db
 

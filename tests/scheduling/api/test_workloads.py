@@ -236,22 +236,6 @@ def test_the_events_tell_the_workloads_story(ready, submit, cycle, api_as):
     assert kinds == ["submitted", "admitted", "launched"]
 
 
-def test_the_workload_list_takes_the_same_queries_for_many_rows(ready, submit, api_as):
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    client = api_as(ready["member"])
-    submit(name="w0")
-    client.get(URL)
-    with CaptureQueriesContext(connection) as few:
-        client.get(URL)
-    for n in range(1, 6):
-        submit(name=f"w{n}")
-    with CaptureQueriesContext(connection) as many:
-        client.get(URL)
-    assert len(few) == len(many) == 7
-
-
 def test_a_submission_takes_a_fixed_number_of_queries(
     ready, api_as, django_capture_on_commit_callbacks
 ):

@@ -11,7 +11,7 @@ from portal import clock
 from scheduling.models import GpuClass, QuotaGrant, Workload
 from tenants.permissions import Caller
 
-from .test_metering import DAY, ran
+from .conftest import DAY, ran
 
 pytestmark = pytest.mark.django_db
 

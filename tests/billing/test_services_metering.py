@@ -1,66 +1,24 @@
 """Metering: one usage interval per placement that ran, rated into records split at every hour
 and price change; nothing lost or counted twice however often or however interrupted."""
 
-import io
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.core.management import CommandError, call_command
 from django.db import IntegrityError
 from django.db.models import Sum
-from django.urls import reverse
-from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from billing import services
 from billing.models import BillingRecord, UsageInterval
 from scheduling import services as scheduling
-from scheduling.models import GpuClass, Node, Placement, PriorityTier, Reservation, Workload
+from scheduling.models import Placement, PriorityTier, Reservation, Workload
 from tenants.permissions import Caller
 
+from .conftest import DAY, at, ran
+
 pytestmark = pytest.mark.django_db
-
-# Tomorrow at midnight UTC: after the prices the fixtures add, which start now.
-DAY = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
-
-
-def at(hours: float):
-    return DAY + timedelta(hours=hours)
-
-
-def ran(project, *, start, end=None, gpus=8, gpu_milli=0, mig=None, tier="training", name="w"):
-    """A workload of ``project`` whose one placement ran from ``start`` (hours after DAY) to
-    ``end`` (None: still running)."""
-    gpu_class = GpuClass.objects.get(name="A100-80GB" if mig else "H100-80GB")
-    workload = Workload.objects.create(
-        project=project,
-        name=name,
-        kind="training",
-        tier=PriorityTier.objects.get(name=tier),
-        gpu_classes=[gpu_class.name],
-        gpus=0 if (gpu_milli or mig) else gpus,
-        gpu_milli=gpu_milli,
-        mig_profile=mig[0] if mig else "",
-        mig_count=mig[1] if mig else 0,
-        image="pytorch:latest",
-        state=Workload.State.RUNNING if end is None else Workload.State.SUCCEEDED,
-        gpu_class=gpu_class,
-    )
-    node = Node.objects.filter(pool__gpu_class=gpu_class).order_by("name").first()
-    return Placement.objects.create(
-        workload=workload,
-        replica=0,
-        node=node,
-        gpu_indices=list(range(gpus)) if not (gpu_milli or mig) else [0],
-        gpu_milli=gpu_milli or 1000,
-        mig_profile=mig[0] if mig else "",
-        mig_count=mig[1] if mig else 0,
-        started_at=at(start) - timedelta(minutes=1),
-        running_at=at(start),
-        ended_at=None if end is None else at(end),
-    )
 
 
 def billed() -> Decimal:
@@ -216,8 +174,8 @@ def test_the_database_refuses_a_second_record_for_one_piece(on_demand, vision):
         record.save()
 
 
+@pytest.mark.slow
 @settings(
-    max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -302,39 +260,6 @@ def test_a_period_must_be_whole_hours(on_demand, vision):
         services.usage_reconcile(starts_at=at(0.5), ends_at=at(24))
 
 
-def yesterdays_run(project):
-    """An hour of 8 GPUs yesterday (UTC), 01:00 to 02:00."""
-    ran(project, start=-47, end=-46)
-
-
-def test_the_command_compares_yesterday_and_prints_the_totals(on_demand, vision):
-    yesterdays_run(vision)
-    out = io.StringIO()
-    call_command("usage_reconcile", stdout=out)
-    assert "1 organizations, 28800.000000 placed and 28800.000000 billed seconds." in out.getvalue()
-
-
-def test_the_command_fails_on_a_difference(on_demand, vision):
-    yesterdays_run(vision)
-    services.usage_meter()
-    Placement.objects.update(running_at=None)  # the rows no longer say it ran
-    with pytest.raises(CommandError):
-        call_command("usage_reconcile", stdout=io.StringIO())
-
-
-def test_the_operators_page_shows_the_last_difference(on_demand, vision, operator, client):
-    ran(vision, start=1, end=2)
-    services.usage_reconcile(starts_at=at(0), ends_at=at(24), now=at(12))
-    client.force_login(operator)
-    page = client.get(reverse("billing:metering")).content.decode()
-    assert ("1 difference" in page, "28800.000000" in page) == (True, True)
-
-
-def test_a_tenant_gets_no_metering_page(alice, client):
-    client.force_login(alice)
-    assert client.get(reverse("billing:metering")).status_code == 403
-
-
 # Reserved capacity: charged for the whole window; use inside it not charged again.
 
 
@@ -359,7 +284,7 @@ def charges() -> list[tuple]:
 
 
 def test_use_inside_a_reservation_is_not_charged_again_and_beyond_it_is_on_demand(
-    on_demand, reserved_item, alice, acme, operator, vision
+    on_demand, reserved, alice, acme, operator, vision
 ):
     reserve(alice, acme, operator, start=1, end=2)
     ran(vision, start=1, end=3)
@@ -371,7 +296,7 @@ def test_use_inside_a_reservation_is_not_charged_again_and_beyond_it_is_on_deman
 
 
 def test_use_beyond_a_reservations_capacity_is_on_demand(
-    on_demand, reserved_item, alice, acme, operator, vision
+    on_demand, reserved, alice, acme, operator, vision
 ):
     reserve(alice, acme, operator, start=1, end=2)
     ran(vision, start=1, end=2, name="first")
@@ -381,7 +306,7 @@ def test_use_beyond_a_reservations_capacity_is_on_demand(
 
 
 def test_reserved_capacity_is_charged_hour_by_hour_for_the_whole_window_used_or_not(
-    reserved_item, alice, acme, operator
+    reserved, alice, acme, operator
 ):
     reserve(alice, acme, operator, start=1, end=5)  # 8 x 4 h x 2.4650 = 78.88
     services.usage_meter(now=at(24))
@@ -392,7 +317,7 @@ def test_reserved_capacity_is_charged_hour_by_hour_for_the_whole_window_used_or_
     )
 
 
-def test_an_open_window_is_charged_to_the_last_whole_hour(reserved_item, alice, acme, operator):
+def test_an_open_window_is_charged_to_the_last_whole_hour(reserved, alice, acme, operator):
     reserve(alice, acme, operator, start=1, end=5)
     services.usage_meter(now=at(3.5))
     records = BillingRecord.objects.filter(charge="reservation")
@@ -400,7 +325,7 @@ def test_an_open_window_is_charged_to_the_last_whole_hour(reserved_item, alice, 
 
 
 def test_a_cancelled_window_is_charged_until_its_cancellation_and_use_after_on_demand(
-    on_demand, reserved_item, alice, acme, operator, vision
+    on_demand, reserved, alice, acme, operator, vision
 ):
     held = reserve(alice, acme, operator, start=1, end=5)
     ran(vision, start=1, end=3)
@@ -415,7 +340,7 @@ def test_a_cancelled_window_is_charged_until_its_cancellation_and_use_after_on_d
 
 
 def test_reserved_capacity_does_not_unbalance_the_reconciliation(
-    on_demand, reserved_item, alice, acme, operator, vision
+    on_demand, reserved, alice, acme, operator, vision
 ):
     reserve(alice, acme, operator, start=1, end=2)
     ran(vision, start=1, end=3)

@@ -15,28 +15,11 @@ from scheduling import insights
 from scheduling.models import GpuClass, NodePool, Reservation
 from tenants.permissions import Caller
 
-from ..factories import UserFactory
-from .test_invoices import period_over
-from .test_metering import DAY, at, ran
+from .conftest import DAY, at, ran
 
 pytestmark = pytest.mark.django_db
 
 UNPRICED_LINE = "NO PRICE IN FORCE"
-
-
-@pytest.fixture
-def mig_ran(on_demand, vision):
-    """Two mig-1g.10gb instances of vision's for an hour, rated: H100 is priced, MIG not."""
-    ran(vision, start=1, end=2, mig=("mig-1g.10gb", 2))
-    services.usage_meter(now=at(3))
-
-
-@pytest.fixture
-def draft(mig_ran, acme):
-    """The month's draft, its month over (only then is it issued)."""
-    invoice = services.invoice_draft(organization=acme, year=DAY.year, month=DAY.month)
-    period_over(invoice)
-    return invoice
 
 
 @pytest.fixture
@@ -67,21 +50,21 @@ def test_priced_use_is_not_listed_as_unpriced(on_demand, vision):
     assert selectors.usage_unpriced() == []
 
 
-def test_a_draft_line_of_unpriced_use_says_it_has_no_price(draft):
-    [line] = draft.lines.all()
+def test_a_draft_line_of_unpriced_use_says_it_has_no_price(held_draft):
+    [line] = held_draft.lines.all()
     assert (UNPRICED_LINE in line.description, line.unit_price, line.amount) == (True, None, 0)
 
 
-def test_an_invoice_with_unpriced_use_is_not_issued(draft, operator):
+def test_an_invoice_with_unpriced_use_is_not_issued(held_draft, operator):
     with pytest.raises(Conflict):
-        services.invoice_issue(caller=Caller(user=operator), invoice=draft)
-    draft.refresh_from_db()
-    assert (draft.state, draft.number) == (Invoice.State.DRAFT, None)
+        services.invoice_issue(caller=Caller(user=operator), invoice=held_draft)
+    held_draft.refresh_from_db()
+    assert (held_draft.state, held_draft.number) == (Invoice.State.DRAFT, None)
 
 
-def test_the_refusal_to_issue_names_the_unpriced_use(draft, operator):
+def test_the_refusal_to_issue_names_the_unpriced_use(held_draft, operator):
     with pytest.raises(Conflict) as refused:
-        services.invoice_issue(caller=Caller(user=operator), invoice=draft)
+        services.invoice_issue(caller=Caller(user=operator), invoice=held_draft)
     assert (
         refused.value.code,
         "acme/vision: 2.0000 instance-hours of A100-80GB mig-1g.10gb instances"
@@ -93,7 +76,7 @@ def test_the_refusal_to_issue_names_the_unpriced_use(draft, operator):
 
 
 def test_unpriced_use_priced_later_is_charged_at_the_price_now_in_force(
-    draft, mig_priced, operator
+    held_draft, mig_priced, operator
 ):
     priced = services.usage_unpriced_price(caller=Caller(user=operator))
     costs = {record.unit_price for record in BillingRecord.objects.all()}
@@ -105,18 +88,18 @@ def test_unpriced_use_priced_later_is_charged_at_the_price_now_in_force(
 
 
 def test_pricing_unpriced_use_makes_its_draft_again_so_that_it_may_be_issued(
-    draft, mig_priced, operator
+    held_draft, mig_priced, operator
 ):
     services.usage_unpriced_price(caller=Caller(user=operator))
-    issued = services.invoice_issue(caller=Caller(user=operator), invoice=draft)
+    issued = services.invoice_issue(caller=Caller(user=operator), invoice=held_draft)
     assert (issued.state, str(issued.subtotal)) == (Invoice.State.ISSUED, "0.51")  # 2 x 0.2571
 
 
-def test_unpriced_use_stays_unpriced_while_the_catalog_has_no_price_for_it(draft, operator):
+def test_unpriced_use_stays_unpriced_while_the_catalog_has_no_price_for_it(held_draft, operator):
     assert services.usage_unpriced_price(caller=Caller(user=operator)) == 0
 
 
-def test_only_operators_price_unpriced_use(draft, mig_priced, alice):
+def test_only_operators_price_unpriced_use(held_draft, mig_priced, alice):
     with pytest.raises(Exception) as refused:
         services.usage_unpriced_price(caller=Caller(user=alice))
     assert refused.type.__name__ == "Forbidden"
@@ -139,42 +122,6 @@ def test_a_resource_the_cluster_offers_with_no_price_is_listed(on_demand):
         "A100-80GB mig-1g.10gb instances: no on-demand use price" in unpriced,
         "H100-80GB: no on-demand use price" in unpriced,
     ) == (True, False)
-
-
-@pytest.fixture
-def admin_client(client):
-    client.force_login(UserFactory(is_staff=True, is_superuser=True))
-    return client
-
-
-def test_the_invoice_list_in_admin_warns_of_unpriced_use(admin_client, mig_ran):
-    page = admin_client.get("/admin/billing/invoice/").content.decode()
-    assert "Use with no price in force, billed at nothing and held from issue" in page
-
-
-def test_the_billing_records_in_admin_filter_unpriced_use(admin_client, mig_ran, vision):
-    ran(vision, start=1, end=2, name="priced")
-    services.usage_meter(now=at(3))
-    page = admin_client.get("/admin/billing/billingrecord/?priced=no").content.decode()
-    assert "1 billing record" in page
-
-
-def test_issuing_a_held_draft_in_admin_says_why_instead_of_failing(admin_client, draft):
-    response = admin_client.post(
-        "/admin/billing/invoice/",
-        {"action": "issue", "_selected_action": [str(draft.pk)]},
-        follow=True,
-    )
-    draft.refresh_from_db()
-    assert (
-        response.status_code,
-        draft.state,
-        "is held: no price was in force" in response.content.decode(),
-    ) == (
-        200,
-        Invoice.State.DRAFT,
-        True,
-    )
 
 
 def test_unpriced_use_is_a_metric_in_its_unit(client, settings, mig_ran):
@@ -219,11 +166,11 @@ def test_reserved_capacity_no_item_prices_is_unpriced_use(reserved_unpriced):
 
 
 def test_reserved_capacity_priced_later_is_charged_at_the_reservation_price(
-    reserved_unpriced, reserved_item, operator
+    reserved_unpriced, reserved, operator
 ):
     services.usage_unpriced_price(caller=Caller(user=operator))
     costs = BillingRecord.objects.filter(charge="reservation").values_list("cost", flat=True)
     assert (sum(costs), selectors.usage_unpriced()) == (
-        4 * reserved_item.prices.get().unit_price,
+        4 * reserved.prices.get().unit_price,
         [],
     )

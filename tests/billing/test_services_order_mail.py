@@ -12,7 +12,7 @@ from billing.services import OrderRequest
 from tenants.permissions import Caller
 
 from ..queued import Worker
-from .test_orders import hold, tomorrow
+from .conftest import hold, tomorrow
 
 pytestmark = pytest.mark.django_db
 

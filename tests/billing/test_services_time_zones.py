@@ -13,7 +13,7 @@ from billing.pricing import month_bounds, month_of
 from tenants.permissions import Caller
 
 from ..factories import ProjectFactory
-from .test_metering import DAY, ran
+from .conftest import DAY, ran
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,6 @@ from decimal import Decimal
 
 import pytest
 from django.db import IntegrityError, transaction
-from django.urls import reverse
 
 from billing import services, tasks
 from billing.models import BillingRecord, Invoice
@@ -19,8 +18,7 @@ from scheduling.models import Placement
 from tenants import services as tenant_services
 from tenants.permissions import Caller
 
-from .test_invoices import MONTH, YEAR, draft, metered, period_over
-from .test_metering import at, ran
+from .conftest import MONTH, YEAR, at, draft, metered, period_over, ran
 
 pytestmark = pytest.mark.django_db
 
@@ -32,20 +30,6 @@ def test_a_draft_whose_month_has_not_ended_is_not_issued(on_demand, acme, vision
     with pytest.raises(Conflict) as refused:
         services.invoice_issue(caller=Caller(user=operator), invoice=draft(acme))
     assert (refused.value.code, Invoice.objects.get().state) == ("period_not_ended", "draft")
-
-
-def test_issuing_an_open_month_in_admin_says_why_and_issues_nothing(
-    on_demand, acme, vision, finance
-):
-    metered((vision, {"start": 1, "end": 2}))
-    invoice = draft(acme)
-    answer = finance.post(
-        reverse("admin:billing_invoice_changelist"),
-        {"action": "issue", "_selected_action": [str(invoice.pk)]},
-        follow=True,
-    )
-    invoice.refresh_from_db()
-    assert (invoice.state, "has not ended" in answer.content.decode()) == ("draft", True)
 
 
 def test_use_rated_after_the_draft_is_on_the_issued_invoice(on_demand, acme, vision, operator):

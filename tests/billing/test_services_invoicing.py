@@ -15,54 +15,16 @@ from django.test import override_settings
 from pypdf import PdfReader
 
 from billing import exports, services
-from billing.models import BillingRecord, CancellationCharge, Invoice, InvoiceLine
+from billing.models import CancellationCharge, Invoice, InvoiceLine
 from portal import clock
 from portal.errors import Conflict, Forbidden
 from scheduling import services as scheduling
-from scheduling.models import GpuClass
 from tenants.permissions import Caller
 
 from ..factories import ProjectFactory
-from .test_metering import DAY, at, ran
+from .conftest import DAY, MONTH, YEAR, at, draft, metered, period_over
 
 pytestmark = pytest.mark.django_db
-
-YEAR, MONTH = DAY.year, DAY.month
-
-
-def metered(*runs):
-    """Run each (project, fields) and meter them."""
-    for project, fields in runs:
-        ran(project, **fields)
-    services.usage_meter(now=at(24 * 3))
-
-
-def draft(organization) -> Invoice:
-    return services.invoice_draft(organization=organization, year=YEAR, month=MONTH)
-
-
-def rated(project, *, starts_at, cost: str) -> BillingRecord:
-    """A record of an hour of one H100 of ``project`` from ``starts_at`` that cost ``cost``
-    (of an interval long gone: the record keeps its id, not a link)."""
-    return BillingRecord.objects.create(
-        interval_id=10**9 + BillingRecord.objects.count(),
-        organization=project.organization,
-        project=project,
-        gpu_class=GpuClass.objects.get(name="H100-80GB"),
-        resource="gpus",
-        starts_at=starts_at,
-        ends_at=starts_at + timedelta(hours=1),
-        quantity_seconds=Decimal(3600),
-        unit_price=Decimal(cost),
-        cost=Decimal(cost),
-    )
-
-
-def period_over(invoice: Invoice) -> None:
-    """Move the simulated clock past the end of the invoice's period: only then is it issued."""
-    left = (invoice.period_end - clock.now()).total_seconds()
-    if left >= 0:
-        clock.advance(seconds=left + 60)
 
 
 def issued(organization, operator) -> Invoice:
@@ -276,3 +238,9 @@ def test_a_quota_packages_months_are_lines_of_the_months_they_start_in(
     assert [(line.charge, line.amount) for line in invoice.lines.all()] == [
         ("quota_package", Decimal("10000.00"))
     ]
+
+
+def test_a_rebuilt_draft_has_a_later_update_time(half_cents, acme):
+    first = draft(acme).updated_at
+    clock.advance(seconds=600)
+    assert draft(acme).updated_at > first

@@ -5,17 +5,9 @@ space)."""
 
 import pytest
 
-from .test_invoices import draft, metered
-
 pytestmark = pytest.mark.django_db
 
 ACME = "/api/v1/organizations/acme"
-
-
-@pytest.fixture
-def invoice(on_demand, acme, vision):
-    metered((vision, {"start": 1, "end": 3}))
-    return draft(acme)
 
 
 @pytest.mark.parametrize(

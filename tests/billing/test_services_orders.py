@@ -1,3 +1,7 @@
+"""Orders: priced when submitted, approved by the item's rule or an operator, fulfilled once
+(a reservation, a quota package or a dedicated pool), cancelled before fulfilment; refused on
+the field when malformed or beyond what the portal can sell."""
+
 from datetime import timedelta
 from decimal import Decimal
 
@@ -8,46 +12,17 @@ from django.db import transaction
 
 from billing import services, tasks
 from billing.models import Order
-from billing.services import OrderRequest
 from portal import clock
 from portal.errors import Conflict
 from scheduling import services as scheduling
 from scheduling.models import GpuClass, QuotaRequest, Reservation
 from tenants.permissions import Caller
 
-from ..roles import MANAGING
+from .conftest import approved, hold, order
 
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/organizations/acme/orders/"
-
-
-def tomorrow(hour_offset: float = 0):
-    return clock.now().replace(minute=0, second=0, microsecond=0) + timedelta(
-        days=1, hours=hour_offset
-    )
-
-
-def order(
-    user, organization, item="h100-reserved", *, quantity=8, hours=4, submit=True, **fields
-) -> Order:
-    return services.order_create(
-        caller=Caller(user=user),
-        organization=organization,
-        request=OrderRequest(
-            item=item,
-            quantity=quantity,
-            starts_at=fields.pop("starts_at", tomorrow()),
-            ends_at=fields.pop("ends_at", tomorrow(hours)),
-            **fields,
-        ),
-        submit=submit,
-    )
-
-
-@pytest.fixture
-def reserved(offer, cluster):
-    return offer(slug="h100-reserved", kind="reservation", price="2.4650")
 
 
 def test_submitting_fixes_the_price_in_force_and_the_total(reserved, alice, acme):
@@ -81,12 +56,6 @@ def test_an_order_under_the_items_ceiling_is_approved_and_queued_for_fulfilment(
     )
 
 
-def approved(user, organization, operator, **fields) -> Order:
-    return services.order_approve(
-        caller=Caller(user=operator), order=order(user, organization, **fields)
-    )
-
-
 def test_fulfilling_a_reservation_order_holds_the_gpus_approved(reserved, alice, acme, operator):
     made = approved(alice, acme, operator)
     services.order_fulfil(order_id=str(made.pk))
@@ -117,21 +86,6 @@ def test_a_fulfilment_that_dies_before_its_commit_leaves_nothing_and_the_retry_m
     left = (Reservation.objects.count(), Order.objects.get(pk=made.pk).state)
     services.order_fulfil(order_id=str(made.pk))
     assert (left, Reservation.objects.count()) == ((0, Order.State.APPROVED), 1)
-
-
-def hold(user, organization, gpus):
-    """A reservation request for the same window as the orders, made directly."""
-    return scheduling.reservations_request(
-        caller=Caller(user=user),
-        organization=organization,
-        request=scheduling.ReservationRequest(
-            gpu_class="H100-80GB",
-            gpus=gpus,
-            starts_at=tomorrow(),
-            ends_at=tomorrow(4),
-            pool="dgx-h100",
-        ),
-    )
 
 
 def test_a_fulfilment_refused_by_scheduling_fails_with_the_reason(reserved, alice, acme, operator):
@@ -294,133 +248,6 @@ def test_a_period_longer_than_the_item_allows_is_refused(offer, cluster, alice, 
     assert refused.value.message_dict == {"ends_at": ["At most 24 h, by the item's terms."]}
 
 
-@pytest.mark.parametrize(("caller", "status"), MANAGING)
-def test_owners_and_admins_order_and_the_others_get_what_their_role_allows(
-    reserved, actors, api_as, caller, status
-):
-    body = {
-        "item": "h100-reserved",
-        "quantity": 8,
-        "starts_at": tomorrow().isoformat(),
-        "ends_at": tomorrow(4).isoformat(),
-    }
-    assert api_as(actors.get(caller)).post(URL, body, format="json").status_code == status
-
-
-def test_another_tenants_order_is_a_404(reserved, alice, acme, bruno, api_as):
-    made = order(alice, acme)
-    response = api_as(bruno).get(f"/api/v1/organizations/globex/orders/{made.pk}/")
-    assert response.status_code == 404
-
-
-def test_an_api_order_answers_its_total_as_a_decimal_string(reserved, alice, api_as):
-    body = {
-        "item": "h100-reserved",
-        "quantity": 8,
-        "starts_at": tomorrow().isoformat(),
-        "ends_at": tomorrow(4).isoformat(),
-    }
-    made = api_as(alice).post(URL, body, format="json").json()
-    assert (made["total"], made["currency"], made["state"]) == ("78.88", "EUR", "submitted")
-
-
-@pytest.mark.parametrize(
-    ("fields", "field"),
-    [
-        ({"quantity": "8"}, "quantity"),
-        ({"starts_at": "soon"}, "starts_at"),
-        ({"item": "Not A Slug"}, "item"),
-        ({"price": "0"}, "price"),
-    ],
-)
-def test_bad_order_input_is_a_400_naming_the_field(reserved, alice, api_as, fields, field):
-    body = {
-        "item": "h100-reserved",
-        "quantity": 8,
-        "starts_at": tomorrow().isoformat(),
-        "ends_at": tomorrow(4).isoformat(),
-        **fields,
-    }
-    response = api_as(alice).post(URL, body, format="json")
-    assert (response.status_code, list(response.json()["error"]["fields"])) == (400, [field])
-
-
-def test_an_operator_approves_an_order_in_admin(reserved, alice, acme, operator, client):
-    made = order(alice, acme)
-    operator.is_superuser = True
-    operator.save()
-    client.force_login(operator)
-    client.post("/admin/billing/order/", {"action": "approve", "_selected_action": [str(made.pk)]})
-    made.refresh_from_db()
-    assert made.state == Order.State.APPROVED
-
-
-def test_an_owner_orders_from_the_console(reserved, alice, client):
-    client.force_login(alice)
-    start = tomorrow().strftime("%Y-%m-%dT%H:%M")
-    response = client.post(
-        "/orgs/acme/orders/",
-        {"item": "h100-reserved", "quantity": 8, "starts_at": start, "hours": 4, "project": ""},
-    )
-    assert (response.status_code, Order.objects.get().total) == (302, Decimal("78.88"))
-
-
-def test_a_viewer_sees_the_orders_without_their_totals_and_cannot_order(
-    reserved, alice, acme, vic, client
-):
-    order(alice, acme)
-    client.force_login(vic)
-    page = client.get("/orgs/acme/orders/").content.decode()
-    assert ("h100-reserved" in page, "78.88" in page, "<h2>Order</h2>" in page) == (
-        True,
-        False,
-        False,
-    )
-
-
-def test_the_approvals_page_lists_what_waits_in_every_organization(
-    reserved, alice, acme, operator, client
-):
-    order(alice, acme)
-    hold(alice, acme, 4)
-    client.force_login(operator)
-    page = client.get("/staff/approvals/").content.decode()
-    assert "Waiting for an operator (2)" in page
-
-
-def test_the_approvals_page_is_for_operators_only(reserved, alice, client):
-    client.force_login(alice)
-    assert client.get("/staff/approvals/").status_code == 403
-
-
-def test_an_operator_rejects_from_the_approvals_page_with_a_reason(
-    reserved, alice, acme, operator, client
-):
-    made = order(alice, acme)
-    client.force_login(operator)
-    client.post(f"/staff/approvals/order/{made.pk}/reject/", {"reason": "Budget freeze."})
-    made.refresh_from_db()
-    assert (made.state, made.decision_reason) == (Order.State.REJECTED, "Budget freeze.")
-
-
-def test_an_operator_approves_a_reservation_from_the_approvals_page(
-    reserved, alice, acme, operator, client
-):
-    [held] = hold(alice, acme, 4)
-    client.force_login(operator)
-    client.post(f"/staff/approvals/reservation/{held.pk}/approve/")
-    held.refresh_from_db()
-    assert held.state == Reservation.State.APPROVED
-
-
-def test_a_tenant_cannot_decide_through_the_approvals_page(reserved, alice, acme, client):
-    made = order(alice, acme)
-    client.force_login(alice)
-    response = client.post(f"/staff/approvals/order/{made.pk}/approve/")
-    made.refresh_from_db()
-    assert (response.status_code, made.state) == (403, Order.State.SUBMITTED)
-
-
 def test_a_submitted_order_is_mailed_to_its_creator_and_the_operators(
     reserved, alice, acme, operator
 ):
@@ -452,64 +279,6 @@ def test_an_order_is_priced_at_the_organizations_own_price(reserved, operator, a
     assert order(alice, acme).total == Decimal("64.00")
 
 
-def test_an_on_demand_item_cannot_be_ordered_and_the_api_says_why(on_demand, alice, api_as):
-    body = {
-        "item": "h100-on-demand",
-        "quantity": 8,
-        "starts_at": tomorrow().isoformat(),
-        "ends_at": tomorrow(4).isoformat(),
-    }
-    response = api_as(alice).post(URL, body, format="json")
-    fields = response.json()["error"]["fields"]
-    assert (response.status_code, list(fields), "billed as it is used" in fields["item"][0]) == (
-        400,
-        ["item"],
-        True,
-    )
-
-
-def test_the_console_does_not_offer_on_demand_items_to_order(on_demand, reserved, alice, client):
-    client.force_login(alice)
-    page = client.get("/orgs/acme/orders/").content.decode()
-    assert ('value="h100-reserved"' in page, 'value="h100-on-demand"' in page) == (True, False)
-
-
-def test_the_catalog_says_which_items_can_be_ordered(on_demand, reserved, alice, api_as):
-    items = api_as(alice).get("/api/v1/organizations/acme/catalog/").json()
-    items = items.get("results", items)
-    assert {i["slug"]: i["orderable"] for i in items} == {
-        "h100-on-demand": False,
-        "h100-reserved": True,
-    }
-
-
-def api_order(api_as, user, **fields):
-    body = {
-        "item": "h100-reserved",
-        "quantity": 8,
-        "starts_at": tomorrow().isoformat(),
-        "ends_at": tomorrow(4).isoformat(),
-        **fields,
-    }
-    return api_as(user).post(URL, body, format="json")
-
-
-@pytest.mark.parametrize(
-    ("fields", "field"),
-    [
-        ({"ends_at": "9999-12-31T23:00:00Z"}, "ends_at"),
-        ({"starts_at": "9999-12-31T19:00:00Z", "ends_at": "9999-12-31T23:00:00Z"}, "starts_at"),
-        ({"quantity": 100_000, "ends_at": "2099-12-31T00:00:00Z"}, "quantity"),
-    ],
-)
-def test_an_order_beyond_what_the_portal_can_sell_is_a_400_on_its_field(
-    reserved, alice, api_as, fields, field
-):
-    response = api_order(api_as, alice, **fields)
-    refused = (response.status_code, field in response.json()["error"]["fields"])
-    assert (refused, Order.objects.count()) == ((400, True), 0)
-
-
 def test_more_reserved_gpus_than_the_largest_pool_has_are_refused_as_a_reservation_is(
     reserved, alice, acme
 ):
@@ -539,14 +308,3 @@ def test_a_total_too_large_to_keep_is_refused_on_the_quantity(offer, cluster, al
     with pytest.raises(ValidationError) as refused:
         order(alice, acme, quantity=64, hours=24 * 365 * 4)
     assert (list(refused.value.message_dict), Order.objects.count()) == (["quantity"], 0)
-
-
-def test_the_console_refuses_an_order_starting_at_the_end_of_time_on_the_form(
-    reserved, alice, client
-):
-    client.force_login(alice)
-    response = client.post(
-        "/orgs/acme/orders/",
-        {"item": "h100-reserved", "quantity": 8, "starts_at": "9999-12-31T23:00", "hours": 4},
-    )
-    assert (response.status_code, "5 years" in response.content.decode()) == (200, True)

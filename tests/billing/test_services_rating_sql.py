@@ -17,7 +17,8 @@ from billing.services import metering, rating, rating_sql
 from scheduling.models import Placement, Reservation, Workload
 from tenants.permissions import Caller
 
-from .test_metering import at, ran, reserve
+from .conftest import at, ran
+from .test_services_metering import reserve
 
 pytestmark = [
     pytest.mark.django_db,
@@ -58,8 +59,8 @@ def rated_records(rate, horizon) -> list[tuple]:
     )
 
 
+@pytest.mark.slow
 @settings(
-    max_examples=25,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -72,7 +73,7 @@ def rated_records(rate, horizon) -> list[tuple]:
 )
 def test_sql_and_python_rating_write_the_same_records(
     on_demand,
-    reserved_item,
+    reserved,
     operator,
     alice,
     acme,

@@ -1,14 +1,12 @@
-"""Budgets: thresholds mailed once per month, a hard stop that refuses new work with a 409
-through the submission check, and the usage API with its forecast."""
+"""Budgets: thresholds mailed once per month, and a hard stop that refuses new work with a 409
+through the submission check and holds queued work until the budget allows it."""
 
 from datetime import timedelta
-from decimal import Decimal
 
 import pytest
 from django.core import mail
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from django.urls import reverse
 
 from billing import services
 from billing.models import BudgetAlert
@@ -21,34 +19,12 @@ from tenants.permissions import Caller
 
 from ..factories import ProjectFactory
 from ..queued import Worker
-from ..roles import MANAGERS_READ
-from .test_metering import DAY, ran
+from .conftest import budget, spent_today
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("mid_month")]
 
 BUDGETS = "/api/v1/organizations/acme/budgets/"
 USAGE = "/api/v1/organizations/acme/usage/"
-
-
-def hours_ago(hours: float) -> float:
-    """``ran``'s hours (after tomorrow's midnight) for a moment ``hours`` before now."""
-    return (clock.now() - DAY) / timedelta(hours=1) - hours
-
-
-def spent_today(project, euros_of_h100_hours: int) -> None:
-    """8 H100s (23.20 an hour) over the hours before now, metered: 23.20 x hours."""
-    ran(project, start=hours_ago(euros_of_h100_hours + 0.5), end=hours_ago(0.5))
-    services.usage_meter()
-
-
-def budget(alice, acme, amount, **fields):
-    return services.budget_save(
-        caller=Caller(user=alice),
-        organization=acme,
-        project=fields.pop("project", None),
-        monthly_amount=Decimal(amount),
-        **fields,
-    )
 
 
 def submit_more(user, project, name="more"):
@@ -64,17 +40,6 @@ def submit_more(user, project, name="more"):
             gpus=8,
         ),
     )
-
-
-@pytest.fixture(autouse=True)
-def mid_month(on_demand, offer):
-    """Noon on the 15th of next month, once the prices (on demand, and reserved H100-hours at
-    2.4650) are added: spend of the hours before now stays in one month and one day, at the
-    prices in force."""
-    offer(slug="h100-reserved", kind="reservation", price="2.4650")
-    now = clock.now()
-    first = now.replace(day=1, hour=12, minute=0, second=0, microsecond=0) + timedelta(days=32)
-    clock.advance(seconds=(first.replace(day=15) - now).total_seconds())
 
 
 @pytest.fixture
@@ -136,114 +101,6 @@ def test_a_budget_without_a_hard_stop_only_warns(
     budget(alice, acme, "20")
     spent_today(vision, 1)
     assert submit_more(mia, ai_dev).state == "Pending"
-
-
-@pytest.mark.parametrize(
-    ("body", "field"),
-    [
-        ({"monthly_amount": "0"}, "monthly_amount"),
-        ({"monthly_amount": "-5"}, "monthly_amount"),
-        ({"monthly_amount": "abc"}, "monthly_amount"),
-        ({"monthly_amount": ""}, "monthly_amount"),
-        ({"monthly_amount": "10", "thresholds": [0]}, "thresholds.0"),
-        ({"monthly_amount": "10", "thresholds": []}, "thresholds"),
-        ({"monthly_amount": "10", "project": "web"}, "project"),
-        ({"monthly_amount": "10", "colour": "red"}, "colour"),
-    ],
-)
-def test_bad_budget_input_is_a_400_naming_the_field(alice, api_as, body, field):
-    response = api_as(alice).put(BUDGETS, body, format="json")
-    assert (response.status_code, field in response.json()["error"]["fields"]) == (400, True)
-
-
-@pytest.mark.parametrize(
-    ("caller", "status"),
-    MANAGERS_READ,
-)
-def test_owners_and_admins_set_budgets_and_others_get_what_their_role_allows(
-    actors, api_as, caller, status
-):
-    response = api_as(actors.get(caller)).put(BUDGETS, {"monthly_amount": "100"}, format="json")
-    assert response.status_code == status
-
-
-def test_the_api_answers_a_budget_with_what_it_spent(on_demand, alice, vision, api_as):
-    spent_today(vision, 1)
-    api_as(alice).put(BUDGETS, {"monthly_amount": "100", "hard_stop": True}, format="json")
-    [listed] = api_as(alice).get(BUDGETS).json()
-    assert (listed["monthly_amount"], listed["spent"], listed["hard_stop"]) == (
-        "100.00",
-        "23.20",
-        True,
-    )
-
-
-def test_a_budget_is_deleted_and_another_tenants_is_a_404(alice, bruno, acme, api_as):
-    made = budget(alice, acme, "10")
-    foreign = api_as(bruno).delete(f"/api/v1/organizations/globex/budgets/{made.pk}/")
-    mine = api_as(alice).delete(f"{BUDGETS}{made.pk}/")
-    assert (foreign.status_code, mine.status_code) == (404, 204)
-
-
-def test_usage_answers_gpu_hours_and_cost_by_day_class_tier_and_project(
-    on_demand, alice, vision, api_as
-):
-    spent_today(vision, 2)
-    usage = api_as(alice).get(USAGE).json()
-    # Two hours before now may straddle midnight: a row a day, of the same class and project.
-    assert (
-        {(r["project"], r["gpu_class"], r["tier"]) for r in usage["rows"]},
-        usage["gpu_hours"],
-        usage["cost"],
-    ) == ({("vision", "H100-80GB", "training")}, "16.0000", "46.40")
-
-
-def test_usage_forecasts_the_month_from_the_run_rate(on_demand, alice, vision, api_as):
-    spent_today(vision, 1)
-    usage = api_as(alice).get(USAGE).json()
-    assert Decimal(usage["forecast"]) >= Decimal(usage["month_to_date"]) == Decimal("23.20")
-
-
-@pytest.mark.parametrize("params", [{"start": ""}, {"end": "2026-13-01"}])
-def test_a_blank_or_malformed_usage_date_is_a_400_naming_it(alice, api_as, params):
-    response = api_as(alice).get(USAGE, params)
-    assert (response.status_code, set(response.json()["error"]["fields"])) == (400, set(params))
-
-
-def test_a_usage_period_ending_before_it_starts_is_a_400(alice, api_as):
-    response = api_as(alice).get(USAGE, {"start": "2026-12-10", "end": "2026-12-01"})
-    assert response.status_code == 400
-
-
-def test_a_member_gets_no_usage(mia, api_as):
-    assert api_as(mia).get(USAGE).status_code == 403
-
-
-def cancelled_h100_reservation(alice, acme) -> None:
-    """Eight H100 for two hours, six hours ahead, cancelled: a 19.72 charge."""
-    start = clock.now() + timedelta(hours=6)
-    [held] = scheduling.reservations_request(
-        caller=Caller(user=alice),
-        organization=acme,
-        request=scheduling.ReservationRequest(
-            gpu_class="H100-80GB", gpus=8, starts_at=start, ends_at=start + timedelta(hours=2)
-        ),
-    )
-    scheduling.reservation_cancel(caller=Caller(user=alice), reservation=held)
-    services.cancellation_charge_record(reservation_id=str(held.pk))
-
-
-def test_a_one_off_charge_is_forecast_once_not_at_the_run_rate(on_demand, alice, acme, api_as):
-    cancelled_h100_reservation(alice, acme)
-    usage = api_as(alice).get(USAGE).json()
-    assert (usage["month_to_date"], usage["forecast"]) == ("19.72", "19.72")
-
-
-def test_the_usage_page_shows_the_month_to_date_in_cents(on_demand, alice, acme, client):
-    cancelled_h100_reservation(alice, acme)
-    client.force_login(alice)
-    page = client.get(reverse("billing:usage", args=["acme"])).content.decode()
-    assert "19.72 EUR spent so far" in page
 
 
 def test_queued_work_of_a_spent_hard_stop_budget_is_held_with_the_reason(

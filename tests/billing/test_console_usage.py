@@ -7,11 +7,12 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.urls import reverse
 
 from billing import charts, services
 
 from ..roles import CONSOLE_MANAGERS_READ
-from .test_metering import DAY, ran
+from .conftest import DAY, cancelled_h100_reservation, ran
 
 pytestmark = pytest.mark.django_db
 
@@ -132,3 +133,38 @@ def test_a_hostile_month_is_explained_and_this_month_shown(used, alice, client, 
     client.force_login(alice)
     response = client.get(URL, {"month": month})
     assert (response.status_code, said in response.content.decode()) == (200, True)
+
+
+@pytest.mark.usefixtures("mid_month")
+def test_the_usage_page_shows_the_month_to_date_in_cents(on_demand, alice, acme, client):
+    cancelled_h100_reservation(alice, acme)
+    client.force_login(alice)
+    page = client.get(reverse("billing:usage", args=["acme"])).content.decode()
+    assert "19.72 EUR spent so far" in page
+
+
+PAGE = "/orgs/acme/usage/"
+
+
+def test_the_usage_page_says_gpu_hours_and_mig_instance_hours_apart(mixed, alice, client):
+    client.force_login(alice)
+    page = client.get(PAGE).content.decode()
+    assert (
+        "<strong>8.0000 GPU-hours</strong>, <strong>2.0000 A100-80GB mig-1g.10gb"
+        " instance-hours</strong>"
+    ) in page
+
+
+def test_the_usage_page_shows_a_mig_profiles_use_in_its_own_column(mixed, alice, client):
+    client.force_login(alice)
+    page = client.get(PAGE).content.decode()
+    assert "<tr><td>A100-80GB mig-1g.10gb</td><td>—</td><td>2.0000</td>" in page
+
+
+def test_the_usage_csv_has_mig_instance_hours_in_their_own_column(mixed, alice, client):
+    client.force_login(alice)
+    response = client.get(f"{PAGE}?format=csv")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    mig = [(r["gpu_hours"], r["mig_instance_hours"]) for r in rows if r["mig_profile"]]
+    assert {gpu_hours for gpu_hours, _ in mig} == {""}
+    assert sum(Decimal(hours) for _, hours in mig) == 2

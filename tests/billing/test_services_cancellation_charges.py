@@ -7,50 +7,17 @@ from decimal import Decimal
 
 import pytest
 from django.db import IntegrityError
-from django.urls import reverse
 
 from billing import selectors, services, tasks
 from billing.models import CancellationCharge
 from portal import clock
-from scheduling import services as scheduling
 from scheduling.models import Reservation
 from tenants.models import AuditEvent
 from tenants.permissions import Caller
 
-from ..roles import MANAGERS_READ
-from .test_orders import approved
+from .conftest import approved, cancelled, reservation
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def reserved(offer, cluster):
-    """The list price of a reserved H100-hour: 2.4650, free cancellation until 24 h before,
-    then 50%."""
-    return offer(slug="h100-reserved", kind="reservation", price="2.4650")
-
-
-def start_in(hours: float):
-    return clock.now().replace(microsecond=0) + timedelta(hours=hours)
-
-
-def reservation(user, organization, *, starts_in: float = 48, hours: int = 4, gpus: int = 8):
-    [held] = scheduling.reservations_request(
-        caller=Caller(user=user),
-        organization=organization,
-        request=scheduling.ReservationRequest(
-            gpu_class="H100-80GB",
-            gpus=gpus,
-            starts_at=start_in(starts_in),
-            ends_at=start_in(starts_in + hours),
-            pool="dgx-h100",
-        ),
-    )
-    return held
-
-
-def cancelled(user, held: Reservation) -> Reservation:
-    return scheduling.reservation_cancel(caller=Caller(user=user), reservation=held)
 
 
 def test_cancelling_before_the_free_period_ends_costs_nothing(reserved, alice, acme):
@@ -176,64 +143,3 @@ def test_the_reconciler_leaves_an_order_just_approved_to_its_task(reserved, alic
 
 URL = "/api/v1/organizations/acme/reservations/{}/cancellation-charge/"
 LIST = "/api/v1/organizations/acme/cancellation-charges/"
-
-
-def test_the_api_quotes_what_cancelling_would_cost_now(reserved, alice, acme, api_as):
-    held = reservation(alice, acme, starts_in=10)
-    quote = api_as(alice).get(URL.format(held.pk)).json()
-    assert (quote["amount"], quote["currency"], quote["recorded"]) == ("39.44", "EUR", False)
-
-
-def test_the_api_answers_a_recorded_charge_as_recorded(reserved, alice, acme, api_as):
-    held = cancelled(alice, reservation(alice, acme, starts_in=10))
-    services.cancellation_charge_record(reservation_id=str(held.pk))
-    charge = api_as(alice).get(URL.format(held.pk)).json()
-    assert (charge["amount"], charge["recorded"]) == ("39.44", True)
-
-
-def test_a_reservation_that_holds_nothing_has_nothing_to_quote(
-    reserved, alice, acme, operator, api_as
-):
-    held = reservation(alice, acme, starts_in=10)
-    scheduling.reservation_reject(caller=Caller(user=operator), reservation=held, reason="no")
-    response = api_as(alice).get(URL.format(held.pk))
-    assert (response.status_code, response.json()["error"]["code"]) == (409, "not_holding")
-
-
-@pytest.mark.parametrize(("caller", "status"), MANAGERS_READ)
-def test_owners_and_admins_read_the_quote_and_others_get_nothing(
-    reserved, alice, acme, actors, api_as, caller, status
-):
-    held = reservation(alice, acme, starts_in=10)
-    assert api_as(actors.get(caller)).get(URL.format(held.pk)).status_code == status
-
-
-@pytest.mark.parametrize("reservation_id", ["not-a-uuid", "00000000-0000-0000-0000-000000000000"])
-def test_an_unknown_or_malformed_reservation_is_a_404(reserved, alice, api_as, reservation_id):
-    assert api_as(alice).get(URL.format(reservation_id)).status_code == 404
-
-
-def test_another_tenants_reservation_is_a_404(reserved, alice, acme, bruno, api_as):
-    held = reservation(alice, acme, starts_in=10)
-    url = f"/api/v1/organizations/globex/reservations/{held.pk}/cancellation-charge/"
-    assert api_as(bruno).get(url).status_code == 404
-
-
-def test_the_list_holds_the_organizations_charges_only(
-    reserved, alice, acme, globex, bruno, api_as
-):
-    for user, organization in ((alice, acme), (bruno, globex)):
-        held = cancelled(user, reservation(user, organization, starts_in=10))
-        services.cancellation_charge_record(reservation_id=str(held.pk))
-    listed = api_as(alice).get(LIST).json()["results"]
-    assert [c["reservation"] for c in listed] == [
-        str(CancellationCharge.objects.get(organization=acme).reservation_id)
-    ]
-
-
-def test_the_orders_page_lists_the_charges(reserved, alice, acme, client):
-    held = cancelled(alice, reservation(alice, acme, starts_in=10))
-    services.cancellation_charge_record(reservation_id=str(held.pk))
-    client.force_login(alice)
-    page = client.get(reverse("billing:orders", args=["acme"])).content.decode()
-    assert ("Cancellation charges" in page, "39.44" in page) == (True, True)
