@@ -9,7 +9,7 @@ Which item applies is a query, which the rating in Python runs as a subquery of 
 and ``services/rating_sql`` compiles into its statement. Which version is in force (and next)
 is written twice, side by side: in Python over versions already read (the rating in Python, a
 run's versions read once) and as a query (the selectors, the catalog's subqueries, compiled
-into the rating statement); ``tests/billing/test_price_rule_properties.py`` holds the two to
+into the rating statement); ``tests/billing/test_pricing_properties.py`` holds the two to
 the same answers on random price histories, on SQLite and PostgreSQL."""
 
 from collections.abc import Iterable

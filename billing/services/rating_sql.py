@@ -4,7 +4,7 @@ seconds and the process's memory does not grow with them. The rules are ``billin
 (which on-demand item applies, which price version is in force, what a record costs), written
 again here in SQL: property tests on PostgreSQL hold the statement to the Python pass on
 random usage, catalogs and price histories (``tests/billing/test_services_rating_sql.py``,
-``tests/billing/test_price_rule_properties.py``).
+``tests/billing/test_pricing_properties.py``).
 
 Per interval of the range with something left to rate, from where its records end (or its
 start) to its end (or the last whole hour while it runs):

@@ -14,7 +14,7 @@ from scheduling import tasks as scheduling_tasks
 from scheduling.models import ProvisioningRecord, QuotaRequest, Reservation
 from tenants.permissions import Caller
 
-from .test_approval_workflow import KINDS, _order, _quota_request, _reservation
+from .test_services_approvals import KINDS, _order, _quota_request, _reservation
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from tenants.models import AuditEvent
 from tenants.permissions import Caller
 
 from ..threads import run_together
-from .test_approval_workflow import CANCELLABLE, KINDS
+from .test_services_approvals import CANCELLABLE, KINDS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
