@@ -174,16 +174,18 @@ def _count(run: SimulatedRun, offset: float, *, inclusive: bool) -> int:
 
 def _line(run: SimulatedRun, replica: int, n: int) -> LogLine:
     """A replica's n-th line (from 0)."""
+    stamped = True
     if n < HEADER_LINES:
         offset, text = 0.0, _header(run, replica)[n]
     elif n - HEADER_LINES < _progress_lines(run):
         i = n - HEADER_LINES + 1
         offset, text = float(i * LINE_SECONDS), _progress(run, replica, i)
     else:
-        offset = run.end
-        text = run.footer()[n - HEADER_LINES - int(_progress_lines(run))]
+        index = n - HEADER_LINES - int(_progress_lines(run))
+        offset, text = run.end, run.footer()[index]
+        stamped = not (run.fails and index > 0)  # a traceback is printed as it is
     at = run.started + timedelta(seconds=offset)
-    return LogLine(at=at, replica=replica, text=f"[{_stamp(at)}] {text}")
+    return LogLine(at=at, replica=replica, text=f"[{_stamp(at)}] {text}" if stamped else text)
 
 
 def simulated_lines(
