@@ -34,6 +34,15 @@ def _log_of(api_server, pod: str, text: str, **query: str) -> None:
     ).respond_with_data(text, content_type="text/plain")
 
 
+def _two_pods_listed(api_server) -> None:
+    _listed(api_server, _pod("train-42-0-aaaaa", index=0), _pod("train-42-1-bbbbb", index=1))
+
+
+def _texts_of_train(backend, **options) -> list[str]:
+    lines = backend.logs(namespace="acme-research", name="train-42", kind="Job", **options)
+    return [line.text for line in lines]
+
+
 def _at(second: int, micro: int = 0) -> datetime:
     return datetime(2026, 12, 1, 10, 0, second, micro, tzinfo=UTC)
 
@@ -58,12 +67,11 @@ def test_a_retried_index_is_read_from_its_newest_pod(api_server, backend):
     older = _pod("train-42-0-old", index=0, created="2026-12-01T09:00:00Z")
     _listed(api_server, _pod("train-42-0-new", index=0), older)
     _log_of(api_server, "train-42-0-new", "2026-12-01T10:00:01Z again\n")
-    lines = list(backend.logs(namespace="acme-research", name="train-42", kind="Job"))
-    assert [line.text for line in lines] == ["again"]
+    assert _texts_of_train(backend) == ["again"]
 
 
 def test_one_replica_is_read_alone_with_tail_and_since_sent_to_the_api_server(api_server, backend):
-    _listed(api_server, _pod("train-42-0-aaaaa", index=0), _pod("train-42-1-bbbbb", index=1))
+    _two_pods_listed(api_server)
     _log_of(
         api_server,
         "train-42-1-bbbbb",
@@ -71,19 +79,11 @@ def test_one_replica_is_read_alone_with_tail_and_since_sent_to_the_api_server(ap
         tailLines="5",
         sinceTime="2026-12-01T10:00:02Z",
     )
-    lines = backend.logs(
-        namespace="acme-research",
-        name="train-42",
-        kind="Job",
-        replica=1,
-        tail=5,
-        since=_at(2, 500000),
-    )
-    assert [line.text for line in lines] == ["after since"]
+    assert _texts_of_train(backend, replica=1, tail=5, since=_at(2, 500000)) == ["after since"]
 
 
 def test_the_tail_is_the_last_lines_of_all_replicas_together(api_server, backend):
-    _listed(api_server, _pod("train-42-0-aaaaa", index=0), _pod("train-42-1-bbbbb", index=1))
+    _two_pods_listed(api_server)
     _log_of(
         api_server,
         "train-42-0-aaaaa",
@@ -96,8 +96,7 @@ def test_the_tail_is_the_last_lines_of_all_replicas_together(api_server, backend
         "2026-12-01T10:00:02Z b\n2026-12-01T10:00:03Z c\n",
         tailLines="2",
     )
-    lines = backend.logs(namespace="acme-research", name="train-42", kind="Job", tail=2)
-    assert [line.text for line in lines] == ["c", "d"]
+    assert _texts_of_train(backend, tail=2) == ["c", "d"]
 
 
 def test_a_deployments_replicas_are_its_pods_in_order_of_creation(api_server, backend):
@@ -109,7 +108,7 @@ def test_a_deployments_replicas_are_its_pods_in_order_of_creation(api_server, ba
 
 
 def test_a_container_not_started_yet_or_a_pod_gone_has_no_lines(api_server, backend):
-    _listed(api_server, _pod("train-42-0-aaaaa", index=0), _pod("train-42-1-bbbbb", index=1))
+    _two_pods_listed(api_server)
     waiting = 'container "main" in pod "train-42-0-aaaaa" is waiting to start: ContainerCreating'
     api_server.expect_ordered_request(f"{PODS}/train-42-0-aaaaa/log").respond_with_json(
         {"kind": "Status", "code": 400, "reason": "BadRequest", "message": waiting}, status=400
@@ -117,12 +116,12 @@ def test_a_container_not_started_yet_or_a_pod_gone_has_no_lines(api_server, back
     api_server.expect_ordered_request(f"{PODS}/train-42-1-bbbbb/log").respond_with_json(
         {"kind": "Status", "code": 404, "reason": "NotFound", "message": "gone"}, status=404
     )
-    assert list(backend.logs(namespace="acme-research", name="train-42", kind="Job")) == []
+    assert _texts_of_train(backend) == []
 
 
 def test_a_workload_without_pods_has_no_lines(api_server, backend):
     _listed(api_server)
-    assert list(backend.logs(namespace="acme-research", name="train-42", kind="Job")) == []
+    assert _texts_of_train(backend) == []
 
 
 def _stream(*chunks: tuple[float, str]):
