@@ -119,7 +119,10 @@ def workload_logs(request, org_slug: str, project_slug: str, name: str):
     caller = caller_of(request)
     project = project_of(request, org_slug, project_slug)
     workload = selectors.workload_get(caller=caller, project=project, name=name)
-    after = parse_datetime(request.GET.get("after", ""))
+    try:
+        after = parse_datetime(request.GET.get("after", ""))
+    except ValueError:  # well formed, but no such time: read as if it were the first
+        after = None
     since = after + timedelta(microseconds=1) if after and after.tzinfo else None
     lines, note, following = [], "", not workload.is_final
     try:

@@ -8,9 +8,10 @@ replicas' lines can be merged oldest first and `since` kept exactly (the API ser
 
 Following opens one `follow=true` stream per pod, each read by a thread into one queue; the
 caller's generator waits on the queue a second at a time and asks `keep_following()` between,
-so it returns within a second of being told to stop however silent the pods are. A stream the
-read timeout breaks (a pod silent that long) is opened again from its last line's time; a
-stream the API server ends (the container ended) ends that replica.
+so it returns within a second of being told to stop however silent the pods are; a reading
+thread stops at its next line, or at its read timeout if the pod is silent. A stream the read
+timeout breaks (a pod silent that long) is opened again from its last line's time while the
+follower stays; a stream the API server ends (the container ended) ends that replica.
 """
 
 import queue
@@ -135,7 +136,10 @@ class PodLogs:
         response = self._open(path, since=since, **query)
         if response is None or response is _NOT_STARTED:
             return []
-        lines = (log_line(raw, replica=replica) for raw in _raw_lines(response))
+        try:
+            lines = [log_line(raw, replica=replica) for raw in _raw_lines(response)]
+        finally:
+            response.release_conn()
         return [line for line in lines if since is None or line.at >= since]
 
     def _followed(
@@ -202,6 +206,8 @@ class PodLogs:
                     continue
                 try:
                     for raw in _raw_lines(response):
+                        if stop.is_set():  # the follower left: read no more
+                            return
                         line = log_line(raw, replica=replica)
                         seen = last is not None and line.at <= last
                         if not seen and (since is None or line.at >= since):

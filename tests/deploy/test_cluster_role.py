@@ -47,6 +47,9 @@ class _Response:
         data, self.data = self.data, b""
         return data
 
+    def release_conn(self) -> None:
+        pass
+
 
 class RecordingApiClient:
     """Answers like an API server where every object already exists with its spec but without

@@ -4,8 +4,12 @@ lines asked with their timestamps and merged oldest first; followed as streams."
 import time
 from datetime import UTC, datetime
 
+import pytest
+from kubernetes.client import Configuration
+from pytest_httpserver import HTTPServer
 from werkzeug import Response
 
+from scheduling.cluster.kubernetes import KubernetesBackend
 from scheduling.cluster.specs import LogLine
 
 PODS = "/api/v1/namespaces/acme-research/pods"
@@ -178,3 +182,34 @@ def test_following_stops_when_told_though_the_stream_is_silent(api_server, backe
         namespace="acme-research", name="notebook-42", kind="Pod", keep_following=keep_following
     )
     assert [line.text for line in lines] == ["one"]
+
+
+@pytest.fixture
+def own_server():
+    """A server of its own, threaded: no other test's stream is still being written to it."""
+    server = HTTPServer(threaded=True)
+    server.no_handler_status_code = 418
+    server.start()
+    yield server
+    server.check_assertions()
+    server.stop()
+
+
+def test_a_stream_the_read_timeout_breaks_is_opened_again_from_its_last_line(own_server):
+    impatient = KubernetesBackend.from_configuration(
+        configuration=Configuration(host=own_server.url_for("/").rstrip("/")),
+        request_timeout=(1.0, 0.5),
+        sleep=lambda _seconds: None,
+    )
+    _listed(own_server, _pod("notebook-42"), workload="notebook-42")
+    _follow(own_server, _stream((0, "2026-12-01T10:00:01Z one\n"), (1.0, "")))
+    _follow(
+        own_server,
+        _stream((0, "2026-12-01T10:00:01Z one\n2026-12-01T10:00:02Z two\n")),
+        sinceTime="2026-12-01T10:00:01Z",
+    )
+    lines = impatient.logs(
+        namespace="acme-research", name="notebook-42", kind="Pod", keep_following=lambda: True
+    )
+    assert [line.text for line in lines] == ["one", "two"]
+    assert own_server.ordered_handlers == []

@@ -89,3 +89,8 @@ def test_once_the_containers_are_removed_the_pane_says_the_logs_are_gone(running
     client.force_login(running["member"])
     fragment = _pane(client)
     assert "their logs with them" in fragment and not POLL.search(fragment)
+
+
+def test_an_after_that_is_no_time_reads_as_the_first_poll(running, client):
+    client.force_login(running["member"])
+    assert len(_lines(_pane(client, "?after=2026-13-45T99:00:00Z"))) == 5
