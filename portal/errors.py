@@ -42,3 +42,11 @@ class NotFound(DomainError, Http404):
 
     status = 404
     code = "not_found"
+
+
+class Unavailable(DomainError):
+    """Something the portal relies on (the cluster's API server) did not answer; a later try
+    may succeed."""
+
+    status = 503
+    code = "unavailable"

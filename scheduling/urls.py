@@ -8,6 +8,7 @@ urlpatterns = [
     path(f"{workloads}/", views.workloads, name="list"),
     path(f"{workloads}/<slug:name>/", views.workload_detail, name="detail"),
     path(f"{workloads}/<slug:name>/cancel/", views.workload_cancel, name="cancel"),
+    path(f"{workloads}/<slug:name>/logs/", views.workload_logs, name="logs"),
     path("orgs/<slug:org_slug>/quotas/", views.quotas, name="quotas"),
     path("staff/cluster/", views.cluster, name="cluster"),
     path("staff/insights/", views.insights, name="insights"),

@@ -1,14 +1,18 @@
 """The web console's workload pages (submit, follow, cancel), reservation page (ask, see the
 pools' timelines, cancel) and quota page (see, ask for more)."""
 
+from datetime import timedelta
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
+from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST
 
 from portal import clock
 from portal.console import REFUSED, attempt, filters_given, query_without_page
+from portal.errors import Conflict
 from tenants import selectors as tenant_selectors
 from tenants.lookups import organization_of, project_of
 from tenants.permissions import Action, caller_of, role_allows
@@ -16,12 +20,16 @@ from tenants.permissions import Action, caller_of, role_allows
 from . import insights as scheduling_insights
 from . import selectors, services
 from .api.filters import WorkloadFilter
+from .backends import get_backend
+from .cluster import ClusterError
 from .forms import QuotaRequestForm, ReservationForm, WorkloadSubmitForm
 
 WORKLOADS_PER_PAGE = 50
 RESERVATIONS_SHOWN = 200
 QUOTA_REQUESTS_SHOWN = 100
 QUEUE_SHOWN = 50
+# The workload page's log pane: the last lines it shows at first and reads at each poll.
+LOG_PANE_LINES = 200
 
 
 @login_required
@@ -98,6 +106,46 @@ def workload_detail(request, org_slug: str, project_slug: str, name: str):
             "events": selectors.workload_events(workload=workload),
             "clock": selectors.workload_clock(workload, now=clock.now()),
             "can_cancel": can_cancel,
+            "log_pane_lines": LOG_PANE_LINES,
+        },
+    )
+
+
+@login_required
+def workload_logs(request, org_slug: str, project_slug: str, name: str):
+    """The log pane's new lines, for htmx: the last ones at first, then those written after
+    `after` (the time of the last line shown), and the element that asks again in 3 s while
+    the workload may still write."""
+    caller = caller_of(request)
+    project = project_of(request, org_slug, project_slug)
+    workload = selectors.workload_get(caller=caller, project=project, name=name)
+    try:
+        after = parse_datetime(request.GET.get("after", ""))
+    except ValueError:  # well formed, but no such time: read as if it were the first
+        after = None
+    since = after + timedelta(microseconds=1) if after and after.tzinfo else None
+    lines, note, following = [], "", not workload.is_final
+    try:
+        lines = list(
+            selectors.workload_log_lines(
+                workload=workload, backend=get_backend(), tail=LOG_PANE_LINES, since=since
+            )
+        )
+    except Conflict as refusal:
+        note, following = refusal.message, following and refusal.code != "logs_gone"
+    except ClusterError as error:
+        note = f"The cluster did not answer: {error}"
+    return render(
+        request,
+        "scheduling/_workload_logs.html",
+        {
+            "organization": project.organization,
+            "project": project,
+            "workload": workload,
+            "lines": [selectors.log_text(line, replicas_shown=workload.replicas) for line in lines],
+            "after": lines[-1].at.isoformat() if lines else request.GET.get("after", ""),
+            "note": note,
+            "following": following,
         },
     )
 

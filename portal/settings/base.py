@@ -303,6 +303,9 @@ PORTAL_SIMULATED_CLUSTER = os.environ.get(
 )
 # How long each object write takes on the simulated cluster (seconds), as on a loaded API server.
 PORTAL_SIMULATED_LATENCY_SECONDS = float(os.environ.get("PORTAL_SIMULATED_LATENCY_SECONDS", "0"))
+# The longest a request following a workload's logs (`?follow=true`) stays open (seconds): it
+# holds a web thread that long; the client asks again with `since` to read on.
+PORTAL_LOGS_FOLLOW_MAX_SECONDS = int(os.environ.get("PORTAL_LOGS_FOLLOW_MAX_SECONDS", "300"))
 # Prometheus with NVIDIA DCGM exporter metrics, for idle detection on a real cluster.
 PORTAL_PROMETHEUS_URL = os.environ.get("PORTAL_PROMETHEUS_URL", "")
 # The placement policy of the scheduling engine (see scheduling/engine/policies/).

@@ -45,6 +45,11 @@ urlpatterns = [
         name="workload-cancel",
     ),
     path(
+        f"{workloads}/<slug:name>/logs/",
+        views.WorkloadLogsApi.as_view(),
+        name="workload-logs",
+    ),
+    path(
         f"{workloads}/<slug:name>/events/",
         views.WorkloadEventListApi.as_view(),
         name="workload-events",

@@ -1,13 +1,19 @@
 """REST endpoints of scheduling: the GPU catalog, quotas, reservations, and workloads of a
 project."""
 
-from drf_spectacular.utils import extend_schema
+from django.http import HttpResponse, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
 from portal import clock
+from portal.api.schema import ERROR_REF
 from portal.api.views import ApiView, CollectionApiView, list_response
+from portal.errors import Unavailable
 from scheduling import selectors, services
+from scheduling.backends import get_backend
+from scheduling.cluster import ClusterError
 from scheduling.models import QuotaGrant, QuotaRequest, Reservation, Workload
 from tenants.lookups import organization_of, project_of
 from tenants.permissions import caller_of
@@ -25,6 +31,7 @@ from .serializers import (
     TimelineQuery,
     WorkloadBatchInput,
     WorkloadEventOutput,
+    WorkloadLogsQuery,
     WorkloadOutput,
     WorkloadSubmitInput,
 )
@@ -139,6 +146,63 @@ class WorkloadEventListApi(ApiView):
         return Response(
             WorkloadEventOutput(selectors.workload_events(workload=workload), many=True).data
         )
+
+
+LOG_MEDIA_TYPE = "text/plain; charset=utf-8"
+
+
+class WorkloadLogsApi(ApiView):
+    query_serializer = WorkloadLogsQuery
+
+    def perform_content_negotiation(self, request, force=False):
+        # The lines are text/plain whatever Accept says; a refusal is the API's JSON error.
+        return super().perform_content_negotiation(request, force=True)
+
+    @extend_schema(
+        operation_id="workload_logs",
+        parameters=[WorkloadLogsQuery],
+        responses={
+            (200, "text/plain"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="One log line per line, oldest first (UTF-8). Followed, the"
+                " answer stays open and new lines come as they are written.",
+            ),
+            (503, "application/json"): OpenApiResponse(
+                ERROR_REF, description="The cluster's API server did not answer."
+            ),
+        },
+        description="The workload's container logs. 409 `workload_not_started` before it"
+        " was launched; 409 `logs_gone` once it ended and its containers were removed (the"
+        " cluster keeps no logs of them). A follower whose answer ends reads on with"
+        " `since`. An error of the cluster while following ends the answer with a line"
+        " `[portal] …`.",
+    )
+    def get(self, request, org_slug: str, project_slug: str, name: str):
+        project = project_of(request, org_slug, project_slug)
+        workload = selectors.workload_get(caller=caller_of(request), project=project, name=name)
+        query = WorkloadLogsQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        options = query.validated_data
+        lines = selectors.workload_log_lines(workload=workload, backend=get_backend(), **options)
+        shown = 1 if options.get("replica") is not None else workload.replicas
+        texts = (f"{selectors.log_text(line, replicas_shown=shown)}\n" for line in lines)
+        if options["follow"]:
+            return StreamingHttpResponse(_streamed(texts), content_type=LOG_MEDIA_TYPE)
+        try:
+            return HttpResponse("".join(texts), content_type=LOG_MEDIA_TYPE)
+        except ClusterError as error:
+            raise Unavailable(f"The cluster did not answer: {error}") from error
+
+
+def _streamed(texts):
+    """The lines as they come; a cluster error ends them with a line that says so (the
+    status, 200, has left already)."""
+    try:
+        yield from texts
+    except ClusterError as error:
+        yield f"[portal] The log stream ended: the cluster did not answer: {error}\n"
+    finally:
+        texts.close()
 
 
 class ReservationCollectionApi(CollectionApiView):

@@ -1,9 +1,10 @@
 """The one protocol every cluster backend speaks, and the errors it raises."""
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
+from datetime import datetime
 from typing import Protocol
 
-from .specs import GpuReading, NodeInventory, TaintSpec, WorkloadStatus
+from .specs import GpuReading, LogLine, NodeInventory, TaintSpec, WorkloadStatus
 
 
 class ClusterError(Exception):
@@ -44,6 +45,25 @@ class ClusterBackend(Protocol):
         """Mean GPU utilization and the share of GPU memory used of each named workload's pods
         (namespace -> workload names), keyed (namespace, workload): a few calls however many;
         a workload monitoring does not see is absent."""
+        ...
+
+    def logs(
+        self,
+        *,
+        namespace: str,
+        name: str,
+        kind: str,
+        replica: int | None = None,
+        tail: int | None = None,
+        since: datetime | None = None,
+        keep_following: Callable[[], bool] | None = None,
+    ) -> Iterator[LogLine]:
+        """The lines the named workload's containers wrote (kind: of its status-carrying
+        object, a Job, Deployment or Pod), oldest first: of one replica or of all, written at
+        or after `since`, the last `tail` of them. With `keep_following`, lines written later
+        follow as they are written, until the containers end, the objects are gone, or
+        `keep_following()` answers False (asked at least every few seconds). Nothing when the
+        workload has no objects (any more)."""
         ...
 
 

@@ -21,6 +21,7 @@ from kubernetes.client.exceptions import ApiException
 
 from .base import ClusterError
 from .checks import manifest_problems
+from .kubernetes_logs import PodLogs
 from .kubernetes_merge import annotation_set, contains, merged, owned, taint_id
 from .kubernetes_status import STATUS_READERS, node_inventory, workload_status_of
 from .manifests import WORKLOAD_LABEL, workload_primary_object
@@ -54,10 +55,10 @@ _RESOURCES = {
 # Every request the backend makes, as RBAC names it: (API group, resource, verb). `apply`
 # creates, and reads then updates what already exists; `delete` deletes (priority classes are
 # never deleted); nodes are listed, read and patched (labels, taints); `workload_statuses` lists
-# pods, Jobs and Deployments. The ClusterRole of deploy/kubernetes/ grants exactly these, plus
-# the rules of the tenant Role the portal creates in each namespace (Kubernetes lets nobody
-# grant what it does not hold); tests/deploy records every request of every backend call and
-# checks both.
+# pods, Jobs and Deployments; `logs` lists pods and reads their logs. The ClusterRole of
+# deploy/kubernetes/ grants exactly these, plus the rules of the tenant Role the portal creates
+# in each namespace (Kubernetes lets nobody grant what it does not hold); tests/deploy records
+# every request of every backend call and checks both.
 _APPLIED = {
     "": ("namespaces", "resourcequotas", "limitranges", "serviceaccounts", "services", "pods"),
     "rbac.authorization.k8s.io": ("roles", "rolebindings"),
@@ -79,6 +80,7 @@ API_PERMISSIONS: frozenset[tuple[str, str, str]] = frozenset(
         ("", "nodes", "list"),
         ("", "nodes", "patch"),
         ("", "pods", "list"),
+        ("", "pods/log", "get"),
         ("batch", "jobs", "list"),
         ("apps", "deployments", "list"),
     }
@@ -163,7 +165,7 @@ def workload_of_pod(pod: str, workloads: Collection[str]) -> str | None:
     return next((name for name in candidates if name in names), None)
 
 
-class KubernetesBackend:
+class KubernetesBackend(PodLogs):
     """`ClusterBackend` over the Kubernetes API."""
 
     def __init__(
@@ -219,7 +221,11 @@ class KubernetesBackend:
         # Full jitter: many workers retrying after one outage do not come back in step.
         return self.rng.uniform(0, min(self.max_delay, self.base_delay * 2 ** (attempt - 1)))
 
-    def _request(
+    def _request(self, method: str, path: str, **options: Any) -> dict:
+        """The JSON answer to a request (options: those of `_response`)."""
+        return json.loads(self._response(method, path, **options).data or b"{}")
+
+    def _response(
         self,
         method: str,
         path: str,
@@ -227,7 +233,8 @@ class KubernetesBackend:
         query: list[tuple[str, str]] | None = None,
         body: Any = None,
         content_type: str = "application/json",
-    ) -> dict:
+    ) -> urllib3.BaseHTTPResponse:
+        """The answer to a request, its body not read yet (a log can be a stream)."""
         failure = ""
         last_status: int | None = None
         for attempt in range(1, self.max_attempts + 1):
@@ -244,7 +251,7 @@ class KubernetesBackend:
                     _preload_content=False,
                     _request_timeout=self.request_timeout,
                 )
-                return json.loads(response.data or b"{}")
+                return response
             except ApiException as error:
                 message, reason = _server_message(error)
                 if not _is_retryable(error.status):

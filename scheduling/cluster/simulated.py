@@ -9,24 +9,28 @@ Environment variables of a workload's container steer the simulation:
 `SIMULATED_EXIT` (`fail` to make it fail), `SIMULATED_GPU_UTIL` (0-1, default 0.8),
 `SIMULATED_GPU_MEMORY` (the fraction of GPU memory used, 0-1, default 0.5).
 `latency_seconds` makes every object write take that long, as a loaded API server does.
+Workloads write logs (`simulated_logs.py`) from their manifest and the time alone.
 """
 
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
 from .base import ClusterError
 from .checks import manifest_problems
 from .description import cluster_description_load
-from .specs import GpuReading, NodeInventory, Phase, TaintSpec, WorkloadStatus
+from .simulated_logs import SimulatedRun, simulated_lines
+from .specs import GpuReading, LogLine, NodeInventory, Phase, TaintSpec, WorkloadStatus
 
 DEFAULT_RUNTIME_SECONDS = 300
 STARTUP_SECONDS = 5
 DEFAULT_GPU_UTIL = 0.8
 DEFAULT_GPU_MEMORY = 0.5
+# How often a follower of the logs looks for new lines (real seconds).
+FOLLOW_POLL_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,35 @@ def _container_env(manifest: dict) -> dict[str, str]:
     return {item["name"]: item.get("value", "") for item in container.get("env", [])}
 
 
+def _replicas(manifest: dict) -> int:
+    return manifest["spec"].get("replicas") or manifest["spec"].get("parallelism", 1)
+
+
+def _simulated_run(stored: StoredObject) -> SimulatedRun:
+    """What a stored workload object's containers do, for its logs."""
+    env = _container_env(stored.manifest)
+    runtime = float(env.get("SIMULATED_RUNTIME_SECONDS", DEFAULT_RUNTIME_SECONDS))
+    deadline = stored.manifest["spec"].get("activeDeadlineSeconds")
+    is_job = stored.kind == "Job"
+    killed = is_job and deadline is not None and runtime > deadline
+    end = None
+    if is_job:
+        end = max(deadline - STARTUP_SECONDS, 0) if killed else runtime
+    limits = _pod_spec(stored.manifest)["containers"][0]["resources"].get("limits", {})
+    return SimulatedRun(
+        name=stored.name,
+        kind=stored.kind,
+        replicas=_replicas(stored.manifest),
+        gpus=sum(int(count) for key, count in limits.items() if key.startswith("nvidia.com/")),
+        started=stored.created_at + timedelta(seconds=STARTUP_SECONDS),
+        end=end,
+        fails=env.get("SIMULATED_EXIT") == "fail",
+        killed=killed,
+        gpu_memory=float(env.get("SIMULATED_GPU_MEMORY", DEFAULT_GPU_MEMORY)),
+        runtime=runtime,
+    )
+
+
 def _affinity_nodes(manifest: dict) -> tuple[str, ...]:
     affinity = _pod_spec(manifest).get("affinity", {}).get("nodeAffinity", {})
     terms = affinity.get("requiredDuringSchedulingIgnoredDuringExecution", {})
@@ -130,11 +163,13 @@ class SimulatedBackend:
         store: SimulatorStore,
         now: Callable[[], datetime],
         latency_seconds: float = 0.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.description_path = Path(description_path)
         self.store = store
         self.now = now
         self.latency_seconds = latency_seconds
+        self.sleep = sleep
 
     def list_nodes(self) -> list[NodeInventory]:
         states = self.store.node_states()
@@ -205,9 +240,7 @@ class SimulatedBackend:
         elapsed = (now - stored.created_at).total_seconds()
         if elapsed < STARTUP_SECONDS:
             return WorkloadStatus(phase=Phase.PENDING, nodes=nodes)
-        replicas = stored.manifest["spec"].get("replicas") or stored.manifest["spec"].get(
-            "parallelism", 1
-        )
+        replicas = _replicas(stored.manifest)
         if stored.kind != "Job":
             return WorkloadStatus(phase=Phase.RUNNING, ready_replicas=replicas, nodes=nodes)
         return self._job_status(stored, elapsed=elapsed, replicas=replicas, nodes=nodes)
@@ -252,6 +285,35 @@ class SimulatedBackend:
                     memory_used=float(env.get("SIMULATED_GPU_MEMORY", DEFAULT_GPU_MEMORY)),
                 )
         return readings
+
+    def _stored(self, *, namespace: str, name: str, kind: str) -> StoredObject | None:
+        found = self.store.objects(namespaces=[namespace], names=[name], kinds=[kind])
+        return found[0] if found else None
+
+    def logs(
+        self,
+        *,
+        namespace: str,
+        name: str,
+        kind: str,
+        replica: int | None = None,
+        tail: int | None = None,
+        since: datetime | None = None,
+        keep_following: Callable[[], bool] | None = None,
+    ) -> Iterator[LogLine]:
+        stored = self._stored(namespace=namespace, name=name, kind=kind)
+        if stored is None:
+            return
+        run = _simulated_run(stored)
+        replicas = range(run.replicas) if replica is None else [replica]
+        read = self.now()
+        yield from simulated_lines(run, replicas=replicas, until=read, since=since, tail=tail)
+        while keep_following is not None and not run.ended_by(read) and keep_following():
+            self.sleep(FOLLOW_POLL_SECONDS)
+            if self._stored(namespace=namespace, name=name, kind=kind) is None:
+                return  # deleted: cancelled, or ended and torn down
+            previous, read = read, self.now()
+            yield from simulated_lines(run, replicas=replicas, until=read, after=previous)
 
     # Failure injection, for tests and the demo.
 

@@ -155,3 +155,13 @@ class GpuReading:
 
     utilization: float | None
     memory_used: float | None
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line a workload's container wrote, when, and in which replica (0-based: a Job's
+    completion index, a Deployment's pods in order of creation, a notebook's one pod)."""
+
+    at: datetime
+    replica: int
+    text: str

@@ -11,6 +11,7 @@ requires an operator.
 - cluster: operators' view of the cluster node by node, the queue across tenants, the GPU
   work the insights judge
 - metrics: operators' figures for /metrics
+- logs: a workload's container logs, from the cluster
 """
 
 from .catalog import (
@@ -33,6 +34,7 @@ from .cluster import (
     gpu_workloads_waiting,
     queue_across_tenants,
 )
+from .logs import TAIL_MAX, log_text, workload_log_lines
 from .metrics import (
     PendingCount,
     ReservationUse,
@@ -88,6 +90,7 @@ from .workloads import (
 __all__ = [
     "NEEDS_GPU",
     "SEARCH_SPAN",
+    "TAIL_MAX",
     "FreeDay",
     "GpuCell",
     "MigUse",
@@ -108,6 +111,7 @@ __all__ = [
     "gpu_workloads_waiting",
     "gpus_borrowed_by_pool",
     "last_cycle_at",
+    "log_text",
     "nearest_windows",
     "notebooks_running",
     "organization_workloads",
@@ -145,4 +149,5 @@ __all__ = [
     "workload_events",
     "workload_get",
     "workload_list",
+    "workload_log_lines",
 ]

@@ -33,6 +33,8 @@ def permission_of(method: str, path: str) -> tuple[str, str, str]:
     if rest[0] == "namespaces" and len(rest) > 2:
         rest = rest[2:]  # a namespaced collection or object
     resource, named = rest[0], len(rest) > 1
+    if len(rest) > 2:
+        resource = f"{resource}/{rest[2]}"  # a subresource: pods/log
     verb = VERBS.get(method) or ("get" if named else "list")
     return group, resource, verb
 
@@ -40,6 +42,13 @@ def permission_of(method: str, path: str) -> tuple[str, str, str]:
 class _Response:
     def __init__(self, body: dict):
         self.data = json.dumps(body).encode()
+
+    def read1(self, _amount: int) -> bytes:
+        data, self.data = self.data, b""
+        return data
+
+    def release_conn(self) -> None:
+        pass
 
 
 class RecordingApiClient:
@@ -50,6 +59,7 @@ class RecordingApiClient:
     def __init__(self):
         self.requests: set[tuple[str, str, str]] = set()
         self.sent: dict[str, dict] = {}
+        self.pods: list[dict] = []  # what a listing of pods answers
 
     def call_api(self, path, method, *, body=None, **_options):
         self.requests.add(permission_of(method, path))
@@ -59,7 +69,7 @@ class RecordingApiClient:
             error.body = json.dumps({"kind": "Status", "reason": "AlreadyExists", "code": 409})
             raise error
         if method == "GET" and permission_of(method, path)[2] == "list":
-            return _Response({"items": [], "metadata": {}})
+            return _Response({"items": self.pods if path.endswith("/pods") else [], "metadata": {}})
         if method == "GET":
             live = {k: v for k, v in self.sent.get(path, {}).items() if k != "metadata"}
             name = path.rsplit("/", 1)[1]
@@ -91,6 +101,8 @@ def requests_of_every_backend_call() -> set[tuple[str, str, str]]:
         workloads={"train-42": "Job", "serve-42": "Deployment", "notebook-42": "Pod"},
     )
     backend.gpu_readings(workloads={"acme-research": {"train-42"}})  # Prometheus only
+    api.pods = [{"metadata": {"name": "notebook-42"}}]
+    list(backend.logs(namespace="acme-research", name="notebook-42", kind="Pod"))
     return api.requests
 
 
@@ -148,6 +160,7 @@ def test_the_cluster_role_is_bound_to_the_portals_service_account(rendered, over
         ("GET", "/api/v1/namespaces/acme", ("", "namespaces", "get")),
         ("DELETE", "/api/v1/namespaces/acme", ("", "namespaces", "delete")),
         ("GET", "/api/v1/namespaces/acme/pods", ("", "pods", "list")),
+        ("GET", "/api/v1/namespaces/acme/pods/p/log", ("", "pods/log", "get")),
         ("PUT", "/apis/batch/v1/namespaces/acme/jobs/j", ("batch", "jobs", "update")),
         (
             "POST",

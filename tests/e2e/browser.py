@@ -14,3 +14,36 @@ def signed_in(page, email: str, password: str):
     page.click("button[type=submit]")
     page.wait_for_url("**/")
     return page
+
+
+def l4_training_submitted(*, user, organization, project, name: str, runtime_seconds: int):
+    """The demo's simulated cluster, provisioned for ``project``, 4 L4 granted to
+    ``organization`` and a one-GPU training ``name`` submitted by ``user``: its backend."""
+    from django.conf import settings
+
+    from scheduling import services
+    from scheduling.backends import simulated_backend
+    from scheduling.models import GpuClass, QuotaGrant
+    from tenants.permissions import Caller
+
+    backend = simulated_backend(description_path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+    services.cluster_description_apply(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
+    services.inventory_sync(backend=backend)
+    services.project_provision(project_id=project.pk, backend=backend)
+    QuotaGrant.objects.create(
+        organization=organization, gpu_class=GpuClass.objects.get(name="L4"), guarantee=4, limit=4
+    )
+    services.workload_submit(
+        caller=Caller(user=user),
+        project=project,
+        request=services.WorkloadRequest(
+            name=name,
+            kind="training",
+            tier="training",
+            image="pytorch:latest",
+            gpu_classes=("L4",),
+            gpus=1,
+            env={"SIMULATED_RUNTIME_SECONDS": str(runtime_seconds)},
+        ),
+    )
+    return backend

@@ -6,7 +6,7 @@ import pytest
 
 from tenants.models import ApiToken, Project
 
-from .browser import ARTIFACTS, signed_in
+from .browser import ARTIFACTS, l4_training_submitted, signed_in
 
 pytestmark = pytest.mark.e2e
 
@@ -149,33 +149,12 @@ def test_a_workloads_page_follows_it_from_pending_to_succeeded_without_a_reload(
     """The live part of the page refreshes itself (htmx, every 5 s) while the scheduler admits
     the workload and the cluster reports it running, then done."""
 
-    from django.conf import settings
-
     from portal import clock
     from scheduling import services
-    from scheduling.backends import simulated_backend
-    from scheduling.models import GpuClass, QuotaGrant, Workload
-    from tenants.permissions import Caller
+    from scheduling.models import Workload
 
-    backend = simulated_backend(description_path=Path(settings.PORTAL_SIMULATED_CLUSTER))
-    services.cluster_description_apply(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
-    services.inventory_sync(backend=backend)
-    services.project_provision(project_id=ai_dev.pk, backend=backend)
-    QuotaGrant.objects.create(
-        organization=acme, gpu_class=GpuClass.objects.get(name="L4"), guarantee=4, limit=4
-    )
-    services.workload_submit(
-        caller=Caller(user=mia),
-        project=ai_dev,
-        request=services.WorkloadRequest(
-            name="live",
-            kind="training",
-            tier="training",
-            image="pytorch:latest",
-            gpu_classes=("L4",),
-            gpus=1,
-            env={"SIMULATED_RUNTIME_SECONDS": "60"},
-        ),
+    backend = l4_training_submitted(
+        user=mia, organization=acme, project=ai_dev, name="live", runtime_seconds=60
     )
     page = sign_in("mia@acme.example")
     page.goto("/orgs/acme/projects/ai-dev/workloads/live/")

@@ -35,7 +35,7 @@ MAX_EXAMPLES = 10
 # of an item not offered or for a period in the past, a budget for a project the organization
 # does not have; a time past the booking horizon or outside the years 2000 to 2100, and a
 # usage period outside them (portal.bounds: no format states a range of dates) or that starts
-# after it ends. Every other status stays checked.
+# after it ends; a replica the workload does not have. Every other status stays checked.
 RULES_BEYOND_THE_SCHEMA = [
     "budgets_set",
     "invitations_accept",
@@ -46,6 +46,7 @@ RULES_BEYOND_THE_SCHEMA = [
     "reservations_request",
     "tokens_issue",
     "usage_summary",
+    "workload_logs",
     "workloads_submit",
     "workloads_submit_batch",
 ]
@@ -99,6 +100,7 @@ def configuration(*, paths: dict, bodies: dict, only: dict) -> str:
 def demo(live_server, settings, monkeypatch, tmp_path) -> tuple[str, Path]:
     """The seeded demo, acme's owner's write token, and the configuration naming its objects."""
     settings.PORTAL_TOKEN_THROTTLE_RATE = "1000000/min"  # the fuzzer is one fast client
+    settings.PORTAL_LOGS_FOLLOW_MAX_SECONDS = 0  # a follower is answered what there is at once
     # Answers leave at once: without it each keep-alive request waits 40 ms (Nagle's algorithm
     # against delayed acknowledgements), and the run takes three times as long.
     monkeypatch.setattr(WSGIRequestHandler, "disable_nagle_algorithm", True)
