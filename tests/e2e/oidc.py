@@ -44,7 +44,7 @@ def node_missing() -> str | None:
     """Why the provider cannot run here, or None."""
     for tool in ("node", "npm"):
         if not shutil.which(tool):
-            return f"no {tool}: the SSO tests run an OpenID Connect provider on Node (apt-get install nodejs npm)"
+            return f"no {tool}: the SSO tests run their OpenID Connect provider on Node.js"
     return None
 
 
