@@ -93,9 +93,11 @@ def provider_started(portal_url: str) -> tuple[subprocess.Popen, OidcProvider]:
     raise RuntimeError("the OIDC provider did not answer its discovery document in 20 s")
 
 
-def signed_in_through_provider(page, login: str):
-    """``page`` after signing in to the portal through the provider as ``login``."""
-    page.goto("/accounts/login/")
+def signed_in_through_provider(page, login: str, *, from_login_page: bool = False):
+    """``page`` after signing in to the portal through the provider as ``login``, from the
+    portal's sign-in page (opened unless ``page`` is on it)."""
+    if not from_login_page:
+        page.goto("/accounts/login/")
     page.get_by_role("link", name="Corp SSO").click()
     page.get_by_role("button", name="Continue").click()
     page.fill("input[name=login]", login)
