@@ -151,7 +151,10 @@ def caller_of(request) -> Caller:
     token = getattr(request, "auth", None)
     if isinstance(token, ApiToken):
         return Caller(user=request.user, token=token)
-    records = get_authentication_records(request, request.user)
+    # (A request built without the session middleware, as in some tests, records nothing.)
+    records = (
+        get_authentication_records(request, request.user) if hasattr(request, "session") else []
+    )
     return Caller(
         user=request.user,
         signed_in_with=frozenset(

@@ -22,6 +22,7 @@ IDENTITIES = [
     {"login": "ada", "email": "ada@corp.example", "email_verified": True, "name": "Ada L"},
     {"login": "grace", "email": "grace@corp.example", "email_verified": True, "name": "Grace H"},
     {"login": "linus", "email": "linus@corp.example", "email_verified": True, "name": "Linus T"},
+    {"login": "eve", "email": "eve@corp.example", "email_verified": False, "name": "Eve U"},
 ]
 
 

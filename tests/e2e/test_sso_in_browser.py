@@ -54,6 +54,18 @@ def test_a_first_sign_in_through_the_provider_creates_the_user_with_a_verified_a
     assert address.verified and address.user.socialaccount_set.get().uid == "ada"
 
 
+def test_an_address_the_provider_has_not_verified_is_confirmed_by_mail_first(
+    sso, page, mailoutbox, transactional_db
+):
+    from allauth.account.models import EmailAddress
+
+    signed_in_through_provider(page, "eve")
+    page.wait_for_url("**/accounts/confirm-email/")
+
+    assert not EmailAddress.objects.get(email="eve@corp.example").verified
+    assert [message.to for message in mailoutbox] == [["eve@corp.example"]]
+
+
 def test_a_second_sign_in_with_the_same_identity_signs_the_same_user_in(
     sso, browser, live_server, transactional_db
 ):
