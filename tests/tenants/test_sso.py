@@ -199,6 +199,15 @@ def test_the_api_sets_the_requirement_through_an_owners_token(acme, alice, token
     )
 
 
+def test_an_owners_token_clears_a_requirement_whose_provider_is_gone(
+    acme_requires_corp, alice, token_for, settings
+):
+    settings.SOCIALACCOUNT_PROVIDERS = {}
+    _, client = token_for(alice, acme_requires_corp)
+    response = client.put(f"{URL}sso/", {"provider": "", "domains": []}, format="json")
+    assert (response.status_code, response.json()["sso"]) == (200, {"provider": "", "domains": []})
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
