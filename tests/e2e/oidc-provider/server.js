@@ -5,8 +5,8 @@
 //   OIDC_USERS          JSON list of {login, email, email_verified, name}; `login` is the
 //                       account id typed on the provider's (development) sign-in form and the
 //                       `sub` claim the portal keys the identity on
-// Its sign-in form accepts any password for a listed login (an unknown one is an error page): it stands in for an identity
-// provider's own authentication, which the portal never sees.
+// Its sign-in form accepts any password for a listed login (an unknown one is an error page):
+// it stands in for an identity provider's own authentication, which the portal never sees.
 import { randomBytes } from 'node:crypto';
 
 import Provider from 'oidc-provider';
@@ -41,6 +41,7 @@ const provider = new Provider(issuer, {
   cookies: { keys: [randomBytes(32).toString('hex')] },
   features: { devInteractions: { enabled: true } },
 });
+
 provider.listen(port, '127.0.0.1', () => {
   console.log(`oidc-provider listening on ${issuer}`);
 });
