@@ -16,6 +16,7 @@ from tenants.models import (
     Role,
 )
 from tenants.permissions import Action, role_allows
+from tenants.services.sso import DOMAIN_MAX, DOMAIN_PATTERN
 
 SLUG_HELP = (
     "Lowercase letters, digits and hyphens; starts with a letter, ends with a letter or digit."
@@ -114,7 +115,11 @@ class OrganizationSsoInput(InputSerializer):
         " must sign in through; empty: not required.",
     )
     domains = serializers.ListField(
-        child=serializers.CharField(max_length=253),
+        child=serializers.RegexField(
+            DOMAIN_PATTERN,
+            max_length=DOMAIN_MAX,
+            error_messages={"invalid": "Not an e-mail domain, such as example.com."},
+        ),
         max_length=100,
         help_text="The e-mail domains its invitations may go to, such as example.com; empty: any.",
     )

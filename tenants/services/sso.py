@@ -9,20 +9,35 @@ import re
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from portal.errors import Conflict
+
 from ..accounts import sso_providers
 from ..models import Organization
 from ..permissions import Action, Caller, authorize
 from .audit import audit_record
 
-# A DNS name of at least two labels, lowercase (e-mail domains compare without case).
-DOMAIN = re.compile(r"\A(?=.{1,253}\Z)([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}\Z")
+
+class SsoLockout(Conflict):
+    """A requirement that would shut out the owner who sets it."""
+
+    code = "sso_would_lock_out"
+
+
+# A DNS name of at least two labels, at most 253 characters (the API's schema states it too);
+# kept lowercase, as e-mail domains compare without case.
+DOMAIN_PATTERN = r"^([A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$"
+DOMAIN_MAX = 253
 
 
 def sso_domains_parsed(domains: list[str]) -> list[str]:
     """The allowed e-mail domains, lowercase, sorted, each once; an invalid one is a field
     error."""
     parsed = sorted({domain.strip().lower().lstrip("@") for domain in domains if domain.strip()})
-    invalid = [domain for domain in parsed if not DOMAIN.match(domain)]
+    invalid = [
+        domain
+        for domain in parsed
+        if len(domain) > DOMAIN_MAX or not re.fullmatch(DOMAIN_PATTERN, domain)
+    ]
     if invalid:
         raise ValidationError({"domains": f"Not an e-mail domain: {', '.join(invalid)}."})
     return parsed
@@ -43,16 +58,15 @@ def organization_sso_set(
                 {"provider": f"No single sign-on provider {provider!r} is configured."}
             )
         if caller.signed_in_with is not None and provider not in caller.signed_in_with:
-            raise ValidationError(
-                {
-                    "provider": "Sign in through this provider first: requiring it now would"
-                    " lock you out of the organization."
-                }
+            raise SsoLockout(
+                "Sign in through this provider first: requiring it now would lock you out of"
+                " the organization."
             )
     domain = caller.user.email.rpartition("@")[2].lower()
     if domains and domain not in domains:
-        raise ValidationError(
-            {"domains": f"Your own address ({caller.user.email}) is not of an allowed domain."}
+        raise SsoLockout(
+            f"Your own address ({caller.user.email}) is not of an allowed domain: add"
+            f" {domain}, or you could not be invited back."
         )
     changes = {
         field: {"from": getattr(organization, field), "to": value}
