@@ -112,9 +112,11 @@ def favicon(request):
     return HttpResponsePermanentRedirect(static("portal/favicon.svg"))
 
 
-def error_page(request, status: int) -> HttpResponse:
-    """The console's page for ``status``, inside its frame."""
-    title, message = ERRORS[status]
+def error_page(request, status: int, message: str | None = None) -> HttpResponse:
+    """The console's page for ``status``, inside its frame; ``message`` says why, when the
+    refusal said."""
+    title, default = ERRORS[status]
+    message = message or default
     context = {"status": status, "title": title, "message": message}
     if status == 500:  # without the request's context: what failed may be behind it
         return HttpResponse(loader.render_to_string("error.html", context), status=500)
@@ -128,7 +130,9 @@ def bad_request(request, exception=None):
 
 
 def permission_denied(request, exception=None):
-    return error_page(request, 403)
+    # A domain refusal (portal.errors.Forbidden) says why: the role, a read-only token, the
+    # single sign-on an organization requires.
+    return error_page(request, 403, getattr(exception, "message", None))
 
 
 def not_found(request, exception=None):

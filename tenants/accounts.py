@@ -3,6 +3,7 @@ address at sign-up) and never shown. django-allauth's mails leave as all the por
 
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.core import context as allauth_context
+from django.conf import settings
 from django.contrib.sites.shortcuts import get_current_site
 
 from portal.mail import mail_deliver
@@ -25,3 +26,9 @@ class AccountAdapter(DefaultAccountAdapter):
         request = allauth_context.request
         defaults = {"request": request, "email": email, "current_site": get_current_site(request)}
         mail_deliver(self.render_mail(template_prefix, email, defaults | context))
+
+
+def sso_providers() -> dict[str, str]:
+    """The portal's OpenID Connect providers as configured (settings), provider_id → name."""
+    providers = settings.SOCIALACCOUNT_PROVIDERS.get("openid_connect", {})
+    return {app["provider_id"]: app["name"] for app in providers.get("APPS", [])}

@@ -87,7 +87,17 @@ class OrganizationAdmin(RefusalsAsMessages, admin.ModelAdmin):
     ]
     list_filter = ["status", "created_at"]
     search_fields = ["slug", "name", "billing_email"]
-    readonly_fields = ["id", "slug", "status", "status_reason", "created_at", "updated_at"]
+    # Single sign-on is its owners' to require (the console, the API).
+    readonly_fields = [
+        "id",
+        "slug",
+        "status",
+        "status_reason",
+        "sso_provider",
+        "sso_domains",
+        "created_at",
+        "updated_at",
+    ]
     fields = [
         "id",
         "slug",
@@ -97,6 +107,8 @@ class OrganizationAdmin(RefusalsAsMessages, admin.ModelAdmin):
         "fair_share_weight",
         "status",
         "status_reason",
+        "sso_provider",
+        "sso_domains",
         "created_at",
         "updated_at",
     ]

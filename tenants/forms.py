@@ -1,5 +1,6 @@
 from django import forms
 
+from .accounts import sso_providers
 from .models import (
     ORGANIZATION_SLUG_MAX,
     PROJECT_SLUG_MAX,
@@ -48,3 +49,27 @@ class TokenIssueForm(forms.Form):
         help_text="UTC, e.g. 2027-01-31 18:00. Empty: never expires.",
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
     )
+
+
+class SsoForm(forms.Form):
+    """An organization's single sign-on requirement (owners)."""
+
+    provider = forms.ChoiceField(
+        required=False,
+        label="Require sign-in through",
+        help_text="Members then reach this organization only when signed in through it.",
+    )
+    domains = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Allowed e-mail domains",
+        help_text="Invitations go to these domains only, e.g. example.com, example.org."
+        " Empty: any.",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["provider"].choices = [("", "Not required"), *sso_providers().items()]
+
+    def clean_domains(self) -> list[str]:
+        return self.cleaned_data["domains"].replace(",", " ").split()

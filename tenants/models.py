@@ -81,6 +81,11 @@ class Organization(models.Model):
         help_text="IANA time zone of its invoice and budget months, such as Asia/Tokyo; empty:"
         " UTC.",
     )
+    # Single sign-on required of its members (docs/operators/sso.md): the provider_id of one of
+    # the portal's OpenID Connect providers (empty: not required), and the e-mail domains its
+    # invitations may go to (empty: any).
+    sso_provider = models.CharField(max_length=64, blank=True)
+    sso_domains = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=clock.wall)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -105,6 +110,11 @@ class Organization(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status == self.Status.ACTIVE
+
+    def sso_allows_email(self, email: str) -> bool:
+        """Whether an address may be invited: any without allowed domains, else one of them."""
+        domain = email.rpartition("@")[2].lower()
+        return not self.sso_domains or domain in self.sso_domains
 
 
 class Membership(models.Model):

@@ -8,7 +8,8 @@ Forbidden, so that an answer never confirms that another tenant's object exists.
 from dataclasses import dataclass
 from enum import StrEnum
 
-from django.db.models import QuerySet
+from allauth.account.authentication import get_authentication_records
+from django.db.models import Q, QuerySet
 
 from portal.errors import Conflict, Forbidden, NotFound
 
@@ -48,6 +49,8 @@ class Action(StrEnum):
     # budgets, order prices and totals, cancellation charges. Owners and admins only.
     INVOICE_VIEW = "invoice.view"
     BUDGET_MANAGE = "budget.manage"
+    # Requiring single sign-on of the members, and its allowed e-mail domains.
+    SSO_MANAGE = "sso.manage"
 
 
 _EVERYONE = frozenset(Role)
@@ -82,6 +85,7 @@ PERMISSIONS: dict[Action, frozenset[Role]] = {
     Action.ORDER_MANAGE: _MANAGERS,
     Action.INVOICE_VIEW: _MANAGERS,
     Action.BUDGET_MANAGE: _MANAGERS,
+    Action.SSO_MANAGE: _OWNERS,
 }
 
 # Actions that change nothing: allowed to read-only tokens and in suspended organizations.
@@ -119,6 +123,10 @@ class Caller:
 
     user: object
     token: ApiToken | None = None
+    # The single sign-on providers (provider_id) this console session signed in through; None
+    # for a caller that is not a console session (an API token, admin, a task), which an
+    # organization's SSO requirement does not concern.
+    signed_in_with: frozenset[str] | None = None
 
     @property
     def can_write(self) -> bool:
@@ -128,11 +136,31 @@ class Caller:
     def is_operator(self) -> bool:
         return self.token is None and bool(getattr(self.user, "is_staff", False))
 
+    def meets_sso_of(self, organization: Organization) -> bool:
+        """Whether the organization's single sign-on requirement lets this caller in."""
+        return (
+            not organization.sso_provider
+            or self.signed_in_with is None
+            or organization.sso_provider in self.signed_in_with
+        )
+
 
 def caller_of(request) -> Caller:
-    """The caller of a console or API request: an API token narrows its user."""
+    """The caller of a console or API request: an API token narrows its user; a session carries
+    the single sign-on providers it signed in through (allauth's record of the session)."""
     token = getattr(request, "auth", None)
-    return Caller(user=request.user, token=token if isinstance(token, ApiToken) else None)
+    if isinstance(token, ApiToken):
+        return Caller(user=request.user, token=token)
+    # (A request built without the session middleware, as in some tests, records nothing.)
+    records = (
+        get_authentication_records(request, request.user) if hasattr(request, "session") else []
+    )
+    return Caller(
+        user=request.user,
+        signed_in_with=frozenset(
+            record["provider"] for record in records if record.get("method") == "socialaccount"
+        ),
+    )
 
 
 def organization_ids_visible_to(caller: Caller) -> QuerySet:
@@ -140,6 +168,11 @@ def organization_ids_visible_to(caller: Caller) -> QuerySet:
     memberships = Membership.objects.filter(user_id=caller.user.pk)
     if caller.token is not None:
         memberships = memberships.filter(organization_id=caller.token.organization_id)
+    if caller.signed_in_with is not None:
+        memberships = memberships.filter(
+            Q(organization__sso_provider="")
+            | Q(organization__sso_provider__in=caller.signed_in_with)
+        )
     return memberships.values("organization_id")
 
 
@@ -154,11 +187,28 @@ def caller_role(*, caller: Caller, organization: Organization) -> str:
     )
     if role is None:
         raise NotFound("No such organization.")
+    if not caller.meets_sso_of(organization):
+        raise SsoRequired.of(organization)
     return role
 
 
 class OrganizationSuspended(Conflict):
     code = "organization_suspended"
+
+
+class SsoRequired(Forbidden):
+    """A member signed in otherwise than through the single sign-on its organization
+    requires."""
+
+    code = "sso_required"
+
+    @classmethod
+    def of(cls, organization: Organization) -> "SsoRequired":
+        return cls(
+            f"Organization {organization.slug} requires single sign-on: sign out, then sign in"
+            f" through its identity provider ({organization.sso_provider}).",
+            details={"sso_provider": organization.sso_provider},
+        )
 
 
 def authorize(*, caller: Caller, organization: Organization, action: Action) -> str:

@@ -13,6 +13,7 @@ from .models import ApiToken, AuditEvent, Invitation, Membership, Organization, 
 from .permissions import (
     Action,
     Caller,
+    SsoRequired,
     authorize,
     caller_role,
     organization_ids_visible_to,
@@ -49,6 +50,12 @@ def organization_list(*, caller: Caller) -> QuerySet[Organization]:
 def organization_get(*, caller: Caller, slug: str) -> Organization:
     organization = organization_list(caller=caller).filter(slug=slug).first()
     if organization is None:
+        # A member whose session lacks the single sign-on the organization requires is told
+        # so; anyone else cannot tell it from one that does not exist.
+        gated = Organization.objects.filter(slug=slug, memberships__user_id=caller.user.pk)
+        gated = gated.exclude(sso_provider="").first()
+        if gated is not None and not caller.meets_sso_of(gated):
+            raise SsoRequired.of(gated)
         raise NotFound("No such organization.")
     return organization
 

@@ -18,6 +18,7 @@ from .forms import (
     OrganizationCreateForm,
     ProjectCreateForm,
     RoleChangeForm,
+    SsoForm,
     TokenIssueForm,
 )
 from .lookups import project_of
@@ -52,7 +53,25 @@ def organization_detail(request, org_slug: str):
     role = organization.my_role
     project_form = ProjectCreateForm(request.POST if "create_project" in request.POST else None)
     invite_form = InvitationForm(request.POST if "invite" in request.POST else None)
+    sso_form = SsoForm(
+        request.POST if "set_sso" in request.POST else None,
+        initial={
+            "provider": organization.sso_provider,
+            "domains": ", ".join(organization.sso_domains),
+        },
+    )
     if request.method == "POST":
+        if sso_form.is_bound and sso_form.is_valid():
+            changed = attempt(
+                request,
+                sso_form,
+                lambda: services.organization_sso_set(
+                    caller=caller, organization=organization, **sso_form.cleaned_data
+                ),
+            )
+            if changed is not REFUSED:
+                messages.success(request, "Single sign-on settings saved.")
+                return redirect("console:organization", org_slug=org_slug)
         if project_form.is_bound and project_form.is_valid():
             project = attempt(
                 request,
@@ -93,6 +112,7 @@ def organization_detail(request, org_slug: str):
         "role_form": RoleChangeForm(),
         "project_form": project_form,
         "invite_form": invite_form,
+        "sso_form": sso_form if role_allows(role, Action.SSO_MANAGE) else None,
     }
     return render(request, "tenants/organization.html", context)
 

@@ -1,5 +1,6 @@
 """Settings shared by every environment; everything that differs comes from the environment."""
 
+import json
 import os
 from decimal import Decimal
 from pathlib import Path
@@ -147,24 +148,41 @@ ACCOUNT_EMAIL_VERIFICATION = os.environ.get("ACCOUNT_EMAIL_VERIFICATION", "manda
 ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = False
 ACCOUNT_DEFAULT_HTTP_PROTOCOL = os.environ.get("ACCOUNT_DEFAULT_HTTP_PROTOCOL", "https")
 SOCIALACCOUNT_ONLY = False
-# Optional single sign-on: set OIDC_SERVER_URL, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET.
-SOCIALACCOUNT_PROVIDERS = (
-    {
-        "openid_connect": {
-            "APPS": [
-                {
-                    "provider_id": os.environ.get("OIDC_PROVIDER_ID", "sso"),
-                    "name": os.environ.get("OIDC_PROVIDER_NAME", "Single sign-on"),
-                    "client_id": os.environ["OIDC_CLIENT_ID"],
-                    "secret": os.environ.get("OIDC_CLIENT_SECRET", ""),
-                    "settings": {"server_url": os.environ["OIDC_SERVER_URL"]},
-                }
-            ]
+
+
+def oidc_apps(environ=os.environ) -> list[dict]:
+    """Single sign-on (docs/operators/sso.md): the OpenID Connect providers of
+    PORTAL_OIDC_PROVIDERS (a JSON list of {"id", "name", "server_url", "client_id", "secret"}),
+    and the one of OIDC_SERVER_URL and OIDC_CLIENT_ID (OIDC_CLIENT_SECRET, OIDC_PROVIDER_ID,
+    OIDC_PROVIDER_NAME). None by default."""
+    given = json.loads(environ.get("PORTAL_OIDC_PROVIDERS") or "[]")
+    if environ.get("OIDC_SERVER_URL") and environ.get("OIDC_CLIENT_ID"):
+        given.append(
+            {
+                "id": environ.get("OIDC_PROVIDER_ID", "sso"),
+                "name": environ.get("OIDC_PROVIDER_NAME", "Single sign-on"),
+                "server_url": environ["OIDC_SERVER_URL"],
+                "client_id": environ["OIDC_CLIENT_ID"],
+                "secret": environ.get("OIDC_CLIENT_SECRET", ""),
+            }
+        )
+    return [
+        {
+            "provider_id": provider["id"],
+            "name": provider.get("name", provider["id"]),
+            "client_id": provider["client_id"],
+            "secret": provider.get("secret", ""),
+            "settings": {"server_url": provider["server_url"], "oauth_pkce_enabled": True},
         }
-    }
-    if os.environ.get("OIDC_SERVER_URL") and os.environ.get("OIDC_CLIENT_ID")
-    else {}
-)
+        for provider in given
+    ]
+
+
+SOCIALACCOUNT_PROVIDERS = {"openid_connect": {"APPS": apps}} if (apps := oidc_apps()) else {}
+# A provider's verified e-mail address signs in, and is connected to, the local account of that
+# address: only providers the operator configured are trusted, and they verify addresses.
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = True
+SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = True
 
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
 EMAIL_FILE_PATH = os.environ.get("EMAIL_FILE_PATH", str(BASE_DIR / "var" / "mail"))

@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.api.serializers import AwareDateTimeField, InputSerializer
@@ -14,6 +15,8 @@ from tenants.models import (
     Project,
     Role,
 )
+from tenants.permissions import Action, role_allows
+from tenants.services.sso import DOMAIN_MAX, DOMAIN_PATTERN
 
 SLUG_HELP = (
     "Lowercase letters, digits and hyphens; starts with a letter, ends with a letter or digit."
@@ -41,10 +44,31 @@ class UserSummarySerializer(serializers.Serializer):
 # Organizations
 
 
+class OrganizationSsoOutput(serializers.Serializer):
+    provider = serializers.CharField(
+        source="sso_provider",
+        help_text="The provider_id its members must sign in through; empty: not required.",
+    )
+    domains = serializers.ListField(
+        source="sso_domains",
+        child=serializers.CharField(),
+        help_text="The e-mail domains its invitations may go to; empty: any.",
+    )
+
+
 class OrganizationOutput(serializers.ModelSerializer):
     my_role = serializers.CharField(read_only=True)
     project_count = serializers.IntegerField(read_only=True)
     member_count = serializers.IntegerField(read_only=True)
+    sso = serializers.SerializerMethodField(
+        help_text="Its single sign-on requirement, shown to owners and admins (null to others)."
+    )
+
+    @extend_schema_field(OrganizationSsoOutput(allow_null=True))
+    def get_sso(self, organization) -> dict | None:
+        if not role_allows(organization.my_role, Action.ORGANIZATION_UPDATE):
+            return None
+        return OrganizationSsoOutput(organization).data
 
     class Meta:
         model = Organization
@@ -59,6 +83,7 @@ class OrganizationOutput(serializers.ModelSerializer):
             "my_role",
             "project_count",
             "member_count",
+            "sso",
             "created_at",
         ]
 
@@ -79,6 +104,24 @@ class OrganizationUpdateInput(InputSerializer):
         required=False,
         allow_blank=True,
         help_text="IANA time zone of invoice and budget months, such as Asia/Tokyo; empty: UTC.",
+    )
+
+
+class OrganizationSsoInput(InputSerializer):
+    provider = serializers.CharField(
+        max_length=64,
+        allow_blank=True,
+        help_text="The provider_id of one of the portal's single sign-on providers its members"
+        " must sign in through; empty: not required.",
+    )
+    domains = serializers.ListField(
+        child=serializers.RegexField(
+            DOMAIN_PATTERN,
+            max_length=DOMAIN_MAX,
+            error_messages={"invalid": "Not an e-mail domain, such as example.com."},
+        ),
+        max_length=100,
+        help_text="The e-mail domains its invitations may go to, such as example.com; empty: any.",
     )
 
 

@@ -8,6 +8,7 @@ urlpatterns = [
     path("me/memberships/", views.MeApi.as_view(), name="me-memberships"),
     path("organizations/", views.OrganizationCollectionApi.as_view(), name="organizations"),
     path(f"{org}/", views.OrganizationDetailApi.as_view(), name="organization"),
+    path(f"{org}/sso/", views.OrganizationSsoApi.as_view(), name="organization-sso"),
     path(f"{org}/members/", views.MemberCollectionApi.as_view(), name="members"),
     path(f"{org}/members/<uuid:member_id>/", views.MemberDetailApi.as_view(), name="member"),
     path(f"{org}/invitations/", views.InvitationCollectionApi.as_view(), name="invitations"),

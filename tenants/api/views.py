@@ -20,6 +20,7 @@ from .serializers import (
     MembershipUpdateInput,
     OrganizationCreateInput,
     OrganizationOutput,
+    OrganizationSsoInput,
     OrganizationUpdateInput,
     ProjectCreateInput,
     ProjectOutput,
@@ -89,6 +90,24 @@ class OrganizationDetailApi(ApiView):
             caller=caller_of(request), organization=organization_of(request, org_slug)
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class OrganizationSsoApi(ApiView):
+    @extend_schema(
+        operation_id="organizations_sso_update",
+        request=OrganizationSsoInput,
+        responses=OrganizationOutput,
+        description="Require single sign-on of the organization's members, and the e-mail"
+        " domains its invitations may go to (owners). A session that requires it must have"
+        " signed in through that provider.",
+    )
+    def put(self, request, org_slug: str):
+        services.organization_sso_set(
+            caller=caller_of(request),
+            organization=organization_of(request, org_slug),
+            **_valid(OrganizationSsoInput, request),
+        )
+        return Response(OrganizationOutput(organization_of(request, org_slug)).data)
 
 
 class MemberCollectionApi(CollectionApiView):

@@ -29,6 +29,7 @@ from .organizations import (
     organization_update_by_operator,
 )
 from .projects import project_create, project_delete, project_namespace, project_update
+from .sso import organization_sso_set
 from .tokens import (
     token_authenticate,
     token_issue,
@@ -55,6 +56,7 @@ __all__ = [
     "organization_create",
     "organization_delete",
     "organization_reactivate",
+    "organization_sso_set",
     "organization_suspend",
     "organization_update",
     "organization_update_by_operator",

@@ -54,6 +54,11 @@ def member_invite(
     authorize(caller=caller, organization=organization, action=Action.MEMBER_INVITE)
     _require_role_grant(caller=caller, organization=organization, role=role)
     email = email.strip()
+    if not organization.sso_allows_email(email):
+        domains = ", ".join(organization.sso_domains)
+        raise ValidationError(
+            {"email": f"{organization.slug} invites addresses of {domains} only."}
+        )
     if Membership.objects.filter(organization=organization, user__email__iexact=email).exists():
         raise ValidationError({"email": f"{email} is already a member of {organization.slug}."})
     now = clock.wall()

@@ -86,3 +86,23 @@ def demo(transactional_db):
 
     call_command("seed_demo", stdout=io.StringIO())
     return DEMO_PASSWORD
+
+
+@pytest.fixture(scope="session")
+def oidc_provider(live_server):
+    """A running OpenID Connect provider whose one client is the live server's portal."""
+    from .oidc import node_missing, provider_started
+
+    if reason := node_missing():
+        pytest.skip(reason)
+    process, provider = provider_started(live_server.url)
+    yield provider
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture
+def sso(settings, oidc_provider):
+    """The portal with the provider configured (as PORTAL_OIDC_PROVIDERS would)."""
+    settings.SOCIALACCOUNT_PROVIDERS = oidc_provider.portal_apps()
+    return oidc_provider

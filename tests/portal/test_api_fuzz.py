@@ -35,12 +35,14 @@ MAX_EXAMPLES = 10
 # of an item not offered or for a period in the past, a budget for a project the organization
 # does not have; a time past the booking horizon or outside the years 2000 to 2100, and a
 # usage period outside them (portal.bounds: no format states a range of dates) or that starts
-# after it ends; a replica the workload does not have. Every other status stays checked.
+# after it ends; a replica the workload does not have; a single sign-on provider the portal is not
+# configured with. Every other status stays checked.
 RULES_BEYOND_THE_SCHEMA = [
     "budgets_set",
     "invitations_accept",
     "invitations_create",
     "orders_create",
+    "organizations_sso_update",
     "projects_create",
     "quota_requests_create",
     "reservations_request",

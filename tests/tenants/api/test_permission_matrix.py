@@ -25,6 +25,13 @@ OPERATIONS = {
     "organization retrieve": ("get", f"{ORG}/", None, ALL, 200),
     "organization update": ("patch", f"{ORG}/", {"name": "Acme Two"}, MANAGERS, 200),
     "organization delete": ("delete", "/api/v1/organizations/empty/", None, OWNERS, 204),
+    "sso update": (
+        "put",
+        f"{ORG}/sso/",
+        {"provider": "", "domains": ["acme.example"]},
+        OWNERS,
+        200,
+    ),
     "members list": ("get", f"{ORG}/members/", None, ALL, 200),
     "member role change": (
         "patch",
