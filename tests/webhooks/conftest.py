@@ -9,11 +9,24 @@ import uuid
 import pytest
 
 from portal.events import Event
+from tenants.permissions import Caller
 from webhooks import services
 from webhooks.models import Delivery, EventType
-from tenants.permissions import Caller
 
-from ..scheduling.conftest import advance, backend, cluster, cycle, quotas, submit  # noqa: F401
+from ..scheduling import conftest as scheduling_fixtures
+
+# The demo's simulated cluster, acme's quotas, submissions and cycles, as scheduling's tests
+# have them.
+advance, backend, cluster = (
+    scheduling_fixtures.advance,
+    scheduling_fixtures.backend,
+    scheduling_fixtures.cluster,
+)
+cycle, quotas, submit = (
+    scheduling_fixtures.cycle,
+    scheduling_fixtures.quotas,
+    scheduling_fixtures.submit,
+)
 
 
 @pytest.fixture

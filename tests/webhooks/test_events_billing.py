@@ -7,25 +7,20 @@ from billing import services as billing
 from tenants.permissions import Caller
 from webhooks.models import EventType
 
-from ..billing.conftest import (  # noqa: F401
-    budget,
-    cluster,
-    draft,
-    h100,
-    metered,
-    mid_month,
-    offer,
-    on_demand,
-    operator,
-    order,
-    period_over,
-    reserved,
-    spent_today,
-    vision,
-)
+from ..billing import conftest as billing_fixtures
+from ..billing.conftest import budget, draft, metered, order, period_over, spent_today
 from .conftest import data_of
 
 pytestmark = pytest.mark.django_db
+
+# Billing's catalog, prices and the demo's cluster, as billing's tests have them.
+cluster, h100, offer = billing_fixtures.cluster, billing_fixtures.h100, billing_fixtures.offer
+on_demand, operator = billing_fixtures.on_demand, billing_fixtures.operator
+mid_month, reserved, vision = (
+    billing_fixtures.mid_month,
+    billing_fixtures.reserved,
+    billing_fixtures.vision,
+)
 HOOK = "https://1.1.1.1/hook"
 
 

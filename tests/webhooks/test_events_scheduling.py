@@ -77,7 +77,9 @@ def test_a_quota_request_denied_is_delivered_and_one_made_is_not(
     register(HOOK, event_types=[EventType.QUOTA_REQUEST_DECIDED])
     ask = scheduling.QuotaAsk(gpu_class="H100-80GB", amount=8, reason="Sprint")
     made = deliveries_of(
-        lambda: scheduling.quota_request_create(caller=Caller(user=alice), organization=acme, ask=ask)
+        lambda: scheduling.quota_request_create(
+            caller=Caller(user=alice), organization=acme, ask=ask
+        )
     )
     operator = Caller(user=UserFactory(email="ops@example.com", is_staff=True))
     request = QuotaRequest.objects.get()

@@ -48,9 +48,7 @@ def test_owners_and_admins_register_endpoints_and_no_one_else(actors, api_as, ca
 
 
 @pytest.mark.parametrize(("caller", "status"), MANAGERS_READ)
-def test_owners_and_admins_list_endpoints_and_no_one_else(
-    actors, api_as, endpoint, caller, status
-):
+def test_owners_and_admins_list_endpoints_and_no_one_else(actors, api_as, endpoint, caller, status):
     assert api_as(actors.get(caller)).get(WEBHOOKS).status_code == status
 
 
