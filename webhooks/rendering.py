@@ -5,13 +5,12 @@ money is shown), rendered when its deliveries are made and then never again."""
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from django.db.models import Prefetch
-
 from billing.api.serializers import BudgetOutput, InvoiceOutput, OrderOutput
 from billing.models import BudgetAlert, Invoice, Order
 from portal.events import Event
+from scheduling import selectors as scheduling_selectors
 from scheduling.api.serializers import QuotaRequestOutput, ReservationOutput, WorkloadOutput
-from scheduling.models import Placement, QuotaRequest, Reservation, Workload
+from scheduling.models import QuotaRequest, Reservation, Workload
 
 from .models import EventType
 
@@ -28,17 +27,7 @@ class Rendered:
 
 
 def _workloads(ids: Iterable[str]) -> list[Rendered]:
-    workloads = (
-        Workload.objects.filter(pk__in=list(ids))
-        .select_related("project__organization", "tier", "gpu_class", "submitted_by")
-        .prefetch_related(
-            Prefetch(
-                "placements",
-                queryset=Placement.objects.filter(ended_at__isnull=True).select_related("node"),
-                to_attr="active_placements",
-            )
-        )
-    )
+    workloads = scheduling_selectors.workloads_as_shown(Workload.objects.filter(pk__in=list(ids)))
     return [
         Rendered(w.project.organization_id, w.project.organization.slug, str(w.pk), data)
         for w in workloads

@@ -118,3 +118,16 @@ def deliveries_of(django_capture_on_commit_callbacks, eager):
 
 def data_of(delivery: Delivery) -> dict:
     return json.loads(delivery.body)["data"]
+
+
+def failed_delivery(endpoint, **fields) -> Delivery:
+    """A delivery of an invoice issued that failed after its seven attempts."""
+    return Delivery.objects.create(
+        endpoint=endpoint,
+        event_type=EventType.INVOICE_ISSUED,
+        event_id=uuid.uuid4(),
+        object_id="1",
+        body="{}",
+        state=Delivery.State.FAILED,
+        **fields,
+    )

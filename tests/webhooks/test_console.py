@@ -5,9 +5,10 @@ import pytest
 
 from tenants.permissions import Caller
 from webhooks import services
-from webhooks.models import Delivery, Endpoint, EventType
+from webhooks.models import Endpoint, EventType
 
 from ..roles import CONSOLE_MANAGERS_READ
+from .conftest import failed_delivery
 
 pytestmark = pytest.mark.django_db
 
@@ -74,14 +75,7 @@ def test_a_member_cannot_delete_an_endpoint(endpoint, mia, client):
 
 
 def test_an_owner_redelivers_a_failed_delivery(endpoint, alice, client):
-    delivery = Delivery.objects.create(
-        endpoint=endpoint,
-        event_type=EventType.INVOICE_ISSUED,
-        event_id="0" * 32,
-        object_id="1",
-        body="{}",
-        state=Delivery.State.FAILED,
-    )
+    delivery = failed_delivery(endpoint)
     client.force_login(alice)
     client.post(f"{URL}{endpoint.pk}/deliveries/{delivery.pk}/redeliver/")
     delivery.refresh_from_db()

@@ -7,9 +7,10 @@ import pytest
 
 from tenants.permissions import Caller
 from webhooks import services
-from webhooks.models import Delivery, EventType
+from webhooks.models import Delivery
 
 from ...roles import MANAGERS_READ, MANAGING
+from ..conftest import failed_delivery
 
 pytestmark = pytest.mark.django_db
 
@@ -28,17 +29,7 @@ def endpoint(alice, acme):
 
 @pytest.fixture
 def delivery(endpoint):
-    return Delivery.objects.create(
-        endpoint=endpoint,
-        event_type=EventType.INVOICE_ISSUED,
-        event_id="0" * 32,
-        object_id="1",
-        body="{}",
-        state=Delivery.State.FAILED,
-        attempts=7,
-        last_status_code=500,
-        last_response_body="down",
-    )
+    return failed_delivery(endpoint, attempts=7, last_status_code=500, last_response_body="down")
 
 
 @pytest.mark.parametrize(("caller", "status"), MANAGING)
