@@ -137,16 +137,18 @@ def deliveries_make(*, event: str, event_id: str, payload: dict) -> list[str]:
     route = route_of(event, payload)
     if route is None:
         return []
+    active = Endpoint.objects.filter(is_active=True)
+    if not active.exists():
+        return []
+    rendered_all = route.render(payload[route.key])
     endpoints = [
         endpoint
-        for endpoint in Endpoint.objects.filter(is_active=True)
+        for endpoint in active.filter(organization__in={r.organization_id for r in rendered_all})
         if route.event_type in endpoint.event_types
     ]
-    if not endpoints:
-        return []
     now = clock.wall()
     made = []
-    for rendered in route.render(payload[route.key]):
+    for rendered in rendered_all:
         for endpoint in endpoints:
             if endpoint.organization_id != rendered.organization_id:
                 continue
@@ -261,7 +263,7 @@ def deliveries_due(*, now: datetime | None = None, limit: int = 500) -> list[str
     now = now or clock.wall()
     with transaction.atomic():
         due = list(
-            Delivery.objects.select_for_update(skip_locked=True)
+            Delivery.objects.select_for_update(skip_locked=True, of=("self",))
             .filter(state__in=WAITING, next_attempt_at__lte=now, endpoint__is_active=True)
             .order_by("next_attempt_at")
             .values_list("pk", flat=True)[:limit]
