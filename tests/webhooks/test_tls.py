@@ -26,13 +26,10 @@ def tls_receiver(tmp_path, monkeypatch):
 
     def start(name: str) -> HTTPServer:
         cert, key = tmp_path / f"{name}.pem", tmp_path / f"{name}.key"
-        subprocess.run(
-            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
-            + ["-keyout", str(key), "-out", str(cert), "-subj", f"/CN={name}"]
-            + ["-addext", f"subjectAltName=DNS:{name}"],
-            check=True,
-            capture_output=True,
-        )
+        command = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        command += ["-keyout", str(key), "-out", str(cert), "-subj", f"/CN={name}"]
+        command += ["-addext", f"subjectAltName=DNS:{name}"]
+        subprocess.run(command, check=True, capture_output=True)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
         monkeypatch.setenv("SSL_CERT_FILE", str(cert))
