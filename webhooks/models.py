@@ -26,7 +26,8 @@ class Endpoint(models.Model):
     organization = models.ForeignKey(
         Organization, on_delete=models.CASCADE, related_name="webhook_endpoints"
     )
-    url = models.URLField(max_length=2000)
+    # http or https, checked by the services (targets.py) when it is set.
+    url = models.CharField(max_length=2000)
     description = models.CharField(max_length=200, blank=True)
     secret = models.CharField(max_length=200)
     event_types = models.JSONField(default=list)

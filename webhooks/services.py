@@ -225,9 +225,9 @@ def delivery_attempt(*, delivery_id) -> Delivery | None:
     at = clock.wall()
     answer = _answer(delivery, at=at)
     with transaction.atomic():
-        locked = Delivery.objects.select_for_update().get(pk=delivery.pk)
-        if locked.state not in WAITING:
-            return locked  # another attempt finished it meanwhile
+        locked = Delivery.objects.select_for_update().filter(pk=delivery.pk).first()
+        if locked is None or locked.state not in WAITING:
+            return locked  # its endpoint was deleted, or another attempt finished it meanwhile
         manual = locked.state == Delivery.State.REDELIVERING
         locked.attempts += 1
         Attempt.objects.create(

@@ -21,7 +21,7 @@ class Migration(migrations.Migration):
             name='Endpoint',
             fields=[
                 ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('url', models.URLField(max_length=2000)),
+                ('url', models.CharField(max_length=2000)),
                 ('description', models.CharField(blank=True, max_length=200)),
                 ('secret', models.CharField(max_length=200)),
                 ('event_types', models.JSONField(default=list)),
