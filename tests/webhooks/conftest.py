@@ -56,6 +56,13 @@ def register(alice, acme):
 
 
 @pytest.fixture
+def endpoint(register):
+    """An endpoint of acme's, at a public address, for invoices issued."""
+    made, _ = register("https://1.1.1.1/hook", event_types=[EventType.INVOICE_ISSUED])
+    return made
+
+
+@pytest.fixture
 def delivered_workload(submit):
     """Make the deliveries of a submitted workload's event, as the worker does after commit:
     the deliveries made."""

@@ -3,24 +3,11 @@ never an endpoint's secret."""
 
 import pytest
 
-from tenants.permissions import Caller
-from webhooks import services
-from webhooks.models import Attempt, EventType
+from webhooks.models import Attempt
 
 from .conftest import failed_delivery
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def endpoint(alice, acme):
-    made, _ = services.endpoint_create(
-        caller=Caller(user=alice),
-        organization=acme,
-        url="https://1.1.1.1/hook",
-        event_types=[EventType.INVOICE_ISSUED],
-    )
-    return made
 
 
 def test_an_operator_sees_an_endpoint_but_not_its_secret(admin_client, endpoint):

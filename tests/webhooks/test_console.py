@@ -3,9 +3,7 @@ an endpoint and see its secret once, pause it, delete it and redeliver; nobody e
 
 import pytest
 
-from tenants.permissions import Caller
-from webhooks import services
-from webhooks.models import Endpoint, EventType
+from webhooks.models import Endpoint
 
 from ..roles import CONSOLE_MANAGERS_READ
 from .conftest import failed_delivery
@@ -14,17 +12,6 @@ pytestmark = pytest.mark.django_db
 
 URL = "/orgs/acme/settings/webhooks/"
 FORM = {"url": "https://1.1.1.1/hook", "event_types": ["invoice.issued", "order.decided"]}
-
-
-@pytest.fixture
-def endpoint(alice, acme):
-    made, _ = services.endpoint_create(
-        caller=Caller(user=alice),
-        organization=acme,
-        url="https://1.1.1.1/hook",
-        event_types=[EventType.INVOICE_ISSUED],
-    )
-    return made
 
 
 @pytest.mark.parametrize(("caller", "status"), CONSOLE_MANAGERS_READ)

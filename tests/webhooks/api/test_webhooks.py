@@ -5,8 +5,6 @@ field."""
 
 import pytest
 
-from tenants.permissions import Caller
-from webhooks import services
 from webhooks.models import Delivery
 
 from ...roles import MANAGERS_READ, MANAGING
@@ -17,14 +15,6 @@ pytestmark = pytest.mark.django_db
 WEBHOOKS = "/api/v1/organizations/acme/webhooks/"
 PUBLIC = "https://1.1.1.1/hooks/portal"
 VALID = {"url": PUBLIC, "event_types": ["invoice.issued"]}
-
-
-@pytest.fixture
-def endpoint(alice, acme):
-    made, _ = services.endpoint_create(
-        caller=Caller(user=alice), organization=acme, url=PUBLIC, event_types=["invoice.issued"]
-    )
-    return made
 
 
 @pytest.fixture
