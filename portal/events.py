@@ -46,6 +46,9 @@ class Event(StrEnum):
     # scheduling: a quota request was made or changed state; payload quota_request_id and
     # change (the state it reached, or package_granted/package_ended for an order's package).
     QUOTA_REQUEST_CHANGED = "quota_request_changed"
+    # scheduling: workloads reached a state other than by submission or admission (running,
+    # ended, back in the queue); payload workload_ids.
+    WORKLOAD_STATE_CHANGED = "workload_state_changed"
     # billing: an order was approved and awaits its fulfilment; payload order_id.
     ORDER_APPROVED = "order_approved"
     # billing: an order was submitted or changed state; payload order_id, change (the state it
@@ -54,6 +57,11 @@ class Event(StrEnum):
     ORDER_CHANGED = "order_changed"
     # billing: a budget's spend crossed one of its thresholds; payload alert_id.
     BUDGET_THRESHOLD_CROSSED = "budget_threshold_crossed"
+    # billing: an invoice (or a credit note) was issued; payload invoice_id.
+    INVOICE_ISSUED = "invoice_issued"
+    # webhooks: deliveries wait for an attempt (new, redelivered, or due again); payload
+    # delivery_ids.
+    WEBHOOK_DELIVERIES_DUE = "webhook_deliveries_due"
 
 
 class ExtensionPoint(StrEnum):

@@ -14,6 +14,7 @@ api_v1 = [
     path("", include(("tenants.api.urls", "tenants"), namespace="tenants")),
     path("", include(("scheduling.api.urls", "scheduling"), namespace="scheduling")),
     path("", include(("billing.api.urls", "billing"), namespace="billing")),
+    path("", include(("webhooks.api.urls", "webhooks"), namespace="webhooks")),
 ]
 
 urlpatterns = [
@@ -35,6 +36,7 @@ urlpatterns = [
     path("favicon.ico", favicon),
     path("", include(("scheduling.urls", "workloads"), namespace="workloads")),
     path("", include(("billing.urls", "billing"), namespace="billing")),
+    path("", include(("webhooks.urls", "webhooks"), namespace="webhooks")),
     path("", include(("tenants.urls", "console"), namespace="console")),
 ]
 

@@ -51,6 +51,10 @@ class Action(StrEnum):
     BUDGET_MANAGE = "budget.manage"
     # Requiring single sign-on of the members, and its allowed e-mail domains.
     SSO_MANAGE = "sso.manage"
+    # Webhook endpoints and their deliveries (seeing them too: their URLs, and deliveries
+    # carry invoices). Owners and admins only.
+    WEBHOOK_VIEW = "webhook.view"
+    WEBHOOK_MANAGE = "webhook.manage"
 
 
 _EVERYONE = frozenset(Role)
@@ -86,6 +90,8 @@ PERMISSIONS: dict[Action, frozenset[Role]] = {
     Action.INVOICE_VIEW: _MANAGERS,
     Action.BUDGET_MANAGE: _MANAGERS,
     Action.SSO_MANAGE: _OWNERS,
+    Action.WEBHOOK_VIEW: _MANAGERS,
+    Action.WEBHOOK_MANAGE: _MANAGERS,
 }
 
 # Actions that change nothing: allowed to read-only tokens and in suspended organizations.
@@ -99,6 +105,7 @@ READ_ACTIONS = frozenset(
         Action.WORKLOAD_VIEW,
         Action.RESERVATION_VIEW,
         Action.INVOICE_VIEW,
+        Action.WEBHOOK_VIEW,
     }
 )
 

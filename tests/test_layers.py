@@ -5,7 +5,8 @@ Lazy imports inside functions and relative imports count like any other. The rul
   import no Django, DRF, Celery or kombu, nothing of the apps (the rest of scheduling included)
   and nothing of the kernel; the engine gets snapshots and `now`, the backends get their
   configuration, clock, metrics client and storage passed in;
-- tenants imports neither scheduling nor billing; scheduling imports no billing;
+- tenants imports neither scheduling nor billing; scheduling imports no billing; none of the
+  three imports webhooks (which reads them all to render what it delivers);
 - the kernel (portal/, but for its composition root: settings, urls, the demo's commands)
   imports no app;
 - no two apps import each other.
@@ -19,14 +20,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("tenants", "scheduling", "billing")
+APPS = ("tenants", "scheduling", "billing", "webhooks")
 # Packages that stand alone (named in a broken rule by their last part: "engine", "cluster").
 STANDALONE = ("scheduling.engine", "scheduling.cluster")
 FRAMEWORKS = ("django", "rest_framework", "celery", "kombu")
 # portal's modules that put the apps together, and may therefore import them.
 COMPOSITION_ROOT = ("portal.settings", "portal.urls", "portal.management")
 # An app may not import these apps.
-FORBIDDEN_APPS = {"tenants": {"scheduling", "billing"}, "scheduling": {"billing"}}
+FORBIDDEN_APPS = {
+    "tenants": {"scheduling", "billing", "webhooks"},
+    "scheduling": {"billing", "webhooks"},
+    "billing": {"webhooks"},
+}
 CLOCK = "portal/clock.py"
 CLOCK_READS = {
     "timezone": {"now"},
@@ -184,6 +189,16 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         ),
         ({"tenants/x.py": "import billing.models\n"}, "tenants must not import billing"),
         ({"scheduling/x.py": "from billing import services\n"}, "scheduling must not import"),
+        ({"tenants/x.py": "from webhooks import models\n"}, "tenants must not import webhooks"),
+        (
+            {"scheduling/services/x.py": "def f():\n    from webhooks.tasks import t\n"},
+            "scheduling must not import webhooks",
+        ),
+        ({"billing/x.py": "import webhooks.services\n"}, "billing must not import webhooks"),
+        (
+            {"webhooks/a.py": "from billing.api.serializers import InvoiceOutput\n"},
+            None,
+        ),
         ({"portal/api/x.py": "from tenants.models import ApiToken\n"}, "kernel:"),
         ({"portal/console.py": "def f():\n    from tenants import services\n"}, "kernel:"),
         ({"portal/events.py": "from scheduling import tasks\n"}, "kernel:"),
@@ -210,6 +225,10 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         "tenants-lazy-scheduling",
         "tenants-billing",
         "scheduling-billing",
+        "tenants-webhooks",
+        "scheduling-lazy-webhooks",
+        "billing-webhooks",
+        "webhooks-renders-billing",
         "shared-api-helper",
         "console-lazy",
         "kernel-module",

@@ -4,7 +4,7 @@ one concern and the next reader loses the thread. Migrations, tests and benchmar
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CODE = ("portal", "tenants", "scheduling", "billing", "client")
+CODE = ("portal", "tenants", "scheduling", "billing", "webhooks", "client")
 MOST_LINES = 500
 
 

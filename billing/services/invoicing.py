@@ -11,6 +11,7 @@ from django.db.models import Sum
 
 from portal import clock
 from portal.errors import Conflict
+from portal.events import Event, publish
 from scheduling.models import Reservation
 from tenants.models import Organization
 from tenants.permissions import Caller, require_operator
@@ -93,6 +94,7 @@ def invoice_issue(*, caller: Caller, invoice: Invoice) -> Invoice:
             ]
         )
         _audited(caller, locked, "invoice.issue")
+        publish(Event.INVOICE_ISSUED, invoice_id=str(locked.pk))
     return locked
 
 

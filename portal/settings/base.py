@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "tenants",
     "scheduling",
     "billing",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -232,6 +233,8 @@ SPECTACULAR_SETTINGS = {
         "RoleEnum": "tenants.models.Role",
         "WorkloadKindEnum": "scheduling.models.Workload.Kind",
         "CatalogKindEnum": "billing.models.CatalogItem.Kind",
+        "WebhookEventTypeEnum": "webhooks.models.EventType",
+        "WebhookDeliveryStateEnum": "webhooks.models.Delivery.State",
     },
     # A PATCH body's required fields stay required (members: `role`), as the views demand.
     "COMPONENT_SPLIT_PATCH": False,
@@ -297,6 +300,10 @@ TASK_QUEUES = {
     "billing.tasks.invoices_draft": "sync",
     "billing.tasks.budgets_check": "sync",
     "billing.tasks.budget_alert_email_send": "mail",
+    # Webhook deliveries on a queue of their own: slow receivers never hold up other work.
+    "webhooks.tasks.webhook_deliveries_make": "webhooks",
+    "webhooks.tasks.webhook_delivery_attempt": "webhooks",
+    "webhooks.tasks.webhook_deliveries_due": "webhooks",
     # The worker's heartbeat: on the queue that holds nothing else, so that a backlog of other
     # work does not delay it.
     "portal.tasks.worker_heartbeat": "default",
@@ -357,6 +364,11 @@ PORTAL_METER_CONNECTIONS = int(os.environ.get("PORTAL_METER_CONNECTIONS", "2"))
 # How long a workload may stay admitted but not launched, or ended with its objects still in
 # the cluster, before the reconciler does the lost task's work (seconds).
 PORTAL_RECONCILE_SECONDS = int(os.environ.get("PORTAL_RECONCILE_SECONDS", "60"))
+# Webhooks may be sent to private, loopback, link-local and reserved addresses (off: such URLs
+# are refused when registered and before each attempt, against SSRF).
+PORTAL_WEBHOOKS_ALLOW_PRIVATE = env_bool("PORTAL_WEBHOOKS_ALLOW_PRIVATE", False)
+# How long a webhook attempt waits to connect, and for each read of the answer (seconds).
+PORTAL_WEBHOOKS_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_WEBHOOKS_TIMEOUT_SECONDS", "5"))
 if PORTAL_CLUSTER not in {"simulated", "kubernetes"}:
     raise ValueError(f"PORTAL_CLUSTER must be 'simulated' or 'kubernetes', not {PORTAL_CLUSTER!r}")
 
@@ -408,6 +420,8 @@ CELERY_BEAT_SCHEDULE = {
     "invoices-draft": every(3600, "billing.tasks.invoices_draft"),
     # Budgets' thresholds crossed by this month's spend, mailed once each.
     "budgets-check": every(300, "billing.tasks.budgets_check"),
+    # Webhook deliveries due for a retry (or whose attempt was lost) are queued again.
+    "webhook-deliveries-due": every(30, "webhooks.tasks.webhook_deliveries_due"),
     # Fulfils orders whose task was lost and charges cancellations whose event was.
     "billing-reconcile": every(
         max(1, PORTAL_RECONCILE_SECONDS // 2), "billing.tasks.billing_reconcile"

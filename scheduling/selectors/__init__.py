@@ -85,6 +85,7 @@ from .workloads import (
     workload_events,
     workload_get,
     workload_list,
+    workloads_as_shown,
 )
 
 __all__ = [
@@ -150,4 +151,5 @@ __all__ = [
     "workload_get",
     "workload_list",
     "workload_log_lines",
+    "workloads_as_shown",
 ]

@@ -13,20 +13,23 @@ from tenants.permissions import Action, Caller, authorize, role_allows
 from ..models import Placement, ProvisioningRecord, Workload, WorkloadEvent
 
 
+def workloads_as_shown(workloads: QuerySet[Workload]) -> QuerySet[Workload]:
+    """`workloads` with what the API shows of each (its project, tier, class, submitter and
+    active placements) read at once: for the API's list, and for webhooks' deliveries."""
+    return workloads.select_related(
+        "project__organization", "tier", "gpu_class", "submitted_by"
+    ).prefetch_related(
+        Prefetch(
+            "placements",
+            queryset=Placement.objects.filter(ended_at__isnull=True).select_related("node"),
+            to_attr="active_placements",
+        )
+    )
+
+
 def workload_list(*, caller: Caller, project: Project) -> QuerySet[Workload]:
     authorize(caller=caller, organization=project.organization, action=Action.WORKLOAD_VIEW)
-    return (
-        Workload.objects.filter(project=project)
-        .select_related("project__organization", "tier", "gpu_class", "submitted_by")
-        .prefetch_related(
-            Prefetch(
-                "placements",
-                queryset=Placement.objects.filter(ended_at__isnull=True).select_related("node"),
-                to_attr="active_placements",
-            )
-        )
-        .order_by("-submitted_at")
-    )
+    return workloads_as_shown(Workload.objects.filter(project=project)).order_by("-submitted_at")
 
 
 def organization_workloads(*, caller: Caller, organization: Organization) -> QuerySet[Workload]:

@@ -4,6 +4,7 @@ the runtime and idle rules of their tiers. Ending and requeueing go through `lif
 from django.db import transaction
 
 from portal import clock
+from portal.events import Event, publish
 
 from ..cluster import ClusterBackend
 from ..cluster.manifests import workload_primary_object
@@ -35,6 +36,7 @@ def _status_follow(workload: Workload, status: WorkloadStatus, *, backend: Clust
                 workload_event_record(
                     workload, "running", f"{status.ready_replicas} replica(s) running."
                 )
+                publish(Event.WORKLOAD_STATE_CHANGED, workload_ids=[str(workload.pk)])
     elif status.phase == Phase.FAILED and status.reason == NODE_LOST:
         # Place nothing more there until the inventory sees the node ready again.
         Node.objects.filter(name__in=status.lost_nodes).update(ready=False)

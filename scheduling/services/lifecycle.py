@@ -70,6 +70,8 @@ def _ended(
         workload_event(workload, state.lower(), reason or state, at=now, **data)
         for workload, reason, data in endings
     )
+    if workloads:
+        publish(Event.WORKLOAD_STATE_CHANGED, workload_ids=[str(w.pk) for w in workloads])
     if worker_deletes:
         for workload in workloads:
             if workload.admitted_at is not None:
@@ -202,6 +204,8 @@ def workloads_evict(
             if workload.teardown_due_at is not None:
                 publish(Event.WORKLOAD_RELEASED, workload_id=str(workload.pk))
         rows_update(requeued, EVICTED_FIELDS)
+        if requeued:
+            publish(Event.WORKLOAD_STATE_CHANGED, workload_ids=[str(w.pk) for w in requeued])
         _placements_end(*requeued, now=now)
         WorkloadEvent.objects.bulk_create(events)
     return requeued
@@ -235,6 +239,7 @@ def workload_requeue(
         _back_to_queue(workload, reason=reason)
         workload.save()
         workload_event(workload, "requeued", reason, at=now).save()
+        publish(Event.WORKLOAD_STATE_CHANGED, workload_ids=[str(workload.pk)])
         if caller is not None:
             audit_record(
                 caller=caller,

@@ -74,7 +74,15 @@ def test_no_secret_is_baked_into_the_image():
 def test_the_image_copies_what_the_settings_read_from_the_source_tree():
     copied = {args.split()[0] for i, args in stages()[-1] if i == "COPY" and "--from" not in args}
     root = DEPLOY.parent
-    assert copied >= {"manage.py", "portal", "tenants", "scheduling", "billing", "templates"}
+    assert copied >= {
+        "manage.py",
+        "portal",
+        "tenants",
+        "scheduling",
+        "billing",
+        "webhooks",
+        "templates",
+    }
     assert all((root / path).exists() for path in copied)
     assert "deploy/clusters" in copied  # PORTAL_SIMULATED_CLUSTER's default
 

@@ -36,7 +36,8 @@ MAX_EXAMPLES = 10
 # does not have; a time past the booking horizon or outside the years 2000 to 2100, and a
 # usage period outside them (portal.bounds: no format states a range of dates) or that starts
 # after it ends; a replica the workload does not have; a single sign-on provider the portal is not
-# configured with. Every other status stays checked.
+# configured with; a webhook URL whose host does not resolve or resolves to a refused address.
+# Every other status stays checked.
 RULES_BEYOND_THE_SCHEMA = [
     "budgets_set",
     "invitations_accept",
@@ -48,6 +49,8 @@ RULES_BEYOND_THE_SCHEMA = [
     "reservations_request",
     "tokens_issue",
     "usage_summary",
+    "webhooks_create",
+    "webhooks_update",
     "workload_logs",
     "workloads_submit",
     "workloads_submit_batch",

@@ -17,7 +17,7 @@ from ..factories import UserFactory
 from ..queued import MAIL_TASKS
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ("portal", "tenants", "scheduling", "billing")
+SOURCES = ("portal", "tenants", "scheduling", "billing", "webhooks")
 HELPER = "portal/mail.py"
 MAIL_MODULE = "django.core.mail"
 # Django's shortcuts that send mail themselves.
