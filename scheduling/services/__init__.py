@@ -46,10 +46,12 @@ from .provisioning import (
     provisioning_rerun,
 )
 from .quotas import (
+    GrantSetting,
     QuotaAsk,
     quota_grant_delete,
     quota_grant_for_period,
     quota_grant_save,
+    quota_grant_set,
     quota_increases_apply,
     quota_request_approve,
     quota_request_create,
@@ -79,6 +81,7 @@ from .submission import (
 __all__ = [
     "BATCH_MAX",
     "CycleResult",
+    "GrantSetting",
     "QuotaAsk",
     "Reconciled",
     "ReservationRequest",
@@ -98,6 +101,7 @@ __all__ = [
     "quota_grant_delete",
     "quota_grant_for_period",
     "quota_grant_save",
+    "quota_grant_set",
     "quota_increases_apply",
     "quota_request_approve",
     "quota_request_create",

@@ -20,14 +20,66 @@ from tenants.services import audit_record
 from ..models import GpuClass, QuotaGrant, QuotaRequest
 
 
-def quota_grant_save(*, caller: Caller, grant: QuotaGrant) -> QuotaGrant:
-    """An operator sets a quota: validated, audited, and the organization's namespaces get
-    their ResourceQuota updated by the worker."""
+def quota_grant_save(*, caller: Caller, grant: QuotaGrant, reason: str = "") -> QuotaGrant:
+    """An operator sets a quota: validated, audited (with the ``reason`` given), and the
+    organization's namespaces get their ResourceQuota updated by the worker."""
     require_operator(caller)
-    return _grant_save(caller, grant)
+    return _grant_save(caller, grant, reason=reason)
 
 
-def _grant_save(caller: Caller, grant: QuotaGrant) -> QuotaGrant:
+@dataclass(frozen=True)
+class GrantSetting:
+    """A quota an operator sets (the operator API): the grant of ``organization`` (or of its
+    ``project``) for one GPU class and resource, created or changed to these amounts."""
+
+    organization: str
+    gpu_class: str
+    guarantee: int
+    limit: int
+    reason: str
+    resource: str = QuotaGrant.Resource.GPUS
+    mig_profile: str = ""
+    project: str | None = None
+    cohort: str = ""
+
+
+def quota_grant_set(*, caller: Caller, setting: GrantSetting) -> tuple[QuotaGrant, bool]:
+    """Create or change the grant ``setting`` names, with its reason audited; the grant, and
+    whether it was created."""
+    require_operator(caller)
+    errors: dict[str, list[str]] = {}
+    if not setting.reason.strip():
+        errors["reason"] = ["Say why the quota is set."]
+    organization = tenant_selectors.organization_named(
+        caller=caller, slug=setting.organization, errors=errors
+    )
+    gpu_class = GpuClass.objects.filter(name=setting.gpu_class).first()
+    if gpu_class is None:
+        errors["gpu_class"] = [f"No GPU class {setting.gpu_class!r}."]
+    project = organization and tenant_selectors.project_named(
+        organization=organization, slug=setting.project, errors=errors
+    )
+    if errors:
+        raise ValidationError(errors)
+    key = {
+        "organization": organization,
+        "project": project,
+        "gpu_class": gpu_class,
+        "resource": setting.resource,
+        "mig_profile": setting.mig_profile,
+    }
+    with transaction.atomic():
+        grant = QuotaGrant.objects.select_for_update().filter(**key).first()
+        created = grant is None
+        grant = grant or QuotaGrant(**key)
+        grant.guarantee = setting.guarantee
+        grant.limit = setting.limit
+        grant.cohort = setting.cohort
+        _grant_save(caller, grant, reason=setting.reason.strip())
+    return grant, created
+
+
+def _grant_save(caller: Caller, grant: QuotaGrant, *, reason: str = "") -> QuotaGrant:
     grant.full_clean()
     with transaction.atomic():
         _within_organization(grant)
@@ -44,17 +96,22 @@ def _grant_save(caller: Caller, grant: QuotaGrant) -> QuotaGrant:
                 "guarantee": grant.guarantee,
                 "limit": grant.limit,
                 "cohort": grant.cohort,
-            },
+            }
+            | ({"reason": reason} if reason else {}),
         )
         _namespaces_follow(grant.organization_id)
     return grant
 
 
-def quota_grant_delete(*, caller: Caller, grant: QuotaGrant) -> None:
+def quota_grant_delete(*, caller: Caller, grant: QuotaGrant, reason: str = "") -> None:
     require_operator(caller)
     with transaction.atomic():
         audit_record(
-            caller=caller, organization=grant.organization, action="quota.delete", target=grant
+            caller=caller,
+            organization=grant.organization,
+            action="quota.delete",
+            target=grant,
+            payload={"reason": reason} if reason else {},
         )
         organization_id = grant.organization_id
         grant.delete()
