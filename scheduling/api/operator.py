@@ -45,6 +45,7 @@ from .operator_serializers import (
     PoolOutput,
     QueueEntryOutput,
     QuotaApproveInput,
+    QuotaGrantKeyInput,
     QuotaGrantSetInput,
     TierUpdateInput,
 )
@@ -238,31 +239,37 @@ class QuotaGrantCollectionApi(OperatorCollectionApiView):
         " `quota.set` with the reason; its namespaces' ResourceQuotas follow.",
     )
     def post(self, request):
-        setting = _valid(QuotaGrantSetInput, request).as_setting()
-        grant, created = services.quota_grant_set(caller=caller_of(request), setting=setting)
+        serializer = _valid(QuotaGrantSetInput, request)
+        data = serializer.validated_data
+        grant, created = services.quota_grant_set(
+            caller=caller_of(request),
+            key=serializer.key(),
+            guarantee=data["guarantee"],
+            limit=data["limit"],
+            cohort=data["cohort"],
+            reason=data["reason"],
+        )
         return Response(
             OperatorQuotaGrantOutput(grant).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
 
-class QuotaGrantDetailApi(OperatorApiView):
+class QuotaGrantRemoveApi(OperatorApiView):
     @extend_schema(
-        operation_id="operator_quota_grants_retrieve", responses=OperatorQuotaGrantOutput
-    )
-    def get(self, request, grant_id: str):
-        grant = selectors.quota_grant_for_operator(caller=caller_of(request), pk=grant_id)
-        return Response(OperatorQuotaGrantOutput(grant).data)
-
-    @extend_schema(
-        operation_id="operator_quota_grants_delete",
+        operation_id="operator_quota_grants_remove",
+        request=QuotaGrantKeyInput,
         responses={204: None},
-        description="Take the quota away (audited `quota.delete`).",
+        description="Take away the quota the body names, audited `quota.delete` with the"
+        " reason; 404 if there is none.",
     )
-    def delete(self, request, grant_id: str):
-        caller = caller_of(request)
-        grant = selectors.quota_grant_for_operator(caller=caller, pk=grant_id)
-        services.quota_grant_delete(caller=caller, grant=grant)
+    def post(self, request):
+        serializer = _valid(QuotaGrantKeyInput, request)
+        services.quota_grant_remove(
+            caller=caller_of(request),
+            key=serializer.key(),
+            reason=serializer.validated_data["reason"],
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -16,7 +16,7 @@ from scheduling.models import (
     gpu_class_name_validator,
     mig_profile_validator,
 )
-from scheduling.services import GrantSetting
+from scheduling.services import GrantKey
 from tenants.models import SLUG_PATTERN
 
 from .serializers import QuotaRequestOutput, ReservationOutput
@@ -183,7 +183,6 @@ class OperatorQuotaGrantOutput(serializers.ModelSerializer):
     class Meta:
         model = QuotaGrant
         fields = [
-            "id",
             "organization",
             "project",
             "gpu_class",
@@ -196,7 +195,10 @@ class OperatorQuotaGrantOutput(serializers.ModelSerializer):
         ]
 
 
-class QuotaGrantSetInput(InputSerializer):
+class QuotaGrantKeyInput(InputSerializer):
+    """Which grant: an organization's (or one of its projects') of a GPU class and resource;
+    and why it changes."""
+
     organization = serializers.RegexField(SLUG_PATTERN, max_length=40)
     project = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
     gpu_class = serializers.CharField(max_length=40, validators=[gpu_class_name_validator])
@@ -207,18 +209,24 @@ class QuotaGrantSetInput(InputSerializer):
         max_length=20,
         required=False,
         allow_blank=True,
+        default="",
         validators=[mig_profile_validator],
         help_text="A MIG profile of the class, for a `mig` quota; omitted or empty otherwise.",
     )
+    reason = serializers.CharField(max_length=500, help_text="Why: kept in the audit trail.")
+
+    KEY = ("organization", "project", "gpu_class", "resource", "mig_profile")
+
+    def key(self) -> GrantKey:
+        return GrantKey(**{name: self.validated_data.get(name) for name in self.KEY})
+
+
+class QuotaGrantSetInput(QuotaGrantKeyInput):
     guarantee = serializers.IntegerField(min_value=0, max_value=1_000_000)
     limit = serializers.IntegerField(
         min_value=0, max_value=1_000_000, help_text="The guarantee plus what may be borrowed."
     )
     cohort = serializers.CharField(max_length=40, required=False, allow_blank=True, default="")
-    reason = serializers.CharField(max_length=500, help_text="Why: kept in the audit trail.")
-
-    def as_setting(self) -> GrantSetting:
-        return GrantSetting(**self.validated_data)
 
 
 class OperatorReservationOutput(ReservationOutput):

@@ -16,7 +16,7 @@ urlpatterns = [
     path("priority-tiers/", views.TierListApi.as_view(), name="priority-tiers"),
     path("priority-tiers/<slug:name>/", views.TierDetailApi.as_view(), name="priority-tier"),
     path("quota-grants/", views.QuotaGrantCollectionApi.as_view(), name="quota-grants"),
-    path("quota-grants/<str:grant_id>/", views.QuotaGrantDetailApi.as_view(), name="quota-grant"),
+    path("quota-grants/remove/", views.QuotaGrantRemoveApi.as_view(), name="quota-grant-remove"),
     path("reservations/", views.ReservationListApi.as_view(), name="reservations"),
     path(
         "reservations/<str:reservation_id>/approve/",

@@ -48,6 +48,16 @@ from .metrics import (
     project_namespaces,
     reservations_in_use,
 )
+from .operators import (
+    gpu_class_for_operator,
+    node_for_operator,
+    nodes_for_operator,
+    pools_for_operator,
+    quota_grants_for_operator,
+    quota_requests_for_operator,
+    reservations_for_operator,
+    tier_for_operator,
+)
 from .quotas import (
     QuotaUse,
     quota_class_most_granted,
@@ -135,7 +145,6 @@ __all__ = [
     "project_provisioning",
     "queue_across_tenants",
     "quota_class_most_granted",
-    "quota_grant_for_operator",
     "quota_grants_for_operator",
     "quota_grants_to_come",
     "quota_list",

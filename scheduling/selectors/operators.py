@@ -3,7 +3,6 @@ tiers by name, quota grants, reservations and quota requests. Each requires an o
 
 from django.db.models import Count, Q, QuerySet, Sum
 
-from portal.db import one_or_not_found
 from portal.errors import NotFound
 from tenants.permissions import Caller, require_operator
 
@@ -57,10 +56,6 @@ def quota_grants_for_operator(*, caller: Caller) -> QuerySet[QuotaGrant]:
     """Every organization's quota grants."""
     require_operator(caller)
     return QuotaGrant.objects.select_related("organization", "project", "gpu_class")
-
-
-def quota_grant_for_operator(*, caller: Caller, pk) -> QuotaGrant:
-    return one_or_not_found(quota_grants_for_operator(caller=caller), pk, "quota grant")
 
 
 def reservations_for_operator(*, caller: Caller) -> QuerySet[Reservation]:

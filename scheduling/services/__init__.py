@@ -46,10 +46,11 @@ from .provisioning import (
     provisioning_rerun,
 )
 from .quotas import (
-    GrantSetting,
+    GrantKey,
     QuotaAsk,
     quota_grant_delete,
     quota_grant_for_period,
+    quota_grant_remove,
     quota_grant_save,
     quota_grant_set,
     quota_increases_apply,
@@ -81,7 +82,7 @@ from .submission import (
 __all__ = [
     "BATCH_MAX",
     "CycleResult",
-    "GrantSetting",
+    "GrantKey",
     "QuotaAsk",
     "Reconciled",
     "ReservationRequest",
@@ -100,6 +101,7 @@ __all__ = [
     "provisioning_rerun",
     "quota_grant_delete",
     "quota_grant_for_period",
+    "quota_grant_remove",
     "quota_grant_save",
     "quota_grant_set",
     "quota_increases_apply",

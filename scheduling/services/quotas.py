@@ -9,6 +9,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from portal import clock
+from portal.errors import NotFound
 from portal.events import Event, publish
 from portal.mail import mail_where_it_stands
 from tenants import selectors as tenant_selectors
@@ -28,55 +29,65 @@ def quota_grant_save(*, caller: Caller, grant: QuotaGrant, reason: str = "") -> 
 
 
 @dataclass(frozen=True)
-class GrantSetting:
-    """A quota an operator sets (the operator API): the grant of ``organization`` (or of its
-    ``project``) for one GPU class and resource, created or changed to these amounts."""
+class GrantKey:
+    """Which grant an operator names (the operator API): that of ``organization`` (or of its
+    ``project``) for one GPU class and resource."""
 
     organization: str
     gpu_class: str
-    guarantee: int
-    limit: int
-    reason: str
     resource: str = QuotaGrant.Resource.GPUS
     mig_profile: str = ""
     project: str | None = None
-    cohort: str = ""
 
 
-def quota_grant_set(*, caller: Caller, setting: GrantSetting) -> tuple[QuotaGrant, bool]:
-    """Create or change the grant ``setting`` names, with its reason audited; the grant, and
-    whether it was created."""
+def _grant_key_of(caller: Caller, key: GrantKey, reason: str) -> dict:
+    """The grant's key as rows, or the field errors of what does not exist (and of no
+    reason)."""
     require_operator(caller)
     errors: dict[str, list[str]] = {}
-    if not setting.reason.strip():
-        errors["reason"] = ["Say why the quota is set."]
+    if not reason.strip():
+        errors["reason"] = ["Say why: the reason is kept in the audit trail."]
     organization = tenant_selectors.organization_named(
-        caller=caller, slug=setting.organization, errors=errors
+        caller=caller, slug=key.organization, errors=errors
     )
-    gpu_class = GpuClass.objects.filter(name=setting.gpu_class).first()
+    gpu_class = GpuClass.objects.filter(name=key.gpu_class).first()
     if gpu_class is None:
-        errors["gpu_class"] = [f"No GPU class {setting.gpu_class!r}."]
+        errors["gpu_class"] = [f"No GPU class {key.gpu_class!r}."]
     project = organization and tenant_selectors.project_named(
-        organization=organization, slug=setting.project, errors=errors
+        organization=organization, slug=key.project, errors=errors
     )
     if errors:
         raise ValidationError(errors)
-    key = {
+    return {
         "organization": organization,
         "project": project,
         "gpu_class": gpu_class,
-        "resource": setting.resource,
-        "mig_profile": setting.mig_profile,
+        "resource": key.resource,
+        "mig_profile": key.mig_profile,
     }
+
+
+def quota_grant_set(
+    *, caller: Caller, key: GrantKey, guarantee: int, limit: int, reason: str, cohort: str = ""
+) -> tuple[QuotaGrant, bool]:
+    """Create or change the grant ``key`` names, with the reason audited; the grant, and
+    whether it was created."""
+    rows = _grant_key_of(caller, key, reason)
     with transaction.atomic():
-        grant = QuotaGrant.objects.select_for_update().filter(**key).first()
+        grant = QuotaGrant.objects.select_for_update().filter(**rows).first()
         created = grant is None
-        grant = grant or QuotaGrant(**key)
-        grant.guarantee = setting.guarantee
-        grant.limit = setting.limit
-        grant.cohort = setting.cohort
-        _grant_save(caller, grant, reason=setting.reason.strip())
+        grant = grant or QuotaGrant(**rows)
+        grant.guarantee, grant.limit, grant.cohort = guarantee, limit, cohort
+        _grant_save(caller, grant, reason=reason.strip())
     return grant, created
+
+
+def quota_grant_remove(*, caller: Caller, key: GrantKey, reason: str) -> None:
+    """Take away the grant ``key`` names, with the reason audited."""
+    grant = QuotaGrant.objects.filter(**_grant_key_of(caller, key, reason)).first()
+    if grant is None:
+        raise NotFound("No such quota grant.")
+    quota_grant_delete(caller=caller, grant=grant, reason=reason.strip())
 
 
 def _grant_save(caller: Caller, grant: QuotaGrant, *, reason: str = "") -> QuotaGrant:
