@@ -65,7 +65,7 @@ class OrderApproveApi(OperatorApiView):
         request=None,
         responses=OperatorOrderOutput,
         description="Approve a submitted order (audited `order.approve`, mailed); the worker"
-        " fulfils it. One already decided is a 409 `not_requested`.",
+        " fulfils it. One already decided is a 409 `order_state`.",
     )
     def post(self, request, order_id: str):
         caller = caller_of(request)
@@ -80,7 +80,7 @@ class OrderRejectApi(OperatorApiView):
         request=ReasonInput,
         responses=OperatorOrderOutput,
         description="Reject a submitted order, saying why (audited `order.reject`, mailed)."
-        " One already decided is a 409 `not_requested`.",
+        " One already decided is a 409 `order_state`.",
     )
     def post(self, request, order_id: str):
         caller = caller_of(request)
