@@ -19,6 +19,7 @@ from tenants.permissions import Action, Caller, authorize, require_operator
 from tenants.services import audit_record
 
 from ..models import GpuClass, QuotaGrant, QuotaRequest
+from ..models.quotas import LIMIT_BELOW_GUARANTEE
 
 
 def quota_grant_save(*, caller: Caller, grant: QuotaGrant, reason: str = "") -> QuotaGrant:
@@ -40,11 +41,13 @@ class GrantKey:
     project: str | None = None
 
 
-def _grant_key_of(caller: Caller, key: GrantKey, reason: str) -> dict:
-    """The grant's key as rows, or the field errors of what does not exist (and of no
-    reason)."""
+def _grant_key_of(
+    caller: Caller, key: GrantKey, reason: str, errors: dict[str, list[str]] | None = None
+) -> dict:
+    """The grant's key as rows, or the field errors of what does not exist and of no reason
+    (with ``errors`` already found)."""
     require_operator(caller)
-    errors: dict[str, list[str]] = {}
+    errors = errors or {}
     if not reason.strip():
         errors["reason"] = ["Say why: the reason is kept in the audit trail."]
     organization = tenant_selectors.organization_named(
@@ -72,7 +75,8 @@ def quota_grant_set(
 ) -> tuple[QuotaGrant, bool]:
     """Create or change the grant ``key`` names, with the reason audited; the grant, and
     whether it was created."""
-    rows = _grant_key_of(caller, key, reason)
+    errors = {"limit": [LIMIT_BELOW_GUARANTEE]} if limit < guarantee else {}
+    rows = _grant_key_of(caller, key, reason, errors)
     with transaction.atomic():
         grant = QuotaGrant.objects.select_for_update().filter(**rows).first()
         created = grant is None

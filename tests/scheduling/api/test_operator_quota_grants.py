@@ -97,3 +97,11 @@ def test_removing_a_quota_there_is_not_is_a_404(cluster, globex, ops):
     _, client = ops
     response = client.post(f"{OP}/quota-grants/remove/", L4_FOR_GLOBEX, format="json")
     assert response.status_code == 404
+
+
+def test_a_limit_below_the_guarantee_is_a_field_error(cluster, globex, ops):
+    _, client = ops
+    body = {**L4_FOR_GLOBEX, "guarantee": 4, "limit": 2}
+    response = client.post(f"{OP}/quota-grants/", body, format="json")
+    assert response.status_code == 400
+    assert "limit" in response.json()["error"]["fields"]
