@@ -209,7 +209,6 @@ class QuotaGrantKeyInput(InputSerializer):
         max_length=20,
         required=False,
         allow_blank=True,
-        default="",
         validators=[mig_profile_validator],
         help_text="A MIG profile of the class, for a `mig` quota; omitted or empty otherwise.",
     )
@@ -218,7 +217,8 @@ class QuotaGrantKeyInput(InputSerializer):
     KEY = ("organization", "project", "gpu_class", "resource", "mig_profile")
 
     def key(self) -> GrantKey:
-        return GrantKey(**{name: self.validated_data.get(name) for name in self.KEY})
+        data = self.validated_data
+        return GrantKey(**{name: data[name] for name in self.KEY if name in data})
 
 
 class QuotaGrantSetInput(QuotaGrantKeyInput):

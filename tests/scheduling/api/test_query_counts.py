@@ -45,8 +45,8 @@ OPERATOR_LOCKED = {
 
 @pytest.fixture
 def add_rows(quotas, alice, acme, submit):
-    """A row more in each list: a GPU class with a pool and a node, a tier, a project's quota, a quota
-    request, a reservation, a workload and an event of the first one."""
+    """A row more in each list: a GPU class with a pool and a node, a tier, a project's quota,
+    a quota request, a reservation, a workload and an event of the first one."""
     first = submit(name="first")
     h100 = GpuClass.objects.get(name="H100-80GB")
     made = []
