@@ -49,3 +49,13 @@ def operator_api_callers(actors: dict, acme, token_for) -> dict[str, APIClient]:
     clients["staff_session"].force_login(UserFactory(email="sid@ops.example", is_staff=True))
     clients["operator"] = operator_token_client(UserFactory(email="oli@ops.example", is_staff=True))
     return clients
+
+
+def assert_reached_only_by_operators(operation: tuple, caller: str, ids: dict, clients: dict):
+    """One cell of an operator API's permission matrix: ``operation`` (method, path with ids
+    to fill, body, status for an operator) called by ``caller``."""
+    method, path, body, success = operation
+    response = getattr(clients[caller], method)(path.format(**ids), body, format="json")
+    assert response.status_code == expected_status(caller, success), response.content
+    if response.status_code == 404:
+        assert response.json()["error"]["code"] == "not_found"

@@ -403,6 +403,7 @@ class QuotaRequestRejectApi(OperatorApiView):
 class QueueApi(OperatorCollectionApiView):
     queryset = Workload.objects.none()
     filterset_class = QueueFilter
+    ordering_fields = ["queue_position", "submitted_at"]
 
     @extend_schema(
         operation_id="operator_queue_list",

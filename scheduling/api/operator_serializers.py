@@ -13,13 +13,12 @@ from scheduling.models import (
     PriorityTier,
     QuotaGrant,
     Workload,
-    gpu_class_name_validator,
     mig_profile_validator,
 )
 from scheduling.services import GrantKey
 from tenants.models import SLUG_PATTERN
 
-from .serializers import QuotaRequestOutput, ReservationOutput
+from .serializers import QuotaRequestOutput, QuotaResourceInput, ReservationOutput
 
 REFERENCE_MAX = 100
 
@@ -195,23 +194,11 @@ class OperatorQuotaGrantOutput(serializers.ModelSerializer):
         ]
 
 
-class QuotaGrantKeyInput(InputSerializer):
+class QuotaGrantKeyInput(QuotaResourceInput):
     """Which grant: an organization's (or one of its projects') of a GPU class and resource;
     and why it changes."""
 
     organization = serializers.RegexField(SLUG_PATTERN, max_length=40)
-    project = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
-    gpu_class = serializers.CharField(max_length=40, validators=[gpu_class_name_validator])
-    resource = serializers.ChoiceField(
-        choices=QuotaGrant.Resource.choices, default=QuotaGrant.Resource.GPUS
-    )
-    mig_profile = serializers.CharField(
-        max_length=20,
-        required=False,
-        allow_blank=True,
-        validators=[mig_profile_validator],
-        help_text="A MIG profile of the class, for a `mig` quota; omitted or empty otherwise.",
-    )
     reason = serializers.CharField(max_length=500, help_text="Why: kept in the audit trail.")
 
     KEY = ("organization", "project", "gpu_class", "resource", "mig_profile")

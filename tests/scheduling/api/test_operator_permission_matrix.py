@@ -10,7 +10,7 @@ from scheduling import services
 from scheduling.models import GpuClass, QuotaGrant
 from tenants.permissions import Caller
 
-from ...operators import CALLERS, expected_status, operator_api_callers
+from ...operators import CALLERS, assert_reached_only_by_operators, operator_api_callers
 
 pytestmark = pytest.mark.django_db
 
@@ -109,9 +109,5 @@ def world(quotas, submit, actors, acme, globex):
 @pytest.mark.parametrize("caller", CALLERS)
 @pytest.mark.parametrize("operation", list(OPERATIONS))
 def test_only_operators_reach_the_operator_api(operation, caller, world, actors, acme, token_for):
-    method, path, body, success = OPERATIONS[operation]
-    client = operator_api_callers(actors, acme, token_for)[caller]
-    response = getattr(client, method)(path.format(**world), body, format="json")
-    assert response.status_code == expected_status(caller, success), response.content
-    if response.status_code == 404:
-        assert response.json()["error"]["code"] == "not_found"
+    clients = operator_api_callers(actors, acme, token_for)
+    assert_reached_only_by_operators(OPERATIONS[operation], caller, world, clients)
