@@ -1,7 +1,7 @@
 import django_filters
 
 from billing.models import Credit, Invoice, Order
-from portal.api.filters import EnumFilter
+from portal.api.filters import DateFilter, EnumFilter
 
 
 class OrderFilter(django_filters.FilterSet):
@@ -19,7 +19,7 @@ class OperatorOrderFilter(OrderFilter):
 class InvoiceFilter(django_filters.FilterSet):
     organization = django_filters.CharFilter(field_name="organization__slug")
     state = EnumFilter(choices=Invoice.State.choices)
-    month = django_filters.DateFilter(help_text="The month's first day, e.g. 2026-11-01.")
+    month = DateFilter(help_text="The month's first day, e.g. 2026-11-01.")
 
     class Meta:
         model = Invoice

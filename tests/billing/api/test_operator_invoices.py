@@ -126,3 +126,18 @@ def test_credits_are_listed_by_organization(acme, globex, ops):
         )
     rows = client.get(f"{OP}/credits/?organization=globex").json()["results"]
     assert [row["organization"] for row in rows] == ["globex"]
+
+
+@pytest.mark.parametrize("month", ["", "2026-13-01", "November"])
+def test_a_month_that_is_no_date_is_a_field_error(ops, month):
+    _, client = ops
+    response = client.get(f"{OP}/invoices/", {"month": month})
+    assert response.status_code == 400
+    assert "month" in response.json()["error"]["fields"]
+
+
+def test_invoices_are_listed_by_month(draft, ops):
+    _, client = ops
+    month = draft.month.isoformat()
+    assert len(client.get(f"{OP}/invoices/", {"month": month}).json()["results"]) == 1
+    assert client.get(f"{OP}/invoices/", {"month": "2001-01-01"}).json()["results"] == []
