@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tenants', '0005_stamps_from_portal_clock'),
+        ('tenants', '0006_organization_sso'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
