@@ -10,7 +10,14 @@ from portal.views import favicon, health, metrics, ready, workers_health
 # Operators sign in to admin as everyone signs in to the console: by e-mail, through allauth.
 admin.site.login = secure_admin_login(admin.site.login)
 
+# The operator API: each app serves its own endpoints; staff only (tenants.api.operator).
+operator_v1 = [
+    path("", include("scheduling.api.operator_urls")),
+    path("", include("billing.api.operator_urls")),
+]
+
 api_v1 = [
+    path("operator/", include((operator_v1, "operator"), namespace="operator")),
     path("", include(("tenants.api.urls", "tenants"), namespace="tenants")),
     path("", include(("scheduling.api.urls", "scheduling"), namespace="scheduling")),
     path("", include(("billing.api.urls", "billing"), namespace="billing")),

@@ -263,7 +263,7 @@ class InvitationAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(ReadOnlyAdmin):
+class ApiTokenAdmin(RefusalsAsMessages, ReadOnlyAdmin):
     list_display = [
         "name",
         "prefix",
@@ -290,6 +290,28 @@ class ApiTokenAdmin(ReadOnlyAdmin):
         "revoked_at",
     ]
     actions = ["revoke"]
+
+    # Adding one issues the signed-in staff user an operator token (the operator API); tenant
+    # tokens are issued by their owners, in the console or the API.
+    def has_add_permission(self, request, obj=None) -> bool:
+        return request.user.is_staff
+
+    def get_fields(self, request, obj=None):
+        return ["name", "expires_at"] if obj is None else super().get_fields(request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else self.readonly_fields
+
+    def save_model(self, request, obj, form, change) -> None:
+        token, secret = services.operator_token_issue(
+            caller=Caller(user=request.user), name=obj.name, expires_at=obj.expires_at
+        )
+        obj.pk, obj.prefix = token.pk, token.prefix
+        self.message_user(
+            request,
+            f"Operator token issued. Copy its secret now, it is not shown again: {secret}",
+            messages.WARNING,
+        )
 
     @admin.display(description="State")
     def state_label(self, token) -> str:

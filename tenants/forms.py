@@ -43,7 +43,7 @@ class RoleChangeForm(forms.Form):
 
 class TokenIssueForm(forms.Form):
     name = forms.CharField(max_length=100)
-    scope = forms.ChoiceField(choices=ApiToken.Scope.choices, initial=ApiToken.Scope.READ)
+    scope = forms.ChoiceField(choices=ApiToken.TENANT_SCOPES, initial=ApiToken.Scope.READ)
     expires_at = forms.DateTimeField(
         required=False,
         help_text="UTC, e.g. 2027-01-31 18:00. Empty: never expires.",

@@ -230,13 +230,19 @@ class ApiToken(models.Model):
     class Scope(models.TextChoices):
         READ = "read", "Read"
         WRITE = "write", "Read and write"
+        # The operator API (/api/v1/operator/), for a staff user: no organization's data.
+        OPERATOR = "operator", "Operator API"
+
+    # The scopes an organization's member may ask for.
+    TENANT_SCOPES = [choice for choice in Scope.choices if choice[0] != "operator"]
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
     )
+    # None for an operator token, which reaches no organization's tenant API.
     organization = models.ForeignKey(
-        Organization, on_delete=models.CASCADE, related_name="api_tokens"
+        Organization, null=True, blank=True, on_delete=models.CASCADE, related_name="api_tokens"
     )
     name = models.CharField(max_length=100)
     scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.READ)
@@ -250,6 +256,15 @@ class ApiToken(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(scope="operator", organization__isnull=True)
+                | (~models.Q(scope="operator") & models.Q(organization__isnull=False)),
+                name="token_operator_has_no_organization",
+                violation_error_message="An operator token belongs to no organization; every"
+                " other token belongs to one.",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
@@ -265,6 +280,10 @@ class ApiToken(models.Model):
     @property
     def can_write(self) -> bool:
         return self.scope == self.Scope.WRITE
+
+    @property
+    def is_operator(self) -> bool:
+        return self.scope == self.Scope.OPERATOR
 
 
 class AuditEvent(models.Model):

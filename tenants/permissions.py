@@ -125,7 +125,8 @@ class Caller:
     """Who is acting: a signed-in user, possibly through an API token.
 
     A token narrows the user's rights: it reaches only its own organization, and a read token
-    changes nothing.
+    changes nothing; an operator token (of a staff user) reaches the operator API and no
+    organization.
     """
 
     user: object
@@ -141,7 +142,10 @@ class Caller:
 
     @property
     def is_operator(self) -> bool:
-        return self.token is None and bool(getattr(self.user, "is_staff", False))
+        """A staff user, signed in or through an operator token (a tenant token of a staff
+        user narrows it to that organization's tenant API)."""
+        staff = bool(getattr(self.user, "is_staff", False))
+        return staff and (self.token is None or self.token.is_operator)
 
     def meets_sso_of(self, organization: Organization) -> bool:
         """Whether the organization's single sign-on requirement lets this caller in."""

@@ -17,6 +17,7 @@ from .permissions import (
     authorize,
     caller_role,
     organization_ids_visible_to,
+    require_operator,
     role_allows,
 )
 
@@ -126,6 +127,18 @@ def project_named(
     if project is None:
         errors["project"] = [f"{organization.slug} has no project {slug!r}."]
     return project
+
+
+def organization_named(
+    *, caller: Caller, slug: str, errors: dict[str, list[str]]
+) -> Organization | None:
+    """Operators: the organization a request's ``organization`` field names; one that does not
+    exist adds a field error to ``errors`` (and answers None)."""
+    require_operator(caller)
+    organization = Organization.objects.filter(slug=slug).first()
+    if organization is None:
+        errors["organization"] = [f"No organization {slug!r}."]
+    return organization
 
 
 def token_list(*, caller: Caller, organization: Organization) -> QuerySet[ApiToken]:

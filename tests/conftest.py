@@ -15,6 +15,7 @@ from tenants.models import Role
 from tenants.permissions import Caller
 
 from .factories import MembershipFactory, OrganizationFactory, ProjectFactory, UserFactory
+from .operators import operator_token_client
 
 # Property tests: "dev" (the default) keeps `make test` quick and repeatable, a few examples in
 # the same order each run; "ci" (CI=true, as .ci/run runs) explores many, at random. The slow
@@ -124,3 +125,10 @@ def token_for():
         return token, client
 
     return make
+
+
+@pytest.fixture
+def ops(db):
+    """olga, staff, with her operator token: a client of the operator API."""
+    user = UserFactory(email="olga@ops.example", is_staff=True)
+    return user, operator_token_client(user)

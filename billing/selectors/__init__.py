@@ -24,6 +24,12 @@ from .invoices import (
     months_to_draft,
     period_of,
 )
+from .operators import (
+    credits_for_operator,
+    invoice_for_operator,
+    invoices_for_operator,
+    orders_for_operator,
+)
 from .orders import (
     PendingApprovals,
     approvals_pending,
@@ -71,12 +77,15 @@ __all__ = [
     "charged",
     "credit_balance",
     "credit_list",
+    "credits_for_operator",
     "gpu_seconds_rated",
+    "invoice_for_operator",
     "invoice_get",
     "invoice_line_usage",
     "invoice_list",
     "invoice_period",
     "invoice_periods",
+    "invoices_for_operator",
     "invoices_of_month",
     "months_to_draft",
     "offered_to",
@@ -84,6 +93,7 @@ __all__ = [
     "order_get",
     "order_list",
     "order_of_reservation",
+    "orders_for_operator",
     "package_charges",
     "period_of",
     "price_in_force",

@@ -5,6 +5,7 @@ import re
 from datetime import UTC, datetime
 
 import django_filters
+from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.dateparse import parse_datetime
 from django_filters.fields import ChoiceField, IsoDateTimeField
@@ -41,6 +42,19 @@ class UtcIsoDateTimeField(IsoDateTimeField):
 
 class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
     field_class = UtcIsoDateTimeField
+
+
+class StrictDateField(forms.DateField):
+    """A date, `2026-11-01`; sent empty, a 400 (absent, it filters nothing)."""
+
+    def to_python(self, value):
+        if value == "":
+            raise ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
+
+
+class DateFilter(django_filters.DateFilter):
+    field_class = StrictDateField
 
 
 class EnumField(ChoiceField):

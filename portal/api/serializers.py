@@ -95,3 +95,10 @@ class AwareDateTimeField(serializers.DateTimeField):
         if not year_in_range(instant.year):
             self.fail("range")
         return instant.astimezone(UTC)
+
+
+class ReasonInput(InputSerializer):
+    """The body of a decision that says why (a rejection, a void): its reason, kept in the
+    audit trail and told to the tenant."""
+
+    reason = serializers.CharField(max_length=500)

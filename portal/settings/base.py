@@ -235,6 +235,12 @@ SPECTACULAR_SETTINGS = {
         "CatalogKindEnum": "billing.models.CatalogItem.Kind",
         "WebhookEventTypeEnum": "webhooks.models.EventType",
         "WebhookDeliveryStateEnum": "webhooks.models.Delivery.State",
+        # The tenant API's and the operator API's outputs share these.
+        "InvoiceOutputStateEnum": "billing.models.Invoice.State",
+        "OrderOutputStateEnum": "billing.models.Order.State",
+        "QuotaRequestOutputStateEnum": "scheduling.models.QuotaRequest.State",
+        "ReservationOutputStateEnum": "scheduling.models.Reservation.State",
+        "ScopeEnum": "tenants.models.ApiToken.TENANT_SCOPES",
     },
     # A PATCH body's required fields stay required (members: `role`), as the views demand.
     "COMPONENT_SPLIT_PATCH": False,

@@ -455,7 +455,9 @@ class QuotaRequestOutput(serializers.ModelSerializer):
         ]
 
 
-class QuotaRequestInput(InputSerializer):
+class QuotaResourceInput(InputSerializer):
+    """Which quota: of a GPU class and resource, for the organization or one of its projects."""
+
     gpu_class = serializers.CharField(max_length=40, validators=[gpu_class_name_validator])
     resource = serializers.ChoiceField(
         choices=QuotaGrant.Resource.choices, default=QuotaGrant.Resource.GPUS
@@ -469,10 +471,13 @@ class QuotaRequestInput(InputSerializer):
         validators=[mig_profile_validator],
         help_text="A MIG profile of the class; omitted or empty for none.",
     )
+    project = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
+
+
+class QuotaRequestInput(QuotaResourceInput):
     amount = serializers.IntegerField(min_value=1, max_value=1_000_000)
     reason = serializers.CharField(max_length=1000)
     until = AwareDateTimeField(required=False, allow_null=True)
-    project = serializers.RegexField(SLUG_PATTERN, max_length=40, required=False, allow_null=True)
 
     def as_ask(self) -> QuotaAsk:
         return QuotaAsk(**self.validated_data)

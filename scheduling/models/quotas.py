@@ -17,6 +17,10 @@ from ..engine.quota import resource_label
 from .inventory import GpuClass
 from .validators import mig_profile_validator
 
+LIMIT_BELOW_GUARANTEE = (
+    "The limit cannot be below the guarantee: the limit is the guarantee plus what may be borrowed."
+)
+
 
 class QuotaGrant(models.Model):
     """A quota of one GPU class for an organization, or for one of its projects: of its whole
@@ -51,8 +55,7 @@ class QuotaGrant(models.Model):
             models.CheckConstraint(
                 condition=Q(limit__gte=models.F("guarantee")),
                 name="quota_limit_ge_guarantee",
-                violation_error_message="The limit cannot be below the guarantee: the limit is"
-                " the guarantee plus what may be borrowed.",
+                violation_error_message=LIMIT_BELOW_GUARANTEE,
             ),
             models.CheckConstraint(
                 condition=Q(resource="mig", mig_profile__gt="")

@@ -8,6 +8,8 @@ requires an operator.
 - catalog: GPU classes, priority tiers, GPU pools and their capacity
 - reservations: an organization's reservations, the pools' timelines, a pool's load over a
   window with its shortfalls and the nearest windows that fit
+- operators: operators' reads across tenants for the operator API (pools, nodes, grants,
+  reservations and quota requests)
 - cluster: operators' view of the cluster node by node, the queue across tenants, the GPU
   work the insights judge
 - metrics: operators' figures for /metrics
@@ -45,6 +47,16 @@ from .metrics import (
     pending_workload_counts,
     project_namespaces,
     reservations_in_use,
+)
+from .operators import (
+    gpu_class_for_operator,
+    node_for_operator,
+    nodes_for_operator,
+    pools_for_operator,
+    quota_grants_for_operator,
+    quota_requests_for_operator,
+    reservations_for_operator,
+    tier_for_operator,
 )
 from .quotas import (
     QuotaUse,
@@ -107,6 +119,7 @@ __all__ = [
     "class_capacities",
     "cluster_capacity",
     "cluster_overview",
+    "gpu_class_for_operator",
     "gpu_class_list",
     "gpu_workloads_seen",
     "gpu_workloads_waiting",
@@ -114,6 +127,8 @@ __all__ = [
     "last_cycle_at",
     "log_text",
     "nearest_windows",
+    "node_for_operator",
+    "nodes_for_operator",
     "notebooks_running",
     "organization_workloads",
     "pending_workload_counts",
@@ -125,25 +140,30 @@ __all__ = [
     "pool_load",
     "pool_of_class_exists",
     "pool_resources",
+    "pools_for_operator",
     "project_namespaces",
     "project_provisioning",
     "queue_across_tenants",
     "quota_class_most_granted",
+    "quota_grants_for_operator",
     "quota_grants_to_come",
     "quota_list",
     "quota_overview",
     "quota_request_for_operator",
     "quota_request_get",
     "quota_request_list",
+    "quota_requests_for_operator",
     "quota_usage",
     "reservation_for_operator",
     "reservation_get",
     "reservation_list",
     "reservation_timeline",
     "reservations_ahead",
+    "reservations_for_operator",
     "reservations_in_use",
     "reservations_on_record",
     "shortfalls",
+    "tier_for_operator",
     "tier_list",
     "workload_cancel_permitted",
     "workload_clock",

@@ -46,10 +46,13 @@ from .provisioning import (
     provisioning_rerun,
 )
 from .quotas import (
+    GrantKey,
     QuotaAsk,
     quota_grant_delete,
     quota_grant_for_period,
+    quota_grant_remove,
     quota_grant_save,
+    quota_grant_set,
     quota_increases_apply,
     quota_request_approve,
     quota_request_create,
@@ -79,6 +82,7 @@ from .submission import (
 __all__ = [
     "BATCH_MAX",
     "CycleResult",
+    "GrantKey",
     "QuotaAsk",
     "Reconciled",
     "ReservationRequest",
@@ -97,7 +101,9 @@ __all__ = [
     "provisioning_rerun",
     "quota_grant_delete",
     "quota_grant_for_period",
+    "quota_grant_remove",
     "quota_grant_save",
+    "quota_grant_set",
     "quota_increases_apply",
     "quota_request_approve",
     "quota_request_create",

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from portal import clock
+from portal.errors import NotFound
 from portal.events import Event, publish
 from portal.mail import mail_where_it_stands
 from tenants import selectors as tenant_selectors
@@ -18,16 +19,82 @@ from tenants.permissions import Action, Caller, authorize, require_operator
 from tenants.services import audit_record
 
 from ..models import GpuClass, QuotaGrant, QuotaRequest
+from ..models.quotas import LIMIT_BELOW_GUARANTEE
 
 
-def quota_grant_save(*, caller: Caller, grant: QuotaGrant) -> QuotaGrant:
-    """An operator sets a quota: validated, audited, and the organization's namespaces get
-    their ResourceQuota updated by the worker."""
+def quota_grant_save(*, caller: Caller, grant: QuotaGrant, reason: str = "") -> QuotaGrant:
+    """An operator sets a quota: validated, audited (with the ``reason`` given), and the
+    organization's namespaces get their ResourceQuota updated by the worker."""
     require_operator(caller)
-    return _grant_save(caller, grant)
+    return _grant_save(caller, grant, reason=reason)
 
 
-def _grant_save(caller: Caller, grant: QuotaGrant) -> QuotaGrant:
+@dataclass(frozen=True)
+class GrantKey:
+    """Which grant an operator names (the operator API): that of ``organization`` (or of its
+    ``project``) for one GPU class and resource."""
+
+    organization: str
+    gpu_class: str
+    resource: str = QuotaGrant.Resource.GPUS
+    mig_profile: str = ""
+    project: str | None = None
+
+
+def _grant_key_of(
+    caller: Caller, key: GrantKey, reason: str, errors: dict[str, list[str]] | None = None
+) -> dict:
+    """The grant's key as rows, or the field errors of what does not exist and of no reason
+    (with ``errors`` already found)."""
+    require_operator(caller)
+    errors = errors or {}
+    if not reason.strip():
+        errors["reason"] = ["Say why: the reason is kept in the audit trail."]
+    organization = tenant_selectors.organization_named(
+        caller=caller, slug=key.organization, errors=errors
+    )
+    gpu_class = GpuClass.objects.filter(name=key.gpu_class).first()
+    if gpu_class is None:
+        errors["gpu_class"] = [f"No GPU class {key.gpu_class!r}."]
+    project = organization and tenant_selectors.project_named(
+        organization=organization, slug=key.project, errors=errors
+    )
+    if errors:
+        raise ValidationError(errors)
+    return {
+        "organization": organization,
+        "project": project,
+        "gpu_class": gpu_class,
+        "resource": key.resource,
+        "mig_profile": key.mig_profile,
+    }
+
+
+def quota_grant_set(
+    *, caller: Caller, key: GrantKey, guarantee: int, limit: int, reason: str, cohort: str = ""
+) -> tuple[QuotaGrant, bool]:
+    """Create or change the grant ``key`` names, with the reason audited; the grant, and
+    whether it was created."""
+    errors = {"limit": [LIMIT_BELOW_GUARANTEE]} if limit < guarantee else {}
+    rows = _grant_key_of(caller, key, reason, errors)
+    with transaction.atomic():
+        grant = QuotaGrant.objects.select_for_update().filter(**rows).first()
+        created = grant is None
+        grant = grant or QuotaGrant(**rows)
+        grant.guarantee, grant.limit, grant.cohort = guarantee, limit, cohort
+        _grant_save(caller, grant, reason=reason.strip())
+    return grant, created
+
+
+def quota_grant_remove(*, caller: Caller, key: GrantKey, reason: str) -> None:
+    """Take away the grant ``key`` names, with the reason audited."""
+    grant = QuotaGrant.objects.filter(**_grant_key_of(caller, key, reason)).first()
+    if grant is None:
+        raise NotFound("No such quota grant.")
+    quota_grant_delete(caller=caller, grant=grant, reason=reason.strip())
+
+
+def _grant_save(caller: Caller, grant: QuotaGrant, *, reason: str = "") -> QuotaGrant:
     grant.full_clean()
     with transaction.atomic():
         _within_organization(grant)
@@ -44,17 +111,22 @@ def _grant_save(caller: Caller, grant: QuotaGrant) -> QuotaGrant:
                 "guarantee": grant.guarantee,
                 "limit": grant.limit,
                 "cohort": grant.cohort,
-            },
+            }
+            | ({"reason": reason} if reason else {}),
         )
         _namespaces_follow(grant.organization_id)
     return grant
 
 
-def quota_grant_delete(*, caller: Caller, grant: QuotaGrant) -> None:
+def quota_grant_delete(*, caller: Caller, grant: QuotaGrant, reason: str = "") -> None:
     require_operator(caller)
     with transaction.atomic():
         audit_record(
-            caller=caller, organization=grant.organization, action="quota.delete", target=grant
+            caller=caller,
+            organization=grant.organization,
+            action="quota.delete",
+            target=grant,
+            payload={"reason": reason} if reason else {},
         )
         organization_id = grant.organization_id
         grant.delete()

@@ -224,6 +224,8 @@ class ProjectUpdateInput(InputSerializer):
 class TokenOutput(serializers.ModelSerializer):
     owner = serializers.EmailField(source="owner.email", read_only=True)
     organization = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    # An organization's tokens: never an operator token, which belongs to none.
+    scope = serializers.ChoiceField(choices=ApiToken.TENANT_SCOPES, read_only=True)
     state = serializers.SerializerMethodField()
 
     class Meta:
@@ -255,7 +257,7 @@ class TokenIssuedOutput(TokenOutput):
 
 class TokenIssueInput(InputSerializer):
     name = serializers.CharField(max_length=100)
-    scope = serializers.ChoiceField(choices=ApiToken.Scope.choices, default=ApiToken.Scope.READ)
+    scope = serializers.ChoiceField(choices=ApiToken.TENANT_SCOPES, default=ApiToken.Scope.READ)
     expires_at = AwareDateTimeField(required=False, allow_null=True, default=None)
 
 

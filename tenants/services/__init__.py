@@ -31,6 +31,7 @@ from .organizations import (
 from .projects import project_create, project_delete, project_namespace, project_update
 from .sso import organization_sso_set
 from .tokens import (
+    operator_token_issue,
     token_authenticate,
     token_issue,
     token_revoke,
@@ -53,6 +54,7 @@ __all__ = [
     "member_remove_by_operator",
     "member_role_change",
     "member_role_change_by_operator",
+    "operator_token_issue",
     "organization_create",
     "organization_delete",
     "organization_reactivate",

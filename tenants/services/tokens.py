@@ -37,6 +37,41 @@ def token_issue(
     """Create a token; return it with its secret, which is never stored nor shown again."""
     action = Action.TOKEN_ISSUE_WRITE if scope == ApiToken.Scope.WRITE else Action.TOKEN_ISSUE_READ
     authorize(caller=caller, organization=organization, action=action)
+    if scope == ApiToken.Scope.OPERATOR:
+        raise ValidationError(
+            {"scope": "An operator token is issued by staff, to no organization."}
+        )
+    return _issue(
+        caller=caller, organization=organization, name=name, scope=scope, expires_at=expires_at
+    )
+
+
+@transaction.atomic
+def operator_token_issue(
+    *, caller: Caller, name: str, expires_at: datetime | None = None
+) -> tuple[ApiToken, str]:
+    """A staff user, signed in (admin, or the ``operator_token`` command), issues themselves a
+    token of the operator API; return it with its secret, shown once. Only a staff user's
+    session issues one: not a token, not even an operator token."""
+    if caller.token is not None or not caller.is_operator:
+        raise Forbidden("Only staff, signed in, issue operator tokens.")
+    return _issue(
+        caller=caller,
+        organization=None,
+        name=name,
+        scope=ApiToken.Scope.OPERATOR,
+        expires_at=expires_at,
+    )
+
+
+def _issue(
+    *,
+    caller: Caller,
+    organization: Organization | None,
+    name: str,
+    scope: str,
+    expires_at: datetime | None,
+) -> tuple[ApiToken, str]:
     if expires_at is not None and expires_at <= clock.wall():
         raise ValidationError({"expires_at": "The expiry must be in the future."})
     prefix = secrets.token_hex(6)

@@ -78,6 +78,14 @@ LOCKED = {
     f"{ORG}/usage/": (14, usage_rows),
 }
 
+# The operator API's lists, through an operator token: the token, a count, a page (and the
+# invoices' lines).
+OPERATOR_LOCKED = {
+    "/api/v1/operator/orders/": 3,
+    "/api/v1/operator/invoices/": 4,
+    "/api/v1/operator/credits/": 3,
+}
+
 
 @pytest.mark.parametrize("url", list(LOCKED))
 def test_a_list_takes_the_same_queries_for_many_rows_as_for_one(url, alice, api_as, add_rows):
@@ -112,3 +120,8 @@ def test_a_months_export_takes_the_same_queries_for_many_invoices_as_for_one(
         return f"/api/v1/invoices/{now.year}/{now.month}/export/csv/"
 
     assert_list_queries(finance, month, add_rows=add_rows, queries=4, rows=csv_rows)
+
+
+@pytest.mark.parametrize("url", list(OPERATOR_LOCKED))
+def test_an_operator_list_takes_the_same_queries_for_many_rows_as_for_one(url, ops, add_rows):
+    assert_list_queries(ops[1], url, add_rows=add_rows, queries=OPERATOR_LOCKED[url])

@@ -6,7 +6,7 @@ import pytest
 
 from portal import clock
 from scheduling import services
-from scheduling.models import GpuClass, NodePool, PriorityTier, QuotaGrant, WorkloadEvent
+from scheduling.models import GpuClass, Node, NodePool, PriorityTier, QuotaGrant, WorkloadEvent
 from tenants.permissions import Caller
 
 from ...factories import ProjectFactory
@@ -29,11 +29,24 @@ LOCKED = {
     f"{WORKLOADS}/first/events/": 7,
 }
 
+OP = "/api/v1/operator"
+# The operator API's lists, through an operator token: the token, a count, a page.
+OPERATOR_LOCKED = {
+    f"{OP}/pools/": 3,
+    f"{OP}/nodes/": 3,
+    f"{OP}/gpu-classes/": 3,
+    f"{OP}/priority-tiers/": 3,
+    f"{OP}/quota-grants/": 3,
+    f"{OP}/reservations/": 3,
+    f"{OP}/quota-requests/": 3,
+    f"{OP}/queue/": 3,
+}
+
 
 @pytest.fixture
 def add_rows(quotas, alice, acme, submit):
-    """A row more in each list: a GPU class with a pool, a tier, a project's quota, a quota
-    request, a reservation, a workload and an event of the first one."""
+    """A row more in each list: a GPU class with a pool and a node, a tier, a project's quota,
+    a quota request, a reservation, a workload and an event of the first one."""
     first = submit(name="first")
     h100 = GpuClass.objects.get(name="H100-80GB")
     made = []
@@ -43,7 +56,10 @@ def add_rows(quotas, alice, acme, submit):
             n = len(made)
             made.append(n)
             gpu_class = GpuClass.objects.create(name=f"X{n}", memory_gib=80)
-            NodePool.objects.create(name=f"x-{n}", gpu_class=gpu_class, purpose="training")
+            pool = NodePool.objects.create(name=f"x-{n}", gpu_class=gpu_class, purpose="training")
+            Node.objects.create(
+                name=f"x-{n}-node", pool=pool, gpu_count=8, cpu_milli=1000, memory_mib=1024
+            )
             PriorityTier.objects.create(name=f"tier-{n}", value=10 + n)
             project = ProjectFactory(organization=acme)
             QuotaGrant.objects.create(
@@ -74,3 +90,8 @@ def add_rows(quotas, alice, acme, submit):
 @pytest.mark.parametrize("url", list(LOCKED))
 def test_a_list_takes_the_same_queries_for_many_rows_as_for_one(url, alice, api_as, add_rows):
     assert_list_queries(api_as(alice), url, add_rows=add_rows, queries=LOCKED[url])
+
+
+@pytest.mark.parametrize("url", list(OPERATOR_LOCKED))
+def test_an_operator_list_takes_the_same_queries_for_many_rows_as_for_one(url, ops, add_rows):
+    assert_list_queries(ops[1], url, add_rows=add_rows, queries=OPERATOR_LOCKED[url])

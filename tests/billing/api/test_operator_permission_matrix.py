@@ -1,0 +1,70 @@
+"""The operator API of billing, cell by cell: every endpoint answers the operator (a token
+with the operator scope, or staff signed in) and is a 404 to every other caller."""
+
+from datetime import timedelta
+
+import pytest
+
+from billing import services
+from portal import clock
+from tenants.permissions import Caller
+
+from ...factories import ProjectFactory
+from ...operators import CALLERS, assert_reached_only_by_operators, operator_api_callers
+from ..conftest import order, rated
+
+pytestmark = pytest.mark.django_db
+
+OP = "/api/v1/operator"
+
+# name: (method, path, body, status for an operator)
+OPERATIONS = {
+    "orders list": ("get", f"{OP}/orders/?state=submitted", None, 200),
+    "order approve": ("post", f"{OP}/orders/{{order}}/approve/", None, 200),
+    "order reject": ("post", f"{OP}/orders/{{order}}/reject/", {"reason": "No stock"}, 200),
+    "invoices list": ("get", f"{OP}/invoices/", None, 200),
+    "invoice issue": ("post", f"{OP}/invoices/{{draft}}/issue/", None, 200),
+    "invoice void": ("post", f"{OP}/invoices/{{issued}}/void/", {"reason": "Wrong rate"}, 200),
+    "credit note": (
+        "post",
+        f"{OP}/invoices/{{issued}}/credit-notes/",
+        {"amount": "10.00", "reason": "Outage"},
+        201,
+    ),
+    "credits list": ("get", f"{OP}/credits/", None, 200),
+    "credit grant": (
+        "post",
+        f"{OP}/credits/",
+        {"organization": "acme", "amount": "50.00", "reason": "Outage"},
+        201,
+    ),
+}
+
+
+def last_month_invoice(organization, operator, *, issued: bool):
+    """The organization's invoice of last month, 100.00 of H100 use: issued, or a draft."""
+    first = clock.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    before = first - timedelta(days=1)
+    rated(ProjectFactory(organization=organization), starts_at=before, cost="100.00")
+    draft = services.invoice_draft(organization=organization, year=before.year, month=before.month)
+    if issued:
+        return services.invoice_issue(caller=Caller(user=operator), invoice=draft)
+    return draft
+
+
+@pytest.fixture
+def world(reserved, operator, actors, acme, globex):
+    """acme has submitted an order and was issued last month's invoice; globex's waits as a
+    draft."""
+    return {
+        "order": order(actors["owner"], acme).pk,
+        "issued": last_month_invoice(acme, operator, issued=True).pk,
+        "draft": last_month_invoice(globex, operator, issued=False).pk,
+    }
+
+
+@pytest.mark.parametrize("caller", CALLERS)
+@pytest.mark.parametrize("operation", list(OPERATIONS))
+def test_only_operators_reach_the_operator_api(operation, caller, world, actors, acme, token_for):
+    clients = operator_api_callers(actors, acme, token_for)
+    assert_reached_only_by_operators(OPERATIONS[operation], caller, world, clients)
