@@ -47,7 +47,9 @@ class ApiError(GpuctlError):
         )
 
     def show(self, file=None) -> None:
-        stderr.print(f"[bold red]error:[/] {self.message} [dim]({self.status} {self.code})[/]")
+        # With field errors the message only repeats the first: the fields say it all.
+        headline = "the portal refused it:" if self.fields else self.message
+        stderr.print(f"[bold red]error:[/] {headline} [dim]({self.status} {self.code})[/]")
         for field, messages in self.fields.items():
             for message in messages if isinstance(messages, list) else [messages]:
                 stderr.print(f"  [yellow]{field}[/]: {message}", markup=True)
