@@ -3,7 +3,6 @@
 import stat
 
 import pytest
-
 import yaml
 
 pytestmark = pytest.mark.django_db(transaction=True)

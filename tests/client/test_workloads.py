@@ -199,4 +199,5 @@ def test_yaml_output_is_the_apis_object(gpuctl, logged_in, job):
     import yaml
 
     gpuctl("submit", "-f", job())
-    assert yaml.safe_load(gpuctl("get", "train-small", "-o", "yaml").stdout)["name"] == "train-small"
+    shown = gpuctl("get", "train-small", "-o", "yaml").stdout
+    assert yaml.safe_load(shown)["name"] == "train-small"
