@@ -50,13 +50,14 @@ class Api:
     def delete(self, path: str) -> None:
         self._send("DELETE", path)
 
-    def list(self, path: str, *, limit: int | None = None, **params) -> list:
-        """Every item of a paginated list (or of a plain JSON array), up to ``limit``."""
+    def list(self, path: str, *, limit: int | None = None, paged: bool = True, **params) -> list:
+        """Every item of a paginated list, up to ``limit`` (``paged=False``: a list the API
+        answers whole, as a JSON array)."""
+        if not paged:
+            return self.get(path, **params)
         page, items = 1, []
         while True:
             answer = self.get(path, page=page, page_size=PAGE_SIZE, **params)
-            if isinstance(answer, list):
-                return answer[:limit] if limit else answer
             items.extend(answer["results"])
             if not answer.get("next") or (limit and len(items) >= limit):
                 return items[:limit] if limit else items

@@ -184,7 +184,7 @@ def invoice_download(session: Session, ref, kind, target):
         session.org_path(f"invoices/{invoice['id']}/export/{kind}/")
     )
     if target == "-":
-        click.get_binary_stream("stdout").write(content)
+        click.echo(content, nl=False)  # bytes go to the binary stream as they are
         return
     path = Path(target or name or f"invoice-{invoice['id']}.{kind}")
     path.write_bytes(content)
@@ -216,6 +216,7 @@ budgets.add_command(
         org("budgets/"),
         BUDGET_COLUMNS,
         empty="No budgets.",
+        paged=False,
     )
 )
 

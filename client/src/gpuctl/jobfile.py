@@ -4,6 +4,7 @@
 value or a mapping of fields that replace the file's). Several YAML documents in one file are
 submitted together, all or none."""
 
+import sys
 from pathlib import Path
 
 import click
@@ -19,7 +20,7 @@ OWN_KEYS = ("project", "array")
 def load(path: str, overrides: tuple[str, ...]) -> tuple[str | None, list[dict]]:
     """The project a file names (or None) and the API bodies it holds, ``--set`` applied."""
     try:
-        text = Path(path).read_text() if path != "-" else click.get_text_stream("stdin").read()
+        text = Path(path).read_text() if path != "-" else sys.stdin.read()
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except OSError as error:
         raise click.BadParameter(str(error), param_hint="-f") from error

@@ -23,11 +23,13 @@ def lister(
     *,
     empty: str,
     options: Sequence[Callable] = (),
+    paged: bool = True,
 ) -> click.Command:
-    """A command listing ``path``; each option (a ``click.option``) becomes a query filter."""
+    """A command listing ``path`` (``paged``: a paginated list, read page by page); each option
+    (a ``click.option``) becomes a query filter."""
 
     def run(session: Session, **filters):
-        items = session.api.list(path(session), **filters)
+        items = session.api.list(path(session), paged=paged, **filters)
         show_list(items, session.output, columns, empty=empty)
 
     run = scoped()(run)

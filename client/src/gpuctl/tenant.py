@@ -22,6 +22,7 @@ gpu_classes = lister(
     lambda session: "gpu-classes/",
     [("NAME", "name"), ("MEMORY GIB", "memory_gib"), ("MIG PROFILES", "mig_profiles")],
     empty="No GPU classes.",
+    paged=False,
 )
 tiers = lister(
     "tiers",
@@ -34,6 +35,7 @@ tiers = lister(
         ("DESCRIPTION", "description"),
     ],
     empty="No tiers.",
+    paged=False,
 )
 quotas = lister(
     "quotas",
