@@ -1,0 +1,74 @@
+"""The issue's "Done when", browser-free: after `make demo`, a new user follows the README's
+"From the terminal" with gpuctl alone: logs in, submits a job from a YAML file, watches it run,
+sees why another one waits, and downloads this month's invoice."""
+
+import json
+
+import pytest
+from pypdf import PdfReader
+
+from .conftest import advance, cycle
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+JOB = """\
+name: sft-run
+kind: fine-tuning
+tier: training
+image: nvcr.io/nvidia/pytorch:25.01-py3
+gpu_classes: [H100-80GB]
+gpus: 8
+command: [python, finetune.py, --epochs, "3"]
+env:
+  SIMULATED_RUNTIME_SECONDS: 1800
+max_runtime_seconds: 7200
+"""
+
+
+def test_a_new_user_runs_a_job_sees_why_another_waits_and_downloads_the_invoice(
+    gpuctl, live_server, secret, tmp_path
+):
+    from billing import services as billing
+    from portal import clock
+
+    def ok(*args: str) -> str:
+        result = gpuctl(*args)
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    ok("login", live_server.url, "--token", secret, "--project", "ai-dev")
+    (tmp_path / "job.yaml").write_text(JOB)
+    assert "sft-run" in ok("submit", "-f", str(tmp_path / "job.yaml"))
+
+    # The worker's beat runs a cycle and follows the cluster; gpuctl watches it run.
+    cycle()
+    advance(30)
+    ok("wait", "sft-run", "--interval", "0.05")
+    assert [w["state"] for w in json.loads(ok("ls", "--name", "sft-run", "-o", "json"))] == [
+        "Running"
+    ]
+
+    # Another one asks for more than acme's H100 quota has left: gpuctl says why it waits.
+    ok("submit", "-f", str(tmp_path / "job.yaml"), "--set", "name=too-big", "--set", "replicas=5")
+    cycle()
+    why = ok("why", "too-big")
+    assert "too-big is pending: H100-80GB:" in why and "queue position:" in why
+
+    advance(1800)
+    ok("wait", "sft-run", "--for", "done", "--interval", "0.05")
+
+    # Beat meters the use and drafts this month's invoice; gpuctl downloads it.
+    now = clock.now()
+    billing.usage_meter(now=now)
+    billing.invoices_draft_month(year=now.year, month=now.month)
+    pdf = tmp_path / "invoice.pdf"
+    ok("invoices", "download", now.strftime("%Y-%m"), "-O", str(pdf))
+    invoice = json.loads(
+        ok("invoices", "download", now.strftime("%Y-%m"), "--format", "json", "-O", "-")
+    )
+    assert pdf.read_bytes().startswith(b"%PDF")
+    assert "ai-dev" in PdfReader(pdf).pages[0].extract_text()
+    assert any(
+        line["project"] == "ai-dev" and line["gpu_class"] == "H100-80GB"
+        for line in invoice["lines"]
+    )
