@@ -155,20 +155,23 @@ def why(session: Session, name):
         stdout.print(f"{name} is not waiting: {workload['state']} since {cell(since)}{why_not}.")
 
 
-DURATION = re.compile(r"^\d+[smhd]$")
+# How long ago (30s, 10m, 2h, 1d), or a time with its UTC offset: what the API takes.
+SINCE = re.compile(r"^(\d{1,6}[smhd]|\d{4}-\d{2}-\d{2}T.+)$")
 
 
 @click.command()
 @click.argument("name")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing lines as they come.")
 @click.option("--replica", type=click.IntRange(min=0), help="Only this replica's lines.")
-@click.option("--tail", type=click.IntRange(min=0), help="Only the last N lines.")
-@click.option("--since", help="Only lines newer than this: 30s, 10m, 2h, 1d.")
+@click.option("--tail", type=click.IntRange(min=1), help="Only the last N lines.")
+@click.option("--since", help="Only lines since: 30s, 10m, 2h, 1d ago, or 2026-06-01T09:00:00Z.")
 @scoped(project=True)
 def logs(session: Session, name, follow, replica, tail, since):
     """Print a workload's container logs (-f: follow them while it runs)."""
-    if since is not None and not DURATION.match(since):
-        raise click.BadParameter("a duration such as 30s, 10m, 2h or 1d", param_hint="--since")
+    if since is not None and not SINCE.match(since):
+        raise click.BadParameter(
+            "30s, 10m, 2h, 1d, or a time with its offset", param_hint="--since"
+        )
     params = {"replica": replica, "tail": tail, "since": since}
     if follow:
         params["follow"] = "true"
