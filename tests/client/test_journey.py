@@ -62,10 +62,8 @@ def test_a_new_user_runs_a_job_sees_why_another_waits_and_downloads_the_invoice(
     billing.usage_meter(now=now)
     billing.invoices_draft_month(year=now.year, month=now.month)
     pdf = tmp_path / "invoice.pdf"
-    ok("invoices", "download", now.strftime("%Y-%m"), "-O", str(pdf))
-    invoice = json.loads(
-        ok("invoices", "download", now.strftime("%Y-%m"), "--format", "json", "-O", "-")
-    )
+    ok("invoices", "download", "-O", str(pdf))  # the newest: this month's
+    invoice = json.loads(ok("invoices", "download", "--format", "json", "-O", "-"))
     assert pdf.read_bytes().startswith(b"%PDF")
     assert "ai-dev" in PdfReader(pdf).pages[0].extract_text()
     assert any(

@@ -52,3 +52,8 @@ def test_completion_completes_command_names():
     env = {"_GPUCTL_COMPLETE": "bash_complete", "COMP_WORDS": "gpuctl inv", "COMP_CWORD": "1"}
     result = run(env={"PATH": "/usr/bin:/bin", **env})
     assert "invoices" in result.stdout
+
+
+def test_completion_completes_options():
+    env = {"_GPUCTL_COMPLETE": "bash_complete", "COMP_WORDS": "gpuctl ls --sta", "COMP_CWORD": "2"}
+    assert "--state" in run(env={"PATH": "/usr/bin:/bin", **env}).stdout

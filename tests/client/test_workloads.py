@@ -201,3 +201,20 @@ def test_yaml_output_is_the_apis_object(gpuctl, logged_in, job):
     gpuctl("submit", "-f", job())
     shown = gpuctl("get", "train-small", "-o", "yaml").stdout
     assert yaml.safe_load(shown)["name"] == "train-small"
+
+
+def test_a_job_file_is_read_from_standard_input(gpuctl, logged_in):
+    assert gpuctl("submit", "-f", "-", input=JOB).exit_code == 0
+    assert workload(gpuctl, "train-small")["state"] == "Pending"
+
+
+def test_the_documents_of_one_file_are_submitted_together(gpuctl, logged_in, job):
+    two = JOB + "---\n" + JOB.replace("train-small", "train-other")
+    created = json.loads(gpuctl("submit", "-f", job(two), "-o", "json").stdout)
+    assert [w["name"] for w in created] == ["train-small", "train-other"]
+
+
+def test_no_project_to_act_in_is_bad_usage(gpuctl, live_server, secret):
+    """acme has two projects: without --project or a context's, gpuctl cannot choose."""
+    result = gpuctl("ls", env={"GPUCTL_URL": live_server.url, "GPUCTL_TOKEN": secret})
+    assert (result.exit_code, "--project" in result.output) == (2, True)

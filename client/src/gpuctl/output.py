@@ -1,6 +1,7 @@
 """Output: tables for people, JSON or YAML (the API's objects as they came) for scripts."""
 
 import json
+import re
 from collections.abc import Callable, Sequence
 
 import click
@@ -25,9 +26,16 @@ def value_of(item: dict, key: str | Callable[[dict], object]) -> object:
     return value
 
 
+# An API time (ISO 8601, UTC): shown to the second, `2026-12-01 20:17:21Z`.
+INSTANT = re.compile(r"^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(?:\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+
+
 def cell(value: object) -> str:
+    """A value as a table shows it (JSON and YAML give the API's values untouched)."""
     if value is None or value == "" or value == []:
         return "-"
+    if isinstance(value, str) and (instant := INSTANT.match(value)):
+        return f"{instant[1]} {instant[2]}{instant[3]}"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, list):
