@@ -10,7 +10,7 @@ from click.shell_completion import get_completion_class
 
 from . import __version__, config
 from .api import Api
-from .errors import GpuctlError, NotLoggedIn, stderr
+from .errors import ApiError, GpuctlError, NotLoggedIn, stderr
 from .output import FORMATS, machine, show_list, stdout
 
 EPILOG = (
@@ -44,13 +44,13 @@ def login(url, token, name, org_slug, project_slug):
         memberships = api.get("me/memberships/")
         orgs = [m["organization"] for m in memberships]
         if org_slug and org_slug not in orgs:
-            raise GpuctlError(
-                f"The token is not for organization {org_slug!r} ({', '.join(orgs)})."
-            )
+            raise GpuctlError(f"The token is not for organization {org_slug!r}.", exit_code=3)
         org_slug = org_slug or (orgs[0] if len(orgs) == 1 else None)
         if org_slug and not project_slug:
             projects = api.list(f"organizations/{org_slug}/projects/", limit=2)
             project_slug = projects[0]["slug"] if len(projects) == 1 else None
+        who = ", ".join(f"{m['organization']} ({m['role']})" for m in memberships)
+        who = f"{memberships[0]['user']['email']}, {who}" if memberships else _operator(api)
     finally:
         api.close()
     settings = config.load()
@@ -60,12 +60,19 @@ def login(url, token, name, org_slug, project_slug):
     )
     settings["current"] = name
     path = config.save(settings)
-    who = ", ".join(f"{m['organization']} ({m['role']})" for m in memberships) or "no organization"
-    stdout.print(f"Logged in to {url} as {_user(memberships)}: {who}. Context {name!r} in {path}.")
+    stdout.print(f"Logged in to {url}: {who}. Context {name!r} in {path}.")
 
 
-def _user(memberships: list) -> str:
-    return memberships[0]["user"]["email"] if memberships else "a token's owner"
+def _operator(api: Api) -> str:
+    """A token of no organization: an operator token reaches the operator API (any other
+    caller gets a 404 there)."""
+    try:
+        api.list("operator/pools/", limit=1)
+    except ApiError as error:
+        raise GpuctlError(
+            "The token reaches no organization and no operator API.", exit_code=3
+        ) from error
+    return "the operator API"
 
 
 @cli.group()
