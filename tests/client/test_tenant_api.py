@@ -24,6 +24,13 @@ def tomorrow_at(hour: int) -> str:
     return day.replace(hour=hour, minute=0, second=0, microsecond=0).isoformat()
 
 
+def ordered(gpuctl, *extra: str, item: str = "l4-reserved", hours=(9, 10)):
+    """gpuctl orders create of ``item`` tomorrow from and to those hours (UTC)."""
+    start, end = (tomorrow_at(hour) for hour in hours)
+    window = ["--start", start, "--end", end]
+    return gpuctl("orders", "create", "--item", item, "--quantity", "1", *window, *extra)
+
+
 def test_invoice_download_writes_this_months_invoice_as_a_pdf(gpuctl, logged_in, tmp_path):
     from portal import clock
 
@@ -83,66 +90,21 @@ def test_credits_show_the_balance(gpuctl, logged_in):
 
 
 def test_an_order_is_created_submitted_and_listed_waiting(gpuctl, logged_in):
-    created = as_json(
-        gpuctl(
-            "orders",
-            "create",
-            "--item",
-            "h100-80gb-reserved",
-            "--quantity",
-            "8",
-            "--start",
-            tomorrow_at(9),
-            "--end",
-            tomorrow_at(13),
-            "-o",
-            "json",
-        )
-    )
+    created = as_json(ordered(gpuctl, "-o", "json", item="h100-80gb-reserved", hours=(9, 13)))
     waiting = as_json(gpuctl("orders", "ls", "--state", "submitted", "-o", "json"))
     assert (created["state"], created["id"] in [o["id"] for o in waiting]) == ("submitted", True)
 
 
 def test_a_draft_order_is_submitted_then_cancelled(gpuctl, logged_in):
-    draft = as_json(
-        gpuctl(
-            "orders",
-            "create",
-            "--item",
-            "l4-reserved",
-            "--quantity",
-            "1",
-            "--draft",
-            "--start",
-            tomorrow_at(9),
-            "--end",
-            tomorrow_at(10),
-            "-o",
-            "json",
-        )
-    )
+    draft = as_json(ordered(gpuctl, "--draft", "-o", "json"))
     submitted = as_json(gpuctl("orders", "submit", draft["id"], "-o", "json"))
     cancelled = as_json(gpuctl("orders", "cancel", draft["id"], "-o", "json"))
-    assert (draft["state"], submitted["state"], cancelled["state"]) == (
-        "draft",
-        "submitted",
-        "cancelled",
-    )
+    states = (draft["state"], submitted["state"], cancelled["state"])
+    assert states == ("draft", "submitted", "cancelled")
 
 
 def test_an_order_with_an_end_before_its_start_names_the_field_and_exits_1(gpuctl, logged_in):
-    result = gpuctl(
-        "orders",
-        "create",
-        "--item",
-        "l4-reserved",
-        "--quantity",
-        "1",
-        "--start",
-        tomorrow_at(10),
-        "--end",
-        tomorrow_at(9),
-    )
+    result = ordered(gpuctl, hours=(10, 9))
     assert (result.exit_code, "ends_at" in result.stderr) == (1, True)
 
 

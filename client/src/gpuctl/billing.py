@@ -7,7 +7,7 @@ import click
 
 from .errors import GpuctlError
 from .output import machine, show_list, show_object, stdout, table
-from .resources import actor, body, getter, lister, org
+from .resources import actor, body, lister, org, resource_group
 from .session import Session, scoped
 
 catalog = lister(
@@ -40,22 +40,15 @@ ORDER_COLUMNS = [
 ]
 
 
-@click.group()
-def orders():
-    """Order from the catalog (reservations, quota packages), and follow the orders."""
-
-
-orders.add_command(
-    lister(
-        "ls",
-        "List the organization's orders.",
-        org("orders/"),
-        ORDER_COLUMNS,
-        empty="No orders.",
-        options=[click.option("--state", help="Only this state (draft, submitted, approved, …).")],
-    )
+orders = resource_group(
+    "orders",
+    "Order from the catalog (reservations, quota packages), and follow the orders.",
+    "orders/",
+    ORDER_COLUMNS,
+    plural="orders",
+    singular="an order",
+    options=[click.option("--state", help="Only this state (draft, submitted, approved, …).")],
 )
-orders.add_command(getter("get", "Show an order.", org("orders/")))
 orders.add_command(actor("submit", "Submit a draft order.", org("orders/"), "submit"))
 orders.add_command(actor("cancel", "Cancel an order.", org("orders/"), "cancel"))
 
@@ -122,19 +115,12 @@ INVOICE_COLUMNS = [
 ]
 
 
-@click.group()
-def invoices():
-    """Invoices and credit notes; download them as PDF, CSV or JSON."""
-
-
-invoices.add_command(
-    lister(
-        "ls",
-        "List the organization's invoices.",
-        org("invoices/"),
-        INVOICE_COLUMNS,
-        empty="No invoices.",
-    )
+invoices = resource_group(
+    "invoices",
+    "Invoices and credit notes; download them as PDF, CSV or JSON.",
+    "invoices/",
+    INVOICE_COLUMNS,
+    plural="invoices",
 )
 
 
@@ -204,20 +190,13 @@ BUDGET_COLUMNS = [
 ]
 
 
-@click.group()
-def budgets():
-    """Monthly budgets of the organization or of a project, with alert thresholds."""
-
-
-budgets.add_command(
-    lister(
-        "ls",
-        "List the budgets and this month's spend.",
-        org("budgets/"),
-        BUDGET_COLUMNS,
-        empty="No budgets.",
-        paged=False,
-    )
+budgets = resource_group(
+    "budgets",
+    "Monthly budgets of the organization or of a project, with alert thresholds.",
+    "budgets/",
+    BUDGET_COLUMNS,
+    plural="budgets",
+    paged=False,
 )
 
 

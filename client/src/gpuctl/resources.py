@@ -62,3 +62,34 @@ def actor(name: str, help: str, path: PathOf, verb: str, fields: Sequence[Column
 def body(**fields) -> dict:
     """A request body of the options given (None: left out, so the API's default applies)."""
     return {name: value for name, value in fields.items() if value is not None}
+
+
+def resource_group(
+    name: str,
+    help: str,
+    rest: str,
+    columns: Sequence[Column],
+    *,
+    plural: str,
+    singular: str | None = None,
+    options: Sequence[Callable] = (),
+    paged: bool = True,
+) -> click.Group:
+    """A command group for one of the organization's collections (``rest`` under its path):
+    ``ls``, and ``get ID`` when ``singular`` names one item."""
+    group = click.Group(name, help=help)
+    path = org(rest)
+    group.add_command(
+        lister(
+            "ls",
+            f"List the organization's {plural}.",
+            path,
+            columns,
+            empty=f"No {plural}.",
+            options=options,
+            paged=paged,
+        )
+    )
+    if singular:
+        group.add_command(getter("get", f"Show {singular}.", path))
+    return group

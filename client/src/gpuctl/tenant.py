@@ -6,7 +6,7 @@ import click
 
 from . import billing
 from .output import show_list, show_object, stdout
-from .resources import actor, body, getter, lister, org
+from .resources import actor, body, lister, org, resource_group
 from .session import Session, scoped
 
 projects = lister(
@@ -67,21 +67,14 @@ QUOTA_REQUEST_COLUMNS = [
 ]
 
 
-@click.group("quota-requests")
-def quota_requests():
-    """Ask operators for more quota, and follow the requests."""
-
-
-quota_requests.add_command(
-    lister(
-        "ls",
-        "List the organization's quota requests.",
-        org("quota-requests/"),
-        QUOTA_REQUEST_COLUMNS,
-        empty="No quota requests.",
-    )
+quota_requests = resource_group(
+    "quota-requests",
+    "Ask operators for more quota, and follow the requests.",
+    "quota-requests/",
+    QUOTA_REQUEST_COLUMNS,
+    plural="quota requests",
+    singular="a quota request",
 )
-quota_requests.add_command(getter("get", "Show a quota request.", org("quota-requests/")))
 
 
 @quota_requests.command("create")
@@ -112,21 +105,14 @@ RESERVATION_COLUMNS = [
 ]
 
 
-@click.group()
-def reservations():
-    """Reserve GPUs of a pool over a window, and follow the reservations."""
-
-
-reservations.add_command(
-    lister(
-        "ls",
-        "List the organization's reservations.",
-        org("reservations/"),
-        RESERVATION_COLUMNS,
-        empty="No reservations.",
-    )
+reservations = resource_group(
+    "reservations",
+    "Reserve GPUs of a pool over a window, and follow the reservations.",
+    "reservations/",
+    RESERVATION_COLUMNS,
+    plural="reservations",
+    singular="a reservation",
 )
-reservations.add_command(getter("get", "Show a reservation.", org("reservations/")))
 reservations.add_command(actor("cancel", "Cancel a reservation.", org("reservations/"), "cancel"))
 
 
@@ -178,19 +164,8 @@ TOKEN_COLUMNS = [
 ]
 
 
-@click.group()
-def tokens():
-    """API tokens of the organization."""
-
-
-tokens.add_command(
-    lister(
-        "ls",
-        "List the organization's API tokens.",
-        org("tokens/"),
-        TOKEN_COLUMNS,
-        empty="No tokens.",
-    )
+tokens = resource_group(
+    "tokens", "API tokens of the organization.", "tokens/", TOKEN_COLUMNS, plural="API tokens"
 )
 tokens.add_command(actor("revoke", "Revoke a token at once.", org("tokens/"), "revoke"))
 

@@ -2,6 +2,7 @@
 
 import re
 import time
+from contextlib import suppress
 
 import click
 from rich.live import Live
@@ -114,13 +115,11 @@ def ls(session: Session, state, kind, tier, name, watch, interval, timeout):
     if session.output != "table":
         raise click.UsageError("--watch shows a table: leave out -o.")
     started = time.monotonic()
-    with Live(table(read(), COLUMNS), console=stdout, auto_refresh=False) as live:
-        try:
-            while timeout is None or time.monotonic() - started < timeout:
-                time.sleep(interval)
-                live.update(table(read(), COLUMNS), refresh=True)
-        except KeyboardInterrupt:
-            pass
+    live = Live(table(read(), COLUMNS), console=stdout, auto_refresh=False)
+    with live, suppress(KeyboardInterrupt):  # Ctrl-C ends the watch, not in error
+        while timeout is None or time.monotonic() - started < timeout:
+            time.sleep(interval)
+            live.update(table(read(), COLUMNS), refresh=True)
 
 
 @click.command()
@@ -175,12 +174,10 @@ def logs(session: Session, name, follow, replica, tail, since):
     params = {"replica": replica, "tail": tail, "since": since}
     if follow:
         params["follow"] = "true"
-    with session.api.stream_lines(_workload_path(session, name, "logs/"), **params) as lines:
-        try:
-            for line in lines:
-                click.echo(line)
-        except KeyboardInterrupt:
-            pass
+    path = _workload_path(session, name, "logs/")
+    with session.api.stream_lines(path, **params) as lines, suppress(KeyboardInterrupt):
+        for line in lines:
+            click.echo(line)
 
 
 @click.command()
