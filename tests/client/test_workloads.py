@@ -218,3 +218,12 @@ def test_no_project_to_act_in_is_bad_usage(gpuctl, live_server, secret):
     """acme has two projects: without --project or a context's, gpuctl cannot choose."""
     result = gpuctl("ls", env={"GPUCTL_URL": live_server.url, "GPUCTL_TOKEN": secret})
     assert (result.exit_code, "--project" in result.output) == (2, True)
+
+
+def test_the_files_project_beats_the_contexts_and_the_flag_beats_the_file(gpuctl, logged_in, job):
+    elsewhere = job(JOB + "project: ai-prod\n")
+    gpuctl("submit", "-f", elsewhere)
+    gpuctl("submit", "-f", elsewhere, "-p", "ai-dev", "--set", "name=train-here")
+    in_prod = gpuctl("get", "train-small", "-p", "ai-prod", "-o", "json")
+    assert json.loads(in_prod.stdout)["project"] == "ai-prod"
+    assert workload(gpuctl, "train-here")["project"] == "ai-dev"
