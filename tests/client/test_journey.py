@@ -1,8 +1,10 @@
 """The issue's "Done when", browser-free: after `make demo`, a new user follows the README's
 "From the terminal" with gpuctl alone: logs in, submits a job from a YAML file, watches it run,
-sees why another one waits, and downloads this month's invoice."""
+follows its logs, sees why another one waits, and downloads this month's invoice."""
 
 import json
+import threading
+import time
 
 import pytest
 from pypdf import PdfReader
@@ -25,7 +27,27 @@ max_runtime_seconds: 7200
 """
 
 
-def test_a_new_user_runs_a_job_sees_why_another_waits_and_downloads_the_invoice(
+def the_job_runs_to_its_end_in(seconds: float) -> threading.Thread:
+    """Time passes: in ``seconds`` the simulated clock moves past the job's end, and moments
+    later beat's sync ends the workload."""
+
+    def later():
+        from django.db import connection
+
+        from portal import clock
+
+        time.sleep(seconds)
+        clock.advance(seconds=1800)
+        time.sleep(2)
+        advance(0)
+        connection.close()
+
+    mover = threading.Thread(target=later)
+    mover.start()
+    return mover
+
+
+def test_a_new_user_runs_a_job_follows_its_logs_sees_why_another_waits_and_gets_the_invoice(
     gpuctl, live_server, secret, tmp_path
 ):
     from billing import services as billing
@@ -54,7 +76,11 @@ def test_a_new_user_runs_a_job_sees_why_another_waits_and_downloads_the_invoice(
     why = ok("why", "too-big")
     assert "too-big is pending: H100-80GB:" in why and "queue position:" in why
 
-    advance(1800)
+    # gpuctl follows the logs while the job runs, and ends with it.
+    mover = the_job_runs_to_its_end_in(1.5)
+    followed = ok("logs", "sft-run", "-f")
+    mover.join()
+    assert " loss " in followed and "training finished in" in followed.splitlines()[-1]
     ok("wait", "sft-run", "--for", "done", "--interval", "0.05")
 
     # Beat meters the use and drafts this month's invoice; gpuctl downloads it.

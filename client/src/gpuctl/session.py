@@ -51,6 +51,10 @@ class Session:
         return f"organizations/{self.org}/projects/{self.project}/{rest}"
 
 
+def workload_path(session: Session, name: str, rest: str = "") -> str:
+    return session.project_path(f"workloads/{name}/{rest}")
+
+
 def scoped(*, project: bool = False):
     """A command that talks to the API: it takes ``--context``, ``--org``, ``-o`` (and
     ``--project``) and is called with a ``Session`` first."""

@@ -1,6 +1,5 @@
 """Workloads: submit from a job file, list (and watch), get, why, logs, events, cancel, wait."""
 
-import re
 import time
 from contextlib import suppress
 
@@ -9,8 +8,9 @@ from rich.live import Live
 
 from . import jobfile
 from .errors import WaitFailed, stderr
+from .logs import logs
 from .output import cell, machine, show_list, show_object, stdout, table
-from .session import Session, scoped
+from .session import Session, scoped, workload_path
 
 FINAL = ("Succeeded", "Failed", "Preempted", "Cancelled", "Expired")
 # What each --for waits for: the states that end the wait well.
@@ -59,10 +59,6 @@ TARGET = click.option(
     help="running: until it runs (or ran); done: until it succeeds.",
 )
 TIMEOUT = click.option("--timeout", type=float, help="Give up after this many seconds.")
-
-
-def _workload_path(session: Session, name: str, rest: str = "") -> str:
-    return session.project_path(f"workloads/{name}/{rest}")
 
 
 @click.command()
@@ -127,7 +123,7 @@ def ls(session: Session, state, kind, tier, name, watch, interval, timeout):
 @scoped(project=True)
 def get(session: Session, name):
     """Show one workload: its request, state, placements and times."""
-    workload = session.api.get(_workload_path(session, name))
+    workload = session.api.get(workload_path(session, name))
     show_object(workload, session.output)
     if session.output == "table" and workload["placements"]:
         placements = [("REPLICA", "replica"), ("NODE", "node"), ("GPUS", "gpu_indices")]
@@ -139,7 +135,7 @@ def get(session: Session, name):
 @scoped(project=True)
 def why(session: Session, name):
     """Why a workload waits: the scheduler's reason, its queue position and estimated start."""
-    workload = session.api.get(_workload_path(session, name))
+    workload = session.api.get(workload_path(session, name))
     pending = workload["pending"]
     answer = {"name": name, "state": workload["state"], "pending": pending}
     if session.output != "table":
@@ -154,38 +150,12 @@ def why(session: Session, name):
         stdout.print(f"{name} is not waiting: {workload['state']} since {cell(since)}{why_not}.")
 
 
-# How long ago (30s, 10m, 2h, 1d), or a time with its UTC offset: what the API takes.
-SINCE = re.compile(r"^(\d{1,6}[smhd]|\d{4}-\d{2}-\d{2}T.+)$")
-
-
-@click.command()
-@click.argument("name")
-@click.option("-f", "--follow", is_flag=True, help="Keep printing lines as they come.")
-@click.option("--replica", type=click.IntRange(min=0), help="Only this replica's lines.")
-@click.option("--tail", type=click.IntRange(min=1), help="Only the last N lines.")
-@click.option("--since", help="Only lines since: 30s, 10m, 2h, 1d ago, or 2026-06-01T09:00:00Z.")
-@scoped(project=True)
-def logs(session: Session, name, follow, replica, tail, since):
-    """Print a workload's container logs (-f: follow them while it runs)."""
-    if since is not None and not SINCE.match(since):
-        raise click.BadParameter(
-            "30s, 10m, 2h, 1d, or a time with its offset", param_hint="--since"
-        )
-    params = {"replica": replica, "tail": tail, "since": since}
-    if follow:
-        params["follow"] = "true"
-    path = _workload_path(session, name, "logs/")
-    with session.api.stream_lines(path, **params) as lines, suppress(KeyboardInterrupt):
-        for line in lines:
-            click.echo(line)
-
-
 @click.command()
 @click.argument("name")
 @scoped(project=True)
 def events(session: Session, name):
     """A workload's timeline: submitted, admitted, running, preempted, ended, and why."""
-    timeline = session.api.get(_workload_path(session, name, "events/"))
+    timeline = session.api.get(workload_path(session, name, "events/"))
     columns = [("AT", "at"), ("KIND", "kind"), ("MESSAGE", "message")]
     show_list(timeline, session.output, columns, empty="No events.")
 
@@ -195,7 +165,7 @@ def events(session: Session, name):
 @scoped(project=True)
 def cancel(session: Session, names):
     """Cancel workloads (a running one is stopped and its GPUs released)."""
-    ended = [session.api.post(_workload_path(session, name, "cancel/")) for name in names]
+    ended = [session.api.post(workload_path(session, name, "cancel/")) for name in names]
     show_list(ended, session.output, COLUMNS, empty="")
 
 
@@ -217,7 +187,7 @@ def _wait(session: Session, names: list, target: str, timeout, interval) -> None
     with stderr.status("waiting…") as status:
         while True:
             for name in list(waiting):
-                workload = session.api.get(_workload_path(session, name))
+                workload = session.api.get(workload_path(session, name))
                 state = workload["state"]
                 if seen.get(name) != state:
                     seen[name] = state
