@@ -7,12 +7,27 @@ import io
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from django.conf import settings
 from gpuctl.cli import cli
 
 # Wide enough that no table cell is folded: tests read whole values.
 COLUMNS = "250"
+
+
+def job_file(name: str, **fields) -> str:
+    """A job file's YAML: an 8-GPU H100 training job named ``name``; ``fields`` add keys or
+    replace them."""
+    job = {
+        "name": name,
+        "kind": "training",
+        "tier": "training",
+        "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+        "gpu_classes": ["H100-80GB"],
+        "gpus": 8,
+    }
+    return yaml.safe_dump({**job, **fields}, sort_keys=False)
 
 
 @pytest.fixture

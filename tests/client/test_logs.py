@@ -6,21 +6,11 @@ import time
 
 import pytest
 
-from .conftest import advance, cycle
+from .conftest import advance, cycle, job_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-JOB = """\
-name: train-logs
-kind: training
-tier: training
-image: nvcr.io/nvidia/pytorch:25.01-py3
-gpu_classes: [H100-80GB]
-gpus: 8
-replicas: 2
-env:
-  SIMULATED_RUNTIME_SECONDS: 120
-"""
+JOB = job_file("train-logs", replicas=2, env={"SIMULATED_RUNTIME_SECONDS": 120})
 
 
 @pytest.fixture

@@ -5,22 +5,16 @@ import json
 
 import pytest
 
-from .conftest import advance, cycle
+from .conftest import advance, cycle, job_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-JOB = """\
-name: train-small
-kind: training
-tier: training
-image: nvcr.io/nvidia/pytorch:25.01-py3
-gpu_classes: [H100-80GB]
-gpus: 8
-command: [python, train.py]
-env:
-  EPOCHS: 3
-  SIMULATED_RUNTIME_SECONDS: 600
-"""
+# EPOCHS a number, as people write it: gpuctl sends it as a string.
+JOB = job_file(
+    "train-small",
+    command=["python", "train.py"],
+    env={"EPOCHS": 3, "SIMULATED_RUNTIME_SECONDS": 600},
+)
 
 
 @pytest.fixture
