@@ -4,6 +4,7 @@ the client run in this process (Click's runner) talking real HTTP to pytest-djan
 simulated clock are driven here, as the worker's beat tasks would."""
 
 import io
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,17 @@ def advance(seconds: float) -> None:
 
     clock.advance(seconds=seconds)
     services.workloads_sync(backend=backend())
+
+
+def tomorrow_at(hour: int) -> str:
+    from portal import clock
+
+    day = clock.now() + timedelta(days=1)
+    return day.replace(hour=hour, minute=0, second=0, microsecond=0).isoformat()
+
+
+def ordered(gpuctl, *extra: str, item: str = "l4-reserved", hours=(9, 10)):
+    """gpuctl orders create of ``item`` tomorrow from and to those hours (UTC)."""
+    start, end = (tomorrow_at(hour) for hour in hours)
+    window = ["--start", start, "--end", end]
+    return gpuctl("orders", "create", "--item", item, "--quantity", "1", *window, *extra)

@@ -4,10 +4,11 @@ files, usage, credits, orders, reservations, quotas and quota requests, budgets,
 import csv
 import io
 import json
-from datetime import timedelta
 
 import pytest
 from pypdf import PdfReader
+
+from .conftest import ordered, tomorrow_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -15,20 +16,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def as_json(result) -> object:
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
-
-
-def tomorrow_at(hour: int) -> str:
-    from portal import clock
-
-    day = clock.now() + timedelta(days=1)
-    return day.replace(hour=hour, minute=0, second=0, microsecond=0).isoformat()
-
-
-def ordered(gpuctl, *extra: str, item: str = "l4-reserved", hours=(9, 10)):
-    """gpuctl orders create of ``item`` tomorrow from and to those hours (UTC)."""
-    start, end = (tomorrow_at(hour) for hour in hours)
-    window = ["--start", start, "--end", end]
-    return gpuctl("orders", "create", "--item", item, "--quantity", "1", *window, *extra)
 
 
 def test_invoice_download_writes_this_months_invoice_as_a_pdf(gpuctl, logged_in, tmp_path):
