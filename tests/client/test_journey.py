@@ -1,6 +1,7 @@
 """The issue's "Done when", browser-free: after `make demo`, a new user follows the README's
 "From the terminal" with gpuctl alone: logs in, submits a job from a YAML file, watches it run,
-follows its logs, sees why another one waits, and downloads this month's invoice."""
+follows its logs, sees why another one waits, and downloads this month's invoice; an operator
+approves an order and cordons a node with gpuctl admin."""
 
 import json
 import threading
@@ -9,7 +10,7 @@ import time
 import pytest
 from pypdf import PdfReader
 
-from .conftest import advance, cycle
+from .conftest import advance, cycle, ordered
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -96,3 +97,34 @@ def test_a_new_user_runs_a_job_follows_its_logs_sees_why_another_waits_and_gets_
         line["project"] == "ai-dev" and line["gpu_class"] == "H100-80GB"
         for line in invoice["lines"]
     )
+
+
+def test_an_operator_approves_an_order_and_cordons_a_node_with_gpuctl_admin(
+    gpuctl, live_server, secret, demo
+):
+    from django.contrib.auth import get_user_model
+
+    from tenants.permissions import Caller
+    from tenants.services import operator_token_issue
+
+    def ok(*args: str) -> str:
+        result = gpuctl(*args)
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    ok("login", live_server.url, "--token", secret)
+    created = ordered(gpuctl, "-o", "json", item="h100-80gb-reserved")
+    order = json.loads(created.stdout)
+
+    # The operator logs in with an operator token (`manage.py operator_token`, or admin).
+    ops = get_user_model().objects.get(email="ops@example.com")
+    operator = operator_token_issue(caller=Caller(user=ops), name="ops-laptop")[1]
+    ok("login", live_server.url, "--token", operator, "--context", "ops")
+    assert order["id"] in ok("admin", "orders", "ls", "--state", "submitted")
+    ok("admin", "orders", "approve", order["id"])
+    ok("admin", "nodes", "cordon", "dgx-h100-01")
+
+    nodes = json.loads(ok("admin", "nodes", "ls", "-o", "json"))
+    decided = json.loads(ok("orders", "get", order["id"], "-o", "json", "--context", "acme"))
+    assert decided["state"] == "approved"
+    assert [n["name"] for n in nodes if n["cordoned"]] == ["dgx-h100-01"]
