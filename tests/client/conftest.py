@@ -95,6 +95,18 @@ def gpuctl(config_home, monkeypatch):
 
 
 @pytest.fixture
+def ok(gpuctl):
+    """Run gpuctl and insist that it exits 0; its standard output."""
+
+    def run(*args: str) -> str:
+        result = gpuctl(*args)
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    return run
+
+
+@pytest.fixture
 def logged_in(gpuctl, live_server, secret):
     """gpuctl logged in as alice to acme, project ai-dev; the live server's URL."""
     result = gpuctl("login", live_server.url, "--token", secret, "--project", "ai-dev")

@@ -49,15 +49,10 @@ def the_job_runs_to_its_end_in(seconds: float) -> threading.Thread:
 
 
 def test_a_new_user_runs_a_job_follows_its_logs_sees_why_another_waits_and_gets_the_invoice(
-    gpuctl, live_server, secret, tmp_path
+    gpuctl, ok, live_server, secret, tmp_path
 ):
     from billing import services as billing
     from portal import clock
-
-    def ok(*args: str) -> str:
-        result = gpuctl(*args)
-        assert result.exit_code == 0, result.output
-        return result.stdout
 
     ok("login", live_server.url, "--token", secret, "--project", "ai-dev")
     (tmp_path / "job.yaml").write_text(JOB)
@@ -100,17 +95,12 @@ def test_a_new_user_runs_a_job_follows_its_logs_sees_why_another_waits_and_gets_
 
 
 def test_an_operator_approves_an_order_and_cordons_a_node_with_gpuctl_admin(
-    gpuctl, live_server, secret, demo
+    gpuctl, ok, live_server, secret, demo
 ):
     from django.contrib.auth import get_user_model
 
     from tenants.permissions import Caller
     from tenants.services import operator_token_issue
-
-    def ok(*args: str) -> str:
-        result = gpuctl(*args)
-        assert result.exit_code == 0, result.output
-        return result.stdout
 
     ok("login", live_server.url, "--token", secret)
     created = ordered(gpuctl, "-o", "json", item="h100-80gb-reserved")
