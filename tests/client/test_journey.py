@@ -49,7 +49,7 @@ def the_job_runs_to_its_end_in(seconds: float) -> threading.Thread:
 
 
 def test_a_new_user_runs_a_job_follows_its_logs_sees_why_another_waits_and_gets_the_invoice(
-    gpuctl, ok, live_server, secret, tmp_path
+    ok, live_server, secret, tmp_path
 ):
     from billing import services as billing
     from portal import clock
