@@ -8,10 +8,11 @@ PORT ?= 8000
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# The portal, and gpuctl (client/: its own package, no Django) so that .venv/bin/gpuctl works.
+$(VENV)/.installed: pyproject.toml client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev]' -e ./client
 	touch $@
 
 # Everything on this machine: SQLite (the database and the Celery broker), the simulated cluster.

@@ -1,0 +1,209 @@
+"""Workloads: submit from a job file, list (and watch), get, why, logs, events, cancel, wait."""
+
+import time
+from contextlib import suppress
+
+import click
+from rich.live import Live
+
+from . import jobfile
+from .errors import WaitFailed, stderr
+from .logs import logs
+from .output import cell, machine, show_list, show_object, stdout, table
+from .session import Session, scoped, workload_path
+
+FINAL = ("Succeeded", "Failed", "Preempted", "Cancelled", "Expired")
+# What each --for waits for: the states that end the wait well.
+TARGETS = {"running": ("Running", "Succeeded"), "done": ("Succeeded",)}
+
+
+def gpus(w: dict) -> str:
+    if w["mig_count"]:
+        each = f"{w['mig_count']}x{w['mig_profile']}"
+    elif w["gpu_milli"]:
+        each = f"{w['gpu_milli']}m"
+    else:
+        each = str(w["gpus"])
+    where = w["gpu_class"] or "/".join(w["gpu_classes"]) or "cpu"
+    return f"{each} {where}" + (f" x{w['replicas']}" if w["replicas"] > 1 else "")
+
+
+def reason(w: dict) -> str:
+    pending = w.get("pending")
+    if pending:
+        position = pending["queue_position"]
+        return pending["message"] + (f" (#{position} in queue)" if position else "")
+    return w.get("status_reason") or ""
+
+
+COLUMNS = [
+    ("NAME", "name"),
+    ("KIND", "kind"),
+    ("TIER", "tier"),
+    ("STATE", "state"),
+    ("GPUS", gpus),
+    ("SUBMITTED", "submitted_at"),
+    ("REASON", reason),
+]
+
+
+INTERVAL = click.option(
+    "--interval", type=float, default=2.0, show_default=True, help="Seconds between polls."
+)
+TARGET = click.option(
+    "--for",
+    "target",
+    type=click.Choice(list(TARGETS)),
+    default="running",
+    show_default=True,
+    help="running: until it runs (or ran); done: until it succeeds.",
+)
+TIMEOUT = click.option("--timeout", type=float, help="Give up after this many seconds.")
+
+
+@click.command()
+@click.option("-f", "--file", "path", required=True, help="The job file (YAML; - for stdin).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a field.")
+@click.option("--wait", is_flag=True, help="Wait until the workloads run (or --for done).")
+@TARGET
+@TIMEOUT
+@INTERVAL
+@scoped(project=True)
+def submit(session: Session, path, overrides, wait, target, timeout, interval):
+    """Submit the workload of a job file (a job array through the batch endpoint)."""
+    project, bodies = jobfile.load(path, overrides)
+    if project and not session.project_flag:  # --project wins over the file's project
+        session.target.project = project
+    if len(bodies) == 1:
+        created = [session.api.post(session.project_path("workloads/"), bodies[0])]
+    else:
+        created = session.api.post(session.project_path("workload-batches/"), {"workloads": bodies})
+    show_list(created, session.output, COLUMNS, empty="Nothing submitted.")
+    if wait:
+        _wait(session, [w["name"] for w in created], target, timeout, interval)
+
+
+@click.command("ls")
+@click.option("--state", help="Only this state (pending, running, succeeded, …).")
+@click.option("--kind", help="Only this kind (training, inference, …).")
+@click.option("--tier", help="Only this priority tier.")
+@click.option("--name", help="Only names containing this.")
+@click.option("-w", "--watch", is_flag=True, help="Refresh the table until Ctrl-C.")
+@INTERVAL
+@click.option("--timeout", type=float, help="Stop watching after this many seconds.")
+@scoped(project=True)
+def ls(session: Session, state, kind, tier, name, watch, interval, timeout):
+    """List the project's workloads, newest first."""
+    filters = {
+        "state": state,
+        "kind": kind,
+        "tier": tier,
+        "name": name,
+        "ordering": "-submitted_at",
+    }
+
+    def read() -> list:
+        return session.api.list(session.project_path("workloads/"), **filters)
+
+    if not watch:
+        show_list(read(), session.output, COLUMNS, empty="No workloads.")
+        return
+    if session.output != "table":
+        raise click.UsageError("--watch shows a table: leave out -o.")
+    started = time.monotonic()
+    live = Live(table(read(), COLUMNS), console=stdout, auto_refresh=False)
+    with live, suppress(KeyboardInterrupt):  # Ctrl-C ends the watch, not in error
+        while timeout is None or time.monotonic() - started < timeout:
+            time.sleep(interval)
+            live.update(table(read(), COLUMNS), refresh=True)
+
+
+@click.command()
+@click.argument("name")
+@scoped(project=True)
+def get(session: Session, name):
+    """Show one workload: its request, state, placements and times."""
+    workload = session.api.get(workload_path(session, name))
+    show_object(workload, session.output)
+    if session.output == "table" and workload["placements"]:
+        placements = [("REPLICA", "replica"), ("NODE", "node"), ("GPUS", "gpu_indices")]
+        stdout.print(table(workload["placements"], placements, title="placements"))
+
+
+@click.command()
+@click.argument("name")
+@scoped(project=True)
+def why(session: Session, name):
+    """Why a workload waits: the scheduler's reason, its queue position and estimated start."""
+    workload = session.api.get(workload_path(session, name))
+    pending = workload["pending"]
+    answer = {"name": name, "state": workload["state"], "pending": pending}
+    if session.output != "table":
+        machine(answer, session.output)
+    elif pending:
+        stdout.print(f"{name} is pending: {pending['message']} [{pending['code']}]")
+        stdout.print(f"  queue position: {cell(pending['queue_position'])}")
+        stdout.print(f"  estimated start: {cell(pending['estimated_start'])}")
+    else:
+        since = workload["finished_at"] or workload["started_at"] or workload["admitted_at"]
+        why_not = f" ({workload['status_reason']})" if workload["status_reason"] else ""
+        stdout.print(f"{name} is not waiting: {workload['state']} since {cell(since)}{why_not}.")
+
+
+@click.command()
+@click.argument("name")
+@scoped(project=True)
+def events(session: Session, name):
+    """A workload's timeline: submitted, admitted, running, preempted, ended, and why."""
+    timeline = session.api.get(workload_path(session, name, "events/"))
+    columns = [("AT", "at"), ("KIND", "kind"), ("MESSAGE", "message")]
+    show_list(timeline, session.output, columns, empty="No events.")
+
+
+@click.command()
+@click.argument("names", nargs=-1, required=True)
+@scoped(project=True)
+def cancel(session: Session, names):
+    """Cancel workloads (a running one is stopped and its GPUs released)."""
+    ended = [session.api.post(workload_path(session, name, "cancel/")) for name in names]
+    show_list(ended, session.output, COLUMNS, empty="")
+
+
+@click.command()
+@click.argument("names", nargs=-1, required=True)
+@TARGET
+@TIMEOUT
+@INTERVAL
+@scoped(project=True)
+def wait(session: Session, names, target, timeout, interval):
+    """Wait until workloads run (or, --for done, succeed), showing their progress."""
+    _wait(session, list(names), target, timeout, interval)
+
+
+def _wait(session: Session, names: list, target: str, timeout, interval) -> None:
+    """Poll until every workload reached ``target``; exit 5 if one ended otherwise or the
+    timeout passed. Each change of state is told on stderr (stdout stays for -o json)."""
+    started, seen, waiting = time.monotonic(), {}, list(names)
+    with stderr.status("waiting…") as status:
+        while True:
+            for name in list(waiting):
+                workload = session.api.get(workload_path(session, name))
+                state = workload["state"]
+                if seen.get(name) != state:
+                    seen[name] = state
+                    why_now = reason(workload)
+                    stderr.print(f"{name}: {state}" + (f" ({why_now})" if why_now else ""))
+                if state in TARGETS[target]:
+                    waiting.remove(name)
+                elif state in FINAL:
+                    raise WaitFailed(f"{name} ended {state}: {workload['status_reason'] or '-'}")
+            if not waiting:
+                return
+            elapsed = time.monotonic() - started
+            if timeout is not None and elapsed >= timeout:
+                raise WaitFailed(f"Still waiting after {timeout:g} s: {', '.join(waiting)}.")
+            status.update(f"waiting for {', '.join(waiting)} ({elapsed:.0f} s)")
+            time.sleep(interval)
+
+
+COMMANDS = [submit, ls, get, why, logs, events, cancel, wait]
