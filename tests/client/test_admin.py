@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from .conftest import cycle, job_file, ordered, tomorrow_at
+from .conftest import as_json, cycle, job_file, ordered, tomorrow_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -39,11 +39,6 @@ def submitted_order(gpuctl) -> str:
     result = ordered(gpuctl, "-o", "json", "--context", "acme", item="h100-80gb-reserved")
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)["id"]
-
-
-def as_json(result) -> object:
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def submitted(gpuctl, tmp_path, name: str, **fields) -> None:
