@@ -48,6 +48,14 @@ def submitted(gpuctl, tmp_path, name: str, **fields) -> None:
     cycle()
 
 
+def node_running(gpuctl, tmp_path, name: str) -> str:
+    """The node alice's job ``name``, submitted and admitted, runs on."""
+    submitted(gpuctl, tmp_path, name)
+    running = as_json(gpuctl("get", name, "-o", "json", "--context", "acme"))
+    [node] = {placement["node"] for placement in running["placements"]}
+    return node
+
+
 def requested_reservation(gpuctl) -> str:
     """A reservation of alice's for tomorrow: it waits for an operator."""
     window = ["--start", tomorrow_at(9), "--end", tomorrow_at(11)]
@@ -116,9 +124,7 @@ def test_a_tenant_token_meets_no_operator_api_and_exits_1(gpuctl, logged_in):
 def test_draining_a_node_cordons_it_and_requeues_what_ran_there(
     gpuctl, logged_in, as_operator, tmp_path
 ):
-    submitted(gpuctl, tmp_path, "sft-run")
-    running = as_json(gpuctl("get", "sft-run", "-o", "json", "--context", "acme"))
-    [node] = {placement["node"] for placement in running["placements"]}
+    node = node_running(gpuctl, tmp_path, "sft-run")
     drained = as_json(as_operator("admin", "nodes", "drain", node, "-o", "json"))
     assert (drained["node"]["cordoned"], [w["name"] for w in drained["requeued"]]) == (
         True,
@@ -144,11 +150,19 @@ def test_an_operator_approves_a_requested_reservation(gpuctl, logged_in, as_oper
     assert approved["state"] == "approved"
 
 
-def test_an_operator_rejects_a_reservation_with_a_reason(gpuctl, logged_in, as_operator):
-    reservation = requested_reservation(gpuctl)
-    args = ["admin", "reservations", "reject", reservation, "--reason", "Maintenance"]
+@pytest.mark.parametrize(
+    ("kind", "requested", "state"),
+    [
+        ("reservations", requested_reservation, "rejected"),
+        ("quota-requests", requested_quota, "denied"),
+    ],
+)
+def test_an_operator_rejects_a_request_with_a_reason(
+    gpuctl, logged_in, as_operator, kind, requested, state
+):
+    args = ["admin", kind, "reject", requested(gpuctl), "--reason", "Not this quarter"]
     rejected = as_json(as_operator(*args, "-o", "json"))
-    assert (rejected["state"], rejected["decision_reason"]) == ("rejected", "Maintenance")
+    assert (rejected["state"], rejected["decision_reason"]) == (state, "Not this quarter")
 
 
 def test_a_decision_on_a_decided_reservation_exits_1_with_the_conflict(
@@ -182,13 +196,6 @@ def test_an_operator_grants_a_quota_request_less_until_a_date(gpuctl, logged_in,
     args = ["admin", "quota-requests", "approve", asked, "--amount", "2", "--until", until]
     granted = as_json(as_operator(*args, "-o", "json"))
     assert (granted["granted_amount"], granted["granted_until"][:13]) == (2, until[:13])
-
-
-def test_an_operator_denies_a_quota_request_with_a_reason(gpuctl, logged_in, as_operator):
-    asked = requested_quota(gpuctl)
-    args = ["admin", "quota-requests", "reject", asked, "--reason", "Not this quarter"]
-    denied = as_json(as_operator(*args, "-o", "json"))
-    assert (denied["state"], denied["decision_reason"]) == ("denied", "Not this quarter")
 
 
 def test_the_queue_across_tenants_says_why_each_workload_waits(
@@ -256,3 +263,8 @@ def test_an_operator_grants_credit_and_lists_it(as_operator):
     granted = as_json(as_operator(*args, "--reason", "Service credit", "-o", "json"))
     listed = as_json(as_operator("admin", "credits", "ls", "--organization", "acme", "-o", "json"))
     assert (granted["amount"], granted["id"] in [c["id"] for c in listed]) == ("50.00", True)
+
+
+def test_the_drain_table_names_the_requeued_workloads(gpuctl, logged_in, as_operator, tmp_path):
+    node = node_running(gpuctl, tmp_path, "sft-run")
+    assert "acme/ai-dev/sft-run" in as_operator("admin", "nodes", "drain", node).stdout
