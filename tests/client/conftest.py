@@ -4,6 +4,7 @@ the client run in this process (Click's runner) talking real HTTP to pytest-djan
 simulated clock are driven here, as the worker's beat tasks would."""
 
 import io
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -133,6 +134,12 @@ def advance(seconds: float) -> None:
 
     clock.advance(seconds=seconds)
     services.workloads_sync(backend=backend())
+
+
+def as_json(result) -> object:
+    """A gpuctl result's JSON output, insisting that it exited 0."""
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
 
 
 def tomorrow_at(hour: int) -> str:

@@ -3,19 +3,13 @@ files, usage, credits, orders, reservations, quotas and quota requests, budgets,
 
 import csv
 import io
-import json
 
 import pytest
 from pypdf import PdfReader
 
-from .conftest import ordered, tomorrow_at
+from .conftest import as_json, ordered, tomorrow_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def as_json(result) -> object:
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def test_invoice_download_writes_this_months_invoice_as_a_pdf(gpuctl, logged_in, tmp_path):

@@ -48,14 +48,25 @@ def getter(name: str, help: str, path: PathOf, fields: Sequence[Column] | None =
     return click.command(name, help=help)(click.argument("object_id", metavar="ID")(run))
 
 
-def actor(name: str, help: str, path: PathOf, verb: str, fields: Sequence[Column] | None = None):
-    """A command POSTing ``path`` + ID + ``verb``/ and showing what the API answers."""
+def actor(
+    name: str,
+    help: str,
+    path: PathOf,
+    verb: str,
+    fields: Sequence[Column] | None = None,
+    *,
+    options: Sequence[Callable] = (),
+):
+    """A command POSTing ``path`` + ID + ``verb``/ and showing what the API answers; each option
+    (a ``click.option``) becomes a field of the request's body."""
 
-    def run(session: Session, object_id: str):
-        answer = session.api.post(f"{path(session)}{object_id}/{verb}/")
+    def run(session: Session, object_id: str, **given):
+        answer = session.api.post(f"{path(session)}{object_id}/{verb}/", body(**given) or None)
         show_object(answer, session.output, fields)
 
     run = scoped()(run)
+    for option in reversed(options):
+        run = option(run)
     return click.command(name, help=help)(click.argument("object_id", metavar="ID")(run))
 
 
