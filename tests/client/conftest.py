@@ -14,9 +14,6 @@ from click.testing import CliRunner
 from django.conf import settings
 from gpuctl.cli import cli
 
-# Wide enough that no table cell is folded: tests read whole values.
-COLUMNS = "250"
-
 
 def job_file(name: str, **fields) -> str:
     """A job file's YAML: an 8-GPU H100 training job named ``name``; ``fields`` add keys or
@@ -88,7 +85,7 @@ def gpuctl(config_home, monkeypatch):
             cli,
             list(args),
             input=input,
-            env={"XDG_CONFIG_HOME": str(config_home), "COLUMNS": COLUMNS, **(env or {})},
+            env={"XDG_CONFIG_HOME": str(config_home), **(env or {})},
             prog_name="gpuctl",
         )
 

@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
+from click.testing import CliRunner
+from gpuctl.output import show_list
+
 CLIENT = Path(__file__).resolve().parents[2] / "client" / "src" / "gpuctl"
 PORTAL_ONLY = {"django", "rest_framework", "celery", "portal", "tenants", "scheduling", "billing"}
 GPUCTL = Path(sys.executable).parent / "gpuctl"
@@ -57,3 +61,16 @@ def test_completion_completes_command_names():
 def test_completion_completes_options():
     env = {"_GPUCTL_COMPLETE": "bash_complete", "COMP_WORDS": "gpuctl ls --sta", "COMP_CWORD": "2"}
     assert "--state" in run(env={"PATH": "/usr/bin:/bin", **env}).stdout
+
+
+def test_a_piped_table_keeps_each_row_on_one_line_however_narrow_the_terminal_says_it_is():
+    long_id = "78cb00ce-bb5f-48b8-8098-6867e348c389"
+    columns = [("ID", "id"), ("ORGANIZATION", "organization"), ("NOTE", "note")]
+    rows = [{"id": long_id, "organization": "acme", "note": "x" * 120}]
+
+    @click.command()
+    def listing():
+        show_list(rows, "table", columns, empty="none")
+
+    shown = CliRunner().invoke(listing, env={"COLUMNS": "40"}).output
+    assert long_id in shown and len(shown.splitlines()) == 2

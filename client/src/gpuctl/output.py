@@ -6,12 +6,25 @@ from collections.abc import Callable, Sequence
 
 import click
 import yaml
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.table import Table
 
 FORMATS = ("table", "json", "yaml")
+# How wide a table may grow when the output is not a terminal.
+PIPED_WIDTH = 1000
 
-stdout = Console(highlight=False, soft_wrap=False)
+
+class Output(Console):
+    """In a terminal, tables fit the window; piped into a script, a file or `grep`, each row
+    stays on one line, as kubectl's do, so an id or a name is never folded in two."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        return size if self.is_terminal else ConsoleDimensions(PIPED_WIDTH, size.height)
+
+
+stdout = Output(highlight=False, soft_wrap=False)
 
 # A column: its header and the field it shows (a dotted path), or a function of the object.
 Column = tuple[str, str | Callable[[dict], object]]
