@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from billing import selectors, services
 from billing.models import Credit, Invoice, Order
 from portal.api.serializers import ReasonInput
-from portal.api.views import list_response
+from portal.api.views import list_response, validated
 from tenants import selectors as tenant_selectors
 from tenants.api.operator import OperatorApiView, OperatorCollectionApiView
 from tenants.permissions import caller_of
@@ -26,12 +26,6 @@ from .operator_serializers import (
 
 # Operators see every amount.
 MONEY = {"money": True}
-
-
-def _valid(serializer_class, request) -> dict:
-    serializer = serializer_class(data=request.data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
 
 
 class OrderListApi(OperatorCollectionApiView):
@@ -85,7 +79,7 @@ class OrderRejectApi(OperatorApiView):
     def post(self, request, order_id: str):
         caller = caller_of(request)
         order = selectors.order_for_operator(caller=caller, pk=order_id)
-        reason = _valid(ReasonInput, request)["reason"]
+        reason = validated(ReasonInput, request).validated_data["reason"]
         services.order_reject(caller=caller, order=order, reason=reason)
         return _order_answer(request, order_id)
 
@@ -144,7 +138,7 @@ class InvoiceVoidApi(OperatorApiView):
     def post(self, request, invoice_id: str):
         caller = caller_of(request)
         invoice = selectors.invoice_for_operator(caller=caller, pk=invoice_id)
-        reason = _valid(ReasonInput, request)["reason"]
+        reason = validated(ReasonInput, request).validated_data["reason"]
         services.invoice_void(caller=caller, invoice=invoice, reason=reason)
         return _invoice_answer(request, invoice_id)
 
@@ -161,7 +155,7 @@ class CreditNoteApi(OperatorApiView):
     def post(self, request, invoice_id: str):
         caller = caller_of(request)
         invoice = selectors.invoice_for_operator(caller=caller, pk=invoice_id)
-        data = _valid(CreditNoteInput, request)
+        data = validated(CreditNoteInput, request).validated_data
         note = services.credit_note_issue(
             caller=caller, invoice=invoice, amount=data["amount"], reason=data["reason"]
         )
@@ -194,7 +188,7 @@ class CreditCollectionApi(OperatorCollectionApiView):
     )
     def post(self, request):
         caller = caller_of(request)
-        data = _valid(CreditGrantInput, request)
+        data = validated(CreditGrantInput, request).validated_data
         errors: dict[str, list[str]] = {}
         organization = tenant_selectors.organization_named(
             caller=caller, slug=data["organization"], errors=errors

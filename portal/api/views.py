@@ -69,3 +69,11 @@ def list_response(
     """A page of a selector's queryset after the view's filters and ordering."""
     page = view.paginate_queryset(view.filter_queryset(queryset))
     return view.get_paginated_response(serializer_class(page, many=True, context=context).data)
+
+
+def validated(serializer_class, request, **kwargs):
+    """The request's body through an input serializer: the serializer, valid (its
+    `validated_data` ready), or a 400 naming each field that is not."""
+    serializer = serializer_class(data=request.data, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return serializer

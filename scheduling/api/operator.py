@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from portal import clock
 from portal.api.serializers import ReasonInput
-from portal.api.views import list_response
+from portal.api.views import list_response, validated
 from scheduling import insights, selectors, services
 from scheduling.models import (
     GpuClass,
@@ -49,12 +49,6 @@ from .operator_serializers import (
     QuotaGrantSetInput,
     TierUpdateInput,
 )
-
-
-def _valid(serializer_class, request):
-    serializer = serializer_class(data=request.data)
-    serializer.is_valid(raise_exception=True)
-    return serializer
 
 
 class PoolListApi(OperatorCollectionApiView):
@@ -179,7 +173,7 @@ class GpuClassDetailApi(OperatorApiView):
     )
     def patch(self, request, name: str):
         gpu_class = selectors.gpu_class_for_operator(caller=caller_of(request), name=name)
-        changes = _valid(GpuClassUpdateInput, request).validated_data
+        changes = validated(GpuClassUpdateInput, request).validated_data
         return Response(OperatorGpuClassOutput(_setting_update(request, gpu_class, changes)).data)
 
 
@@ -211,7 +205,7 @@ class TierDetailApi(OperatorApiView):
     )
     def patch(self, request, name: str):
         tier = selectors.tier_for_operator(caller=caller_of(request), name=name)
-        changes = _valid(TierUpdateInput, request).changes()
+        changes = validated(TierUpdateInput, request).changes()
         return Response(OperatorTierOutput(_setting_update(request, tier, changes)).data)
 
 
@@ -239,7 +233,7 @@ class QuotaGrantCollectionApi(OperatorCollectionApiView):
         " `quota.set` with the reason; its namespaces' ResourceQuotas follow.",
     )
     def post(self, request):
-        serializer = _valid(QuotaGrantSetInput, request)
+        serializer = validated(QuotaGrantSetInput, request)
         data = serializer.validated_data
         grant, created = services.quota_grant_set(
             caller=caller_of(request),
@@ -264,7 +258,7 @@ class QuotaGrantRemoveApi(OperatorApiView):
         " reason; 404 if there is none.",
     )
     def post(self, request):
-        serializer = _valid(QuotaGrantKeyInput, request)
+        serializer = validated(QuotaGrantKeyInput, request)
         services.quota_grant_remove(
             caller=caller_of(request),
             key=serializer.key(),
@@ -328,7 +322,7 @@ class ReservationRejectApi(OperatorApiView):
     )
     def post(self, request, reservation_id: str):
         caller, reservation = _reservation(request, reservation_id)
-        reason = _valid(ReasonInput, request).validated_data["reason"]
+        reason = validated(ReasonInput, request).validated_data["reason"]
         services.reservation_reject(caller=caller, reservation=reservation, reason=reason)
         return _reservation_answer(request, reservation_id)
 
@@ -375,7 +369,7 @@ class QuotaRequestApproveApi(OperatorApiView):
     )
     def post(self, request, request_id: str):
         caller, quota_request = _quota_request(request, request_id)
-        data = _valid(QuotaApproveInput, request).validated_data
+        data = validated(QuotaApproveInput, request).validated_data
         services.quota_request_approve(
             caller=caller,
             quota_request=quota_request,
@@ -395,7 +389,7 @@ class QuotaRequestRejectApi(OperatorApiView):
     )
     def post(self, request, request_id: str):
         caller, quota_request = _quota_request(request, request_id)
-        reason = _valid(ReasonInput, request).validated_data["reason"]
+        reason = validated(ReasonInput, request).validated_data["reason"]
         services.quota_request_reject(caller=caller, quota_request=quota_request, reason=reason)
         return _quota_request_answer(request, request_id)
 

@@ -4,7 +4,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from portal.api.views import ApiView, CollectionApiView, list_response
+from portal.api.views import ApiView, CollectionApiView, list_response, validated
 from tenants import selectors, services
 from tenants.lookups import organization_of, project_of
 from tenants.models import ApiToken, AuditEvent, Invitation, Membership, Organization, Project
@@ -33,12 +33,6 @@ from .serializers import (
 NO_CONTENT = {204: OpenApiResponse(description="Done.")}
 
 
-def _valid(serializer_class, request, **kwargs) -> dict:
-    serializer = serializer_class(data=request.data, **kwargs)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
-
-
 class OrganizationCollectionApi(CollectionApiView):
     filterset_class = filters.OrganizationFilter
     ordering_fields = ["slug", "name", "created_at"]
@@ -60,7 +54,7 @@ class OrganizationCollectionApi(CollectionApiView):
     def post(self, request):
         caller = caller_of(request)
         organization = services.organization_create(
-            caller=caller, **_valid(OrganizationCreateInput, request)
+            caller=caller, **validated(OrganizationCreateInput, request).validated_data
         )
         organization = selectors.organization_get(caller=caller, slug=organization.slug)
         return Response(OrganizationOutput(organization).data, status=status.HTTP_201_CREATED)
@@ -80,7 +74,9 @@ class OrganizationDetailApi(ApiView):
         caller = caller_of(request)
         organization = organization_of(request, org_slug)
         services.organization_update(
-            caller=caller, organization=organization, **_valid(OrganizationUpdateInput, request)
+            caller=caller,
+            organization=organization,
+            **validated(OrganizationUpdateInput, request).validated_data,
         )
         return Response(OrganizationOutput(organization_of(request, org_slug)).data)
 
@@ -105,7 +101,7 @@ class OrganizationSsoApi(ApiView):
         services.organization_sso_set(
             caller=caller_of(request),
             organization=organization_of(request, org_slug),
-            **_valid(OrganizationSsoInput, request),
+            **validated(OrganizationSsoInput, request).validated_data,
         )
         return Response(OrganizationOutput(organization_of(request, org_slug)).data)
 
@@ -145,7 +141,7 @@ class MemberDetailApi(ApiView):
         membership = services.member_role_change(
             caller=caller_of(request),
             membership=membership,
-            role=_valid(MembershipUpdateInput, request)["role"],
+            role=validated(MembershipUpdateInput, request).validated_data["role"],
         )
         return Response(MembershipOutput(membership).data)
 
@@ -181,7 +177,7 @@ class InvitationCollectionApi(CollectionApiView):
         invitation = services.member_invite(
             caller=caller_of(request),
             organization=organization_of(request, org_slug),
-            **_valid(InvitationCreateInput, request),
+            **validated(InvitationCreateInput, request).validated_data,
         )
         return Response(InvitationOutput(invitation).data, status=status.HTTP_201_CREATED)
 
@@ -224,7 +220,8 @@ class InvitationAcceptApi(ApiView):
     )
     def post(self, request):
         membership = services.invitation_accept(
-            user=request.user, token=_valid(InvitationAcceptInput, request)["token"]
+            user=request.user,
+            token=validated(InvitationAcceptInput, request).validated_data["token"],
         )
         return Response(MembershipOutput(membership).data, status=status.HTTP_201_CREATED)
 
@@ -250,7 +247,7 @@ class ProjectCollectionApi(CollectionApiView):
         project = services.project_create(
             caller=caller_of(request),
             organization=organization_of(request, org_slug),
-            **_valid(ProjectCreateInput, request),
+            **validated(ProjectCreateInput, request).validated_data,
         )
         return Response(ProjectOutput(project).data, status=status.HTTP_201_CREATED)
 
@@ -267,7 +264,7 @@ class ProjectDetailApi(ApiView):
         project = services.project_update(
             caller=caller_of(request),
             project=project_of(request, org_slug, project_slug),
-            **_valid(ProjectUpdateInput, request),
+            **validated(ProjectUpdateInput, request).validated_data,
         )
         return Response(ProjectOutput(project).data)
 
@@ -300,7 +297,7 @@ class TokenCollectionApi(CollectionApiView):
         token, secret = services.token_issue(
             caller=caller_of(request),
             organization=organization_of(request, org_slug),
-            **_valid(TokenIssueInput, request),
+            **validated(TokenIssueInput, request).validated_data,
         )
         token.secret = secret
         return Response(TokenIssuedOutput(token).data, status=status.HTTP_201_CREATED)

@@ -7,7 +7,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from portal.api.filters import EnumFilter
-from portal.api.views import ApiView, CollectionApiView, list_response
+from portal.api.views import ApiView, CollectionApiView, list_response, validated
 from tenants.lookups import organization_of
 from tenants.permissions import caller_of
 
@@ -23,12 +23,6 @@ from .serializers import (
 )
 
 NO_CONTENT = {204: OpenApiResponse(description="Done.")}
-
-
-def _valid(serializer_class, request) -> dict:
-    serializer = serializer_class(data=request.data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
 
 
 def _endpoint(request, org_slug: str, webhook_id) -> Endpoint:
@@ -59,7 +53,7 @@ class EndpointCollectionApi(CollectionApiView):
         endpoint, secret = services.endpoint_create(
             caller=caller_of(request),
             organization=organization_of(request, org_slug),
-            **_valid(EndpointInput, request),
+            **validated(EndpointInput, request).validated_data,
         )
         endpoint.secret = secret
         return Response(EndpointCreatedOutput(endpoint).data, status=status.HTTP_201_CREATED)
@@ -81,7 +75,7 @@ class EndpointDetailApi(ApiView):
         endpoint = services.endpoint_update(
             caller=caller_of(request),
             endpoint=_endpoint(request, org_slug, webhook_id),
-            **_valid(EndpointUpdateInput, request),
+            **validated(EndpointUpdateInput, request).validated_data,
         )
         return Response(EndpointOutput(endpoint).data)
 
