@@ -9,7 +9,7 @@ class BillingConfig(AppConfig):
         from portal.events import Event, ExtensionPoint, check_register, subscribe
         from portal.metrics import collector_register
 
-        from . import insights, metrics, services, tasks
+        from . import insights, metrics, selectors, services, tasks
 
         subscribe(Event.ORDER_APPROVED, tasks.order_fulfil.delay)
         subscribe(Event.ORDER_CHANGED, tasks.order_email_send.delay)
@@ -22,5 +22,7 @@ class BillingConfig(AppConfig):
         check_register(ExtensionPoint.PENDING_HOLD, services.budget_pending_hold)
         # Use with no price in force, on the operators' insights page.
         check_register(ExtensionPoint.OPERATOR_INSIGHTS, insights.unpriced_usage)
+        # What-ifs and replays show costs at catalog prices; scheduling only asks.
+        check_register(ExtensionPoint.USAGE_PRICES, selectors.usage_prices)
         # GPU-hours per organization and class on /metrics, from the rated records.
         collector_register("billing", metrics.billing_metrics)

@@ -18,13 +18,13 @@ from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
+from portal.money import to_cents
 from tenants.models import Organization
 
 from .models import CatalogItem, PriceVersion
 
 SECONDS_PER_HOUR = 3600
 MONTH = timedelta(days=30)
-CENT = Decimal("0.01")
 # A billing record keeps its cost to 10 places; invoices round lines to cents.
 RECORD_PLACES = Decimal("1E-10")
 MILLI_PER_GPU = Decimal(1000)
@@ -56,10 +56,6 @@ def period_units(item: CatalogItem, starts_at: datetime, ends_at: datetime) -> D
     if item.kind in (CatalogItem.Kind.QUOTA_PACKAGE, CatalogItem.Kind.DEDICATED_POOL):
         return Decimal(-(-(ends_at - starts_at) // MONTH))
     return Decimal(int((ends_at - starts_at).total_seconds())) / SECONDS_PER_HOUR
-
-
-def to_cents(amount: Decimal) -> Decimal:
-    return amount.quantize(CENT, ROUND_HALF_UP)
 
 
 def billed_hours(quantity_seconds: Decimal, resource: str) -> Decimal:

@@ -76,6 +76,11 @@ class ExtensionPoint(StrEnum):
     # scheduling: operators' insights are gathered; context now; each check answers an
     # insight (scheduling.insights.Insight) or None.
     OPERATOR_INSIGHTS = "operator_insights"
+    # scheduling: what use of the cluster would cost an organization (a what-if, a replay);
+    # context organization_id, at. A check answers {(GPU class, MIG profile, tier or ""):
+    # hourly unit price} of the on-demand prices in force then ("" prices every tier that
+    # has none of its own), or None.
+    USAGE_PRICES = "usage_prices"
 
 
 _subscribers: dict[Event, list[Callable[..., object]]] = defaultdict(list)

@@ -11,7 +11,7 @@ public names are importable from here.
 
 from ..pricing import offered_to, price_in_force
 from .budgets import budget_get, budget_list, budget_spent
-from .catalog import UnpricedResource, catalog_for, resources_unpriced
+from .catalog import UnpricedResource, catalog_for, resources_unpriced, usage_prices
 from .invoices import (
     credit_balance,
     credit_list,
@@ -100,6 +100,7 @@ __all__ = [
     "reservation_terms",
     "resources_unpriced",
     "spend",
+    "usage_prices",
     "usage_reconciliation_last",
     "usage_summary",
     "usage_unpriced",

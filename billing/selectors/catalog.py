@@ -3,6 +3,7 @@ cluster offers that no price covers."""
 
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 
 from django.db.models import DateTimeField, DecimalField, OuterRef, Q, QuerySet, Subquery
 
@@ -84,3 +85,28 @@ def resources_unpriced(*, at: datetime) -> list[UnpricedResource]:
         for kind in (CatalogItem.Kind.ON_DEMAND, CatalogItem.Kind.RESERVATION)
         if (gpu_class.pk, profile, kind) not in priced
     ]
+
+
+def usage_prices(*, organization_id, at: datetime) -> dict[tuple[str, str, str], Decimal]:
+    """Registered with scheduling (``ExtensionPoint.USAGE_PRICES``): the hourly unit price of
+    each on-demand resource the organization may use at ``at``, keyed (GPU class, MIG profile,
+    tier or "" for every tier), as rating would apply it: of two items for the same key the
+    first by slug (``pricing.on_demand_items``), items with no price in force left out."""
+    price = Subquery(
+        versions_in_force(
+            PriceVersion.objects.filter(item=OuterRef("pk")), organization=organization_id, at=at
+        ).values("unit_price")[:1],
+        output_field=FIELDS["unit_price"],
+    )
+    items = (
+        offered_to(organization=organization_id, at=at)
+        .filter(kind=CatalogItem.Kind.ON_DEMAND)
+        .annotate(unit_price=price)
+        .filter(unit_price__isnull=False)
+        .order_by("slug")
+        .values_list("gpu_class__name", "mig_profile", "tier__name", "unit_price")
+    )
+    prices: dict[tuple[str, str, str], Decimal] = {}
+    for gpu_class, mig_profile, tier, unit_price in items:
+        prices.setdefault((gpu_class, mig_profile, tier or ""), unit_price)
+    return prices

@@ -14,6 +14,8 @@ requires an operator.
   work the insights judge
 - metrics: operators' figures for /metrics
 - logs: a workload's container logs, from the cluster
+- prices: what use would cost at the catalog's prices (asked of billing through an extension
+  point)
 """
 
 from .catalog import (
@@ -58,6 +60,7 @@ from .operators import (
     reservations_for_operator,
     tier_for_operator,
 )
+from .prices import UsagePrices, usage_prices
 from .quotas import (
     QuotaUse,
     quota_class_most_granted,
@@ -114,6 +117,7 @@ __all__ = [
     "ReservationUse",
     "ReservedBlock",
     "Shortfall",
+    "UsagePrices",
     "WorkloadClock",
     "calendar_days",
     "class_capacities",
@@ -165,6 +169,7 @@ __all__ = [
     "shortfalls",
     "tier_for_operator",
     "tier_list",
+    "usage_prices",
     "workload_cancel_permitted",
     "workload_clock",
     "workload_events",
