@@ -8,40 +8,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 
 from portal import clock
 from portal.db import rows_update
-from portal.events import Event, ExtensionPoint, holds_collect, publish
-from tenants.models import Organization, Project
+from portal.events import Event, publish
 
 from .. import engine, metrics
-from ..models import (
-    GpuClass,
-    Node,
-    NodePool,
-    Placement,
-    PriorityTier,
-    QuotaGrant,
-    Reservation,
-    SchedulerState,
-    Workload,
-    WorkloadEvent,
-)
-from ..specs_from_models import (
-    WORKLOAD_ROW_COLUMNS,
-    WorkloadRow,
-    engine_nodes,
-    engine_quotas,
-    engine_request,
-    engine_reservations,
-    engine_running,
-    gpu_tolerations,
-    schedulable_shapes,
-    topology_levels,
-)
+from ..cycle_inputs import cycle_inputs_load, engine_policy
+from ..models import GpuClass, Node, Placement, SchedulerState, Workload, WorkloadEvent
+from ..specs_from_models import WorkloadRow
 from .lifecycle import workloads_evict
 from .quotas import quota_increases_apply
 from .timeline import workload_event
@@ -93,50 +70,6 @@ PENDING_FIELDS = ["pending_code", "pending_message", "queue_position", "estimate
 QUEUE_FIELDS = ["queue_position", "estimated_start"]
 
 
-def _workloads(queryset, *, classes: dict, tiers: dict) -> list[WorkloadRow]:
-    """The workloads as rows of what the cycle reads (the rest, an environment that may be
-    large among it, stays in the database), with their project, organization, tier and GPU
-    class, each loaded once however many workloads share it (10,000 pending share a few hundred
-    projects)."""
-    rows = list(queryset.values_list(*WORKLOAD_ROW_COLUMNS))
-    projects = Project.objects.select_related("organization").in_bulk({row[1] for row in rows})
-    return [
-        WorkloadRow(pk, projects[project], tiers[tier], classes.get(gpu_class), *rest)
-        for pk, project, tier, gpu_class, *rest in rows
-    ]
-
-
-def _held(rows: list[WorkloadRow]) -> tuple[list[WorkloadRow], list[tuple]]:
-    """Split the pending workloads into those the engine weighs and those another app's check
-    holds for now (a spent hard-stop budget: scheduling knows nothing of money), each with its
-    reason. The checks are asked once for all the projects that wait."""
-    if not rows:
-        return rows, []
-    holds = holds_collect(
-        ExtensionPoint.PENDING_HOLD,
-        projects={row.project.pk: row.project.organization_id for row in rows},
-    )
-    if not holds:
-        return rows, []
-    weighed, held = [], []
-    for row in rows:
-        hold = holds.get(row.project.pk)
-        if hold is None:
-            weighed.append(row)
-            continue
-        code, message = hold
-        # Out of the queue while held: no place in it, no estimated start.
-        reason = engine.PendingReason(
-            request_id=str(row.pk),
-            code=code,
-            message=message,
-            queue_position=None,  # type: ignore[arg-type]
-            estimated_start=None,
-        )
-        held.append((row, reason))
-    return weighed, held
-
-
 def _written(pk, **fields) -> Workload:
     """A Workload of only its key and `fields`, for rows_update to write and the timeline to
     point at: made as `.only("id")` loads one, at a fraction of the cost of `Workload(...)`,
@@ -145,10 +78,6 @@ def _written(pk, **fields) -> Workload:
     for name, value in fields.items():
         setattr(workload, name, value)
     return workload
-
-
-def _active_placements():
-    return Placement.objects.filter(ended_at__isnull=True).select_related("node")
 
 
 def scheduling_cycle_request() -> bool:
@@ -193,60 +122,21 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
         now = clock.now()
         # Increases (a quota package's period) count exactly from their start to their end.
         quota_increases_apply(now=now)
-        pools = list(NodePool.objects.select_related("gpu_class"))
-        tolerations = gpu_tolerations(pools)
-        placements = list(_active_placements())
-        by_workload: dict = {}
-        for placement in placements:
-            by_workload.setdefault(placement.workload_id, []).append(placement)
-        related = {"classes": GpuClass.objects.in_bulk(), "tiers": PriorityTier.objects.in_bulk()}
-        active = _workloads(Workload.objects.filter(state__in=Workload.ACTIVE_STATES), **related)
-        # A requeued workload whose old objects are still due for deletion waits for them to
-        # go (placed again at once, the late teardown would delete its new objects), and an
-        # evicted one for its backoff.
-        waiting = Workload.objects.filter(
-            Q(requeue_not_before__isnull=True) | Q(requeue_not_before__lte=now),
-            state=Workload.State.PENDING,
-            teardown_due_at__isnull=True,
-        )
-        pending, held = _held(_workloads(waiting.order_by("submitted_at", "pk"), **related))
-        ready_nodes = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
-        snapshot = engine.ClusterSnapshot(
-            nodes=engine_nodes(ready_nodes, placements),
-            quotas=engine_quotas(
-                QuotaGrant.objects.select_related("organization", "project", "gpu_class")
-            ),
-            topology_levels=topology_levels(pools) or ("rack", "block"),
-            tenant_weights={
-                slug: float(weight)
-                for slug, weight in Organization.objects.values_list("slug", "fair_share_weight")
-            },
-            node_shapes=schedulable_shapes(ready_nodes),
-            reservations=engine_reservations(
-                Reservation.objects.filter(
-                    state__in=Reservation.SCHEDULED_STATES, ends_at__gt=now
-                ).select_related("organization", "project", "gpu_class", "pool")
-            ),
-        )
+        inputs = cycle_inputs_load(now=now)
+        held, pools, ready_nodes = inputs.held, inputs.pools, inputs.ready_nodes
         decisions = engine.schedule(
-            snapshot=snapshot,
-            pending=[engine_request(w, tolerations=tolerations) for w in pending],
-            running=[
-                engine_running(w, by_workload.get(w.pk, []), tolerations=tolerations)
-                for w in active
-            ],
+            snapshot=inputs.snapshot,
+            pending=inputs.requests,
+            running=inputs.running,
             now=now,
-            policy=policy
-            or engine.Policy(
-                placement=settings.PORTAL_PLACEMENT_POLICY,
-                reclaim_after=timedelta(seconds=settings.PORTAL_RECLAIM_AFTER_SECONDS),
-                reservation_lead_time=timedelta(seconds=settings.PORTAL_RESERVATION_LEAD_SECONDS),
-            ),
+            policy=policy or engine_policy(),
         )
         if held:
             reasons = tuple(reason for _, reason in held)
             decisions = dataclasses.replace(decisions, pending=(*decisions.pending, *reasons))
-        workloads = {str(w.pk): w for w in [*pending, *active, *(row for row, _ in held)]}
+        workloads = {
+            str(w.pk): w for w in [*inputs.pending, *inputs.active, *(row for row, _ in held)]
+        }
         _persist(
             decisions,
             workloads=workloads,
