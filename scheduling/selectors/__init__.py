@@ -16,8 +16,10 @@ requires an operator.
 - logs: a workload's container logs, from the cluster
 - prices: what use would cost at the catalog's prices (asked of billing through an extension
   point)
+- alternatives: what would unblock a pending workload, tried on the engine on demand
 """
 
+from .alternatives import QuotaPrefill, ShownAlternative, workload_alternatives
 from .catalog import (
     class_capacities,
     gpu_class_list,
@@ -113,10 +115,12 @@ __all__ = [
     "PendingCount",
     "PoolOverview",
     "PoolTimeline",
+    "QuotaPrefill",
     "QuotaUse",
     "ReservationUse",
     "ReservedBlock",
     "Shortfall",
+    "ShownAlternative",
     "UsagePrices",
     "WorkloadClock",
     "calendar_days",
@@ -170,6 +174,7 @@ __all__ = [
     "tier_for_operator",
     "tier_list",
     "usage_prices",
+    "workload_alternatives",
     "workload_cancel_permitted",
     "workload_clock",
     "workload_events",

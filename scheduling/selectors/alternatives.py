@@ -1,0 +1,144 @@
+"""What would unblock a pending workload: the engine's alternatives (`engine.alternatives`),
+computed on demand for the one workload shown, on the state the next cycle would weigh.
+
+Too costly for every pending workload each cycle (a state load and up to
+`engine.alternatives.MAX_TRIALS` engine runs each), so only the workload a page, the API's
+detail or `gpuctl why` shows; kept for a short while per cycle, since the state they depend on
+moves only with cycles and submissions.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import urlencode
+
+from django.core.cache import cache
+
+from portal import clock
+from tenants.permissions import Action, Caller, authorize
+
+from ..cycle_inputs import cycle_inputs_load, engine_policy
+from ..engine.alternatives import Alternative, alternatives
+from ..engine.trials import AnswerOf, cycle_answers
+from ..models import SchedulerState, Workload
+
+# How long a workload's alternatives are reused within one cycle: a page refreshing every
+# 5 s, or `gpuctl wait` polling, asks the engine once.
+CACHE_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class QuotaPrefill:
+    """The quota request form's fields for the amount an alternative found missing."""
+
+    gpu_class: str
+    resource: str
+    mig_profile: str
+    amount: int
+    reason: str
+
+    @property
+    def query(self) -> str:
+        """The console form's query string that fills it in."""
+        return urlencode(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ShownAlternative:
+    """An alternative as the API, the console and gpuctl show it: what changed, the engine's
+    answer for it, and the submission's GPU fields as they would be submitted."""
+
+    kind: str
+    change: str
+    admitted: bool
+    gpu_class: str
+    pool: str
+    start: datetime
+    not_before: datetime | None
+    gpu_classes: tuple[str, ...]
+    gpus: int
+    gpu_milli: int
+    mig_profile: str
+    mig_count: int
+    replicas: int
+    gpu_hours: float | None
+    quota_request: QuotaPrefill | None
+
+
+def may_shrink(kind: str) -> bool:
+    """Whether a kind may run with less GPU per replica than it asked (fewer GPUs, a smaller
+    MIG instance): work that trades speed for GPUs, not an inference service, whose replica
+    must hold the model it serves."""
+    return kind != Workload.Kind.INFERENCE
+
+
+def _shown(alternative: Alternative, workload: Workload) -> ShownAlternative:
+    variant = alternative.request
+    prefill = None
+    if alternative.quota is not None:
+        increase = alternative.quota
+        prefill = QuotaPrefill(
+            gpu_class=increase.gpu_class,
+            resource=increase.resource,
+            mig_profile=increase.mig_profile or "",
+            amount=increase.amount,
+            reason=f"{workload.project.slug}/{workload.name} waits: {workload.pending_message}"[
+                :1000
+            ],
+        )
+    return ShownAlternative(
+        kind=alternative.kind.value,
+        change=alternative.change,
+        admitted=alternative.answer.admitted,
+        gpu_class=alternative.gpu_class,
+        pool=alternative.answer.pool,
+        start=alternative.start,
+        not_before=alternative.not_before,
+        gpu_classes=variant.gpu_classes,
+        gpus=variant.gpus,
+        gpu_milli=variant.gpu_milli,
+        mig_profile=variant.mig_profile or "",
+        mig_count=variant.mig_count,
+        replicas=alternative.replicas,
+        gpu_hours=alternative.gpu_hours,
+        quota_request=prefill,
+    )
+
+
+def _computed(workload: Workload, *, now: datetime) -> tuple[ShownAlternative, ...]:
+    inputs = cycle_inputs_load(now=now)
+    request = next((r for r in inputs.requests if r.id == str(workload.pk)), None)
+    if request is None:
+        return ()  # held by another app's check, or in its eviction backoff: nothing to try
+    answer_of: AnswerOf = cycle_answers(
+        snapshot=inputs.snapshot,
+        pending=inputs.requests,
+        running=inputs.running,
+        now=now,
+        policy=engine_policy(),
+    )
+    found = alternatives(
+        request=request,
+        waiting=answer_of(request),
+        snapshot=inputs.snapshot,
+        running=inputs.running,
+        now=now,
+        answer_of=answer_of,
+        may_shrink=may_shrink(workload.kind),
+    )
+    return tuple(_shown(a, workload) for a in found)
+
+
+def workload_alternatives(*, caller: Caller, workload: Workload) -> tuple[ShownAlternative, ...]:
+    """The alternatives of a pending workload, soonest start first (none for one not pending)."""
+    authorize(
+        caller=caller, organization=workload.project.organization, action=Action.WORKLOAD_VIEW
+    )
+    if workload.state != Workload.State.PENDING:
+        return ()
+    cycle = SchedulerState.objects.filter(pk=1).values_list("last_cycle_at", flat=True).first()
+    key = f"scheduling:alternatives:{workload.pk}:{cycle.isoformat() if cycle else ''}"
+    shown = cache.get(key)
+    if shown is None:
+        shown = _computed(workload, now=clock.now())
+        cache.set(key, shown, CACHE_SECONDS)
+    return shown
