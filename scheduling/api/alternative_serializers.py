@@ -43,6 +43,18 @@ class AlternativeOutput(serializers.Serializer):
     gpu_hours = serializers.FloatField(
         allow_null=True, help_text="GPU-hours over its max runtime; null without one."
     )
+    cost = serializers.DecimalField(
+        max_digits=14,
+        decimal_places=2,
+        allow_null=True,
+        help_text="At the catalog's prices, over its max runtime; null without one or a price.",
+    )
+    cost_per_hour = serializers.DecimalField(
+        max_digits=14,
+        decimal_places=2,
+        allow_null=True,
+        help_text="At the catalog's prices, for an hour; null without a price.",
+    )
     quota_request = serializers.SerializerMethodField()
 
     @extend_schema_field(QuotaPrefillOutput(allow_null=True))

@@ -8,7 +8,8 @@ moves only with cycles and submissions.
 """
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from decimal import Decimal
 from urllib.parse import urlencode
 
 from django.core.cache import cache
@@ -18,8 +19,10 @@ from tenants.permissions import Action, Caller, authorize
 
 from ..cycle_inputs import cycle_inputs_load, engine_policy
 from ..engine.alternatives import Alternative, alternatives
+from ..engine.model import MILLI_PER_GPU
 from ..engine.trials import AnswerOf, cycle_answers
 from ..models import SchedulerState, Workload
+from .prices import usage_prices
 
 # How long a workload's alternatives are reused within one cycle: a page refreshing every
 # 5 s, or `gpuctl wait` polling, asks the engine once.
@@ -61,6 +64,10 @@ class ShownAlternative:
     mig_count: int
     replicas: int
     gpu_hours: float | None
+    # At the catalog's prices when it starts (None: nothing prices it): for its max runtime
+    # (None without one), and for an hour.
+    cost: Decimal | None
+    cost_per_hour: Decimal | None
     quota_request: QuotaPrefill | None
 
 
@@ -71,8 +78,28 @@ def may_shrink(kind: str) -> bool:
     return kind != Workload.Kind.INFERENCE
 
 
+def _costs(alternative: Alternative, workload: Workload) -> tuple[Decimal | None, Decimal | None]:
+    """What it would cost at the prices in force when it starts: over its max runtime, and
+    per hour."""
+    variant = alternative.request
+    units = Decimal(alternative.units)
+    if variant.gpu_milli:
+        units /= MILLI_PER_GPU  # a share is priced as its fraction of a GPU
+    prices = usage_prices(organization_id=workload.project.organization_id, at=alternative.start)
+    priced = {
+        "gpu_class": alternative.gpu_class,
+        "mig_profile": variant.mig_profile if variant.mig_count else "",
+        "tier": workload.tier.name,
+        "units": units,
+    }
+    hourly = prices.cost(**priced, span=timedelta(hours=1))
+    runtime = variant.max_runtime
+    return (prices.cost(**priced, span=runtime) if runtime else None), hourly
+
+
 def _shown(alternative: Alternative, workload: Workload) -> ShownAlternative:
     variant = alternative.request
+    cost, cost_per_hour = _costs(alternative, workload)
     prefill = None
     if alternative.quota is not None:
         increase = alternative.quota
@@ -100,6 +127,8 @@ def _shown(alternative: Alternative, workload: Workload) -> ShownAlternative:
         mig_count=variant.mig_count,
         replicas=alternative.replicas,
         gpu_hours=alternative.gpu_hours,
+        cost=cost,
+        cost_per_hour=cost_per_hour,
         quota_request=prefill,
     )
 

@@ -1,12 +1,19 @@
 """A pending workload's detail shows what would unblock it: alternatives the engine has tried,
 each with its start, and for a quota-limited one the quota request form filled in."""
 
+from datetime import timedelta
+from decimal import Decimal
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from scheduling.models import QuotaGrant
+from billing import services as billing_services
+from billing.models import CatalogItem
+from portal import clock
+from scheduling.models import GpuClass, QuotaGrant
+from tenants.permissions import Caller
 
+from ...factories import UserFactory
 from ...roles import READING
 
 pytestmark = pytest.mark.django_db
@@ -94,3 +101,27 @@ def test_a_running_workload_has_no_pending_reason_nor_alternatives(over_quota, a
     body = api_as(over_quota["member"]).get(f"{URL}first/").json()
 
     assert (body["state"], body["pending"]) == ("Admitted", None)
+
+
+def test_an_alternative_costs_its_gpus_at_the_catalogs_price_over_its_max_runtime(
+    ready, full_h100, submit, cycle, api_as
+):
+    operator = Caller(user=UserFactory(email="ops@example.com", is_staff=True))
+    item = billing_services.catalog_item_save(
+        caller=operator,
+        item=CatalogItem(
+            slug="a100-on-demand",
+            name="A100 on demand",
+            kind="on_demand",
+            gpu_class=GpuClass.objects.get(name="A100-80GB"),
+            active_from=clock.now() - timedelta(days=1),
+        ),
+    )
+    billing_services.price_version_add(caller=operator, item=item, unit_price=Decimal("2.0000"))
+    submit(name="waits", gpus=4, max_runtime=timedelta(hours=2))
+    cycle()
+
+    pending = api_as(ready["member"]).get(f"{URL}waits/").json()["pending"]
+
+    other = next(a for a in pending["alternatives"] if a["kind"] == "gpu_class")
+    assert (other["gpu_hours"], other["cost"], other["cost_per_hour"]) == (8.0, "16.00", "8.00")
