@@ -3,6 +3,7 @@ pools' timelines, cancel) and quota page (see, ask for more)."""
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -107,6 +108,8 @@ def workload_detail(request, org_slug: str, project_slug: str, name: str):
             "clock": selectors.workload_clock(workload, now=clock.now()),
             "can_cancel": can_cancel,
             "log_pane_lines": LOG_PANE_LINES,
+            "alternatives": selectors.workload_alternatives(caller=caller, workload=workload),
+            "currency": settings.PORTAL_CURRENCY,
         },
     )
 
@@ -230,6 +233,8 @@ def quotas(request, org_slug: str):
     can_ask = role_allows(organization.my_role, Action.QUOTA_REQUEST)
     form = QuotaRequestForm(
         request.POST or None,
+        # A workload's alternative links here with the missing amount filled in.
+        initial=QuotaRequestForm.prefill(request.GET),
         classes=selectors.gpu_class_list(),
         projects=tenant_selectors.project_list(caller=caller, organization=organization),
     )
