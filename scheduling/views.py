@@ -3,7 +3,6 @@ pools' timelines, cancel) and quota page (see, ask for more)."""
 
 from datetime import timedelta
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -109,7 +108,6 @@ def workload_detail(request, org_slug: str, project_slug: str, name: str):
             "can_cancel": can_cancel,
             "log_pane_lines": LOG_PANE_LINES,
             "alternatives": selectors.workload_alternatives(caller=caller, workload=workload),
-            "currency": settings.PORTAL_CURRENCY,
         },
     )
 

@@ -55,6 +55,7 @@ class AlternativeOutput(serializers.Serializer):
         allow_null=True,
         help_text="At the catalog's prices, for an hour; null without a price.",
     )
+    currency = serializers.CharField(help_text="The catalog's currency, of both costs.")
     quota_request = serializers.SerializerMethodField()
 
     @extend_schema_field(QuotaPrefillOutput(allow_null=True))

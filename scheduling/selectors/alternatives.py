@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.core.cache import cache
 
 from portal import clock
@@ -68,6 +69,7 @@ class ShownAlternative:
     # (None without one), and for an hour.
     cost: Decimal | None
     cost_per_hour: Decimal | None
+    currency: str
     quota_request: QuotaPrefill | None
 
 
@@ -129,6 +131,7 @@ def _shown(alternative: Alternative, workload: Workload) -> ShownAlternative:
         gpu_hours=alternative.gpu_hours,
         cost=cost,
         cost_per_hour=cost_per_hour,
+        currency=settings.PORTAL_CURRENCY,
         quota_request=prefill,
     )
 
