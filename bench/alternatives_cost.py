@@ -1,0 +1,95 @@
+"""The cost of one workload's alternatives at scale, with the full-cycle ``AnswerOf``.
+
+On ``scheduler_scale``'s synthetic state (10,000 pending on 1,000 nodes x 8 GPUs by
+default), one cycle leaves work pending; for the first ``--workloads`` of it (queue order),
+``engine.alternatives`` is timed end to end with ``trials.cycle_answers`` (one full cycle per
+variant, the request's own answer included), as the console's workload page and the API's
+detail compute them. Prints one JSON line (median seconds per workload, engine runs per
+workload); appends it to bench/RESULTS.md unless --no-results.
+
+    nice python bench/alternatives_cost.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.results import append_results, calibration_seconds  # noqa: E402
+from bench.scheduler_scale import NOW, build  # noqa: E402
+from scheduling.engine import Policy, schedule  # noqa: E402
+from scheduling.engine.alternatives import alternatives  # noqa: E402
+from scheduling.engine.trials import cycle_answers  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=1_000)
+    parser.add_argument("--pending", type=int, default=10_000)
+    parser.add_argument("--tenants", type=int, default=100)
+    parser.add_argument("--policy", default="fgd_small_first")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--workloads", type=int, default=3, help="pending workloads timed")
+    parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
+    args = parser.parse_args()
+
+    snapshot, pending, running = build(
+        nodes=args.nodes, pending=args.pending, tenants=args.tenants, seed=args.seed
+    )
+    policy = Policy(placement=args.policy, seed=args.seed)
+    decisions = schedule(
+        snapshot=snapshot, pending=pending, running=running, now=NOW, policy=policy
+    )
+    by_id = {r.id: r for r in pending}
+    chosen = [by_id[p.request_id] for p in decisions.pending[: args.workloads]]
+    answer_of = cycle_answers(
+        snapshot=snapshot, pending=pending, running=running, now=NOW, policy=policy
+    )
+    calls: list[str] = []
+
+    def counted(variant, **how):
+        calls.append(variant.id)
+        return answer_of(variant, **how)
+
+    walls, runs, found = [], [], []
+    for request in chosen:
+        calls.clear()
+        wall = time.perf_counter()
+        offered = alternatives(
+            request=request,
+            waiting=counted(request),
+            snapshot=snapshot,
+            running=running,
+            now=NOW,
+            answer_of=counted,
+            may_shrink=True,
+        )
+        walls.append(time.perf_counter() - wall)
+        runs.append(len(calls))
+        found.append(len(offered))
+    line = {
+        "bench": "alternatives_cost",
+        "calibration_s": calibration_seconds(),
+        "nodes": args.nodes,
+        "pending": args.pending,
+        "policy": args.policy,
+        "workloads": len(chosen),
+        "seconds_per_workload": round(statistics.median(walls), 3),
+        "seconds_runs": [round(w, 3) for w in walls],
+        "engine_runs": runs,
+        "alternatives_found": found,
+    }
+    print(json.dumps(line))
+    if not args.no_results:
+        append_results(bench="alternatives_cost", argv=sys.argv, figures=line)
+
+
+if __name__ == "__main__":
+    main()
