@@ -12,7 +12,6 @@ workload); appends it to bench/RESULTS.md unless --no-results.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -23,19 +22,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.results import append_results, calibration_seconds  # noqa: E402
-from bench.scheduler_scale import NOW, build  # noqa: E402
+from bench.scheduler_scale import NOW, build, state_arguments  # noqa: E402
 from scheduling.engine import Policy, schedule  # noqa: E402
 from scheduling.engine.alternatives import alternatives  # noqa: E402
 from scheduling.engine.trials import cycle_answers  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=1_000)
-    parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--tenants", type=int, default=100)
-    parser.add_argument("--policy", default="fgd_small_first")
-    parser.add_argument("--seed", type=int, default=42)
+    parser = state_arguments(__doc__.splitlines()[0])
     parser.add_argument("--workloads", type=int, default=3, help="pending workloads timed")
     parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
     args = parser.parse_args()

@@ -10,7 +10,7 @@ import pytest
 from billing import services as billing_services
 from billing.models import CatalogItem
 from portal import clock
-from scheduling.models import GpuClass, QuotaGrant
+from scheduling.models import GpuClass
 from tenants.permissions import Caller
 
 from ...factories import UserFactory
@@ -19,26 +19,6 @@ from ...roles import READING
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/organizations/acme/projects/ai-dev/workloads/"
-
-
-@pytest.fixture
-def waiting_for_h100(ready, full_h100, submit, cycle):
-    """Every H100 is taken: a 4-GPU job waits, while the A100 nodes have room for it."""
-    submit(name="waits", gpus=4)
-    cycle()
-    return ready
-
-
-@pytest.fixture
-def over_quota(ready, submit, cycle, acme):
-    """acme may hold 8 H100s and holds them: a second 8-GPU job waits on quota."""
-    QuotaGrant.objects.filter(
-        organization=acme, gpu_class__name="H100-80GB", resource=QuotaGrant.Resource.GPUS
-    ).update(guarantee=8, limit=8)
-    submit(name="first", gpus=8)
-    submit(name="second", gpus=8)
-    cycle()
-    return ready
 
 
 @pytest.mark.parametrize(("caller", "status"), READING)
