@@ -227,14 +227,16 @@ class _Search:
         self.found: list[Alternative] = []
 
     def helps(self, answer: Answer, *, at: datetime | None = None) -> datetime | None:
-        """Its start when ``answer`` beats the request's own: admitted now, or sooner."""
-        start = (at or self.now) if answer.admitted else answer.estimated_start
-        if start is None:
-            return None
+        """Its start when ``answer`` beats the request's own: admitted now; or, submitted
+        later (``at``), admitted then, sooner than its own estimate; or waiting with an
+        estimate sooner than its own."""
         own = self.waiting.estimated_start
-        if answer.admitted and at is None:
-            return start
-        return start if own is None or start < own else None
+        if at is not None:
+            return at if answer.admitted and (own is None or at < own) else None
+        if answer.admitted:
+            return self.now
+        start = answer.estimated_start
+        return start if start is not None and (own is None or start < own) else None
 
     def trial(
         self,

@@ -230,6 +230,19 @@ def clusters(draw):
             holder = request(f"run{i}", gpus=held, classes=(n.gpu_class,), max_runtime=runtime)
             work.append(running(holder, on(n.name, *range(held)), gpu_class=n.gpu_class))
             nodes[i] = replace(n, gpu_free_milli=(0,) * held + (1000,) * (8 - held))
+    reservations = ()
+    if draw(st.booleans()):
+        opens = NOW + timedelta(hours=draw(st.integers(0, 3)))
+        window = Reservation(
+            id="r1",
+            tenant="globex",
+            gpu_class=nodes[0].gpu_class,
+            gpus=draw(st.sampled_from((4, 8))),
+            pool=nodes[0].pool,
+            starts_at=opens,
+            ends_at=opens + timedelta(hours=draw(st.integers(1, 6))),
+        )
+        reservations = (window,)
     limit = draw(st.integers(4, 40))
     quotas = [quota(gpu_class=c, gpus=limit) for c in CLASSES] + [
         quota(gpu_class=c, mig_profile="mig-1g.10gb") for c in CLASSES
@@ -240,8 +253,9 @@ def clusters(draw):
         replicas=draw(st.integers(1, 3)),
         classes=(draw(st.sampled_from(CLASSES)),),
         max_runtime=timedelta(hours=2),
+        preemptible=draw(st.booleans()),
     )
-    return _snapshot(nodes, quotas=quotas), work, job
+    return _snapshot(nodes, quotas=quotas, reservations=reservations), work, job
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
