@@ -36,7 +36,7 @@ from .specs_from_models import (
 )
 
 
-def engine_policy() -> engine.Policy:
+def default_policy() -> engine.Policy:
     """The policy the settings make: what every cycle runs."""
     return engine.Policy(
         placement=settings.PORTAL_PLACEMENT_POLICY,
@@ -91,21 +91,20 @@ def _held(rows: list[WorkloadRow]) -> tuple[list[WorkloadRow], list[tuple]]:
 
 @dataclass(frozen=True)
 class CycleInputs:
-    """The cycle's rows and the engine's arguments made of them."""
+    """What a cycle reads: the engine's snapshot, queue and running work, and the rows they
+    were made of."""
 
-    now: datetime
-    pools: list[NodePool]
-    ready_nodes: list[Node]
-    pending: list[WorkloadRow]  # weighed by the engine, oldest first
-    held: list[tuple[WorkloadRow, engine.PendingReason]]  # held by another app's check
-    active: list[WorkloadRow]  # admitted or running
     snapshot: engine.ClusterSnapshot
     requests: list[engine.Request]  # of `pending`, in its order
     running: list[engine.RunningWorkload]  # of `active`, in its order
-    tolerations: tuple[engine.Toleration, ...]
+    pending: list[WorkloadRow]  # weighed by the engine, oldest first
+    held: list[tuple[WorkloadRow, engine.PendingReason]]  # held by another app's check
+    active: list[WorkloadRow]  # admitted or running
+    ready_nodes: list[Node]
+    pools: list[NodePool]
 
 
-def cycle_inputs_load(*, now: datetime) -> CycleInputs:
+def cycle_inputs(*, now: datetime) -> CycleInputs:
     """Everything a cycle at ``now`` weighs, in a fixed number of queries."""
     pools = list(NodePool.objects.select_related("gpu_class"))
     tolerations = gpu_tolerations(pools)
@@ -143,16 +142,14 @@ def cycle_inputs_load(*, now: datetime) -> CycleInputs:
         ),
     )
     return CycleInputs(
-        now=now,
-        pools=pools,
-        ready_nodes=ready_nodes,
-        pending=pending,
-        held=held,
-        active=active,
         snapshot=snapshot,
         requests=[engine_request(w, tolerations=tolerations) for w in pending],
         running=[
             engine_running(w, by_workload.get(w.pk, []), tolerations=tolerations) for w in active
         ],
-        tolerations=tolerations,
+        pending=pending,
+        held=held,
+        active=active,
+        ready_nodes=ready_nodes,
+        pools=pools,
     )

@@ -18,7 +18,7 @@ from django.core.cache import cache
 from portal import clock
 from tenants.permissions import Action, Caller, authorize
 
-from ..cycle_inputs import cycle_inputs_load, engine_policy
+from ..cycle_inputs import cycle_inputs, default_policy
 from ..engine.alternatives import Alternative, alternatives
 from ..engine.model import MILLI_PER_GPU
 from ..engine.trials import AnswerOf, cycle_answers
@@ -137,7 +137,7 @@ def _shown(alternative: Alternative, workload: Workload) -> ShownAlternative:
 
 
 def _computed(workload: Workload, *, now: datetime) -> tuple[ShownAlternative, ...]:
-    inputs = cycle_inputs_load(now=now)
+    inputs = cycle_inputs(now=now)
     request = next((r for r in inputs.requests if r.id == str(workload.pk)), None)
     if request is None:
         return ()  # held by another app's check, or in its eviction backoff: nothing to try
@@ -146,7 +146,7 @@ def _computed(workload: Workload, *, now: datetime) -> tuple[ShownAlternative, .
         pending=inputs.requests,
         running=inputs.running,
         now=now,
-        policy=engine_policy(),
+        policy=default_policy(),
     )
     found = alternatives(
         request=request,

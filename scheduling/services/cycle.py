@@ -16,7 +16,7 @@ from portal.db import rows_update
 from portal.events import Event, publish
 
 from .. import engine, metrics
-from ..cycle_inputs import cycle_inputs_load, engine_policy
+from ..cycle_inputs import cycle_inputs, default_policy
 from ..models import GpuClass, Node, Placement, SchedulerState, Workload, WorkloadEvent
 from ..specs_from_models import WorkloadRow
 from .lifecycle import workloads_evict
@@ -122,14 +122,14 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
         now = clock.now()
         # Increases (a quota package's period) count exactly from their start to their end.
         quota_increases_apply(now=now)
-        inputs = cycle_inputs_load(now=now)
+        inputs = cycle_inputs(now=now)
         held, pools, ready_nodes = inputs.held, inputs.pools, inputs.ready_nodes
         decisions = engine.schedule(
             snapshot=inputs.snapshot,
             pending=inputs.requests,
             running=inputs.running,
             now=now,
-            policy=policy or engine_policy(),
+            policy=policy or default_policy(),
         )
         if held:
             reasons = tuple(reason for _, reason in held)
