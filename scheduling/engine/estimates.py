@@ -1,10 +1,13 @@
-"""Start-time estimates for pending work, ``squeue --start``-like: when the max runtimes of
-running work free enough for it."""
+"""Start-time estimates for pending work, as a range: the queue simulated forward once per
+draw of when running work ends (``RunningEnds``), each start the moment releases free enough
+for it; the draws' median is the most likely start, their 10th and 90th percentiles the 80%
+interval. With max runtimes only (no samples) it is one draw: ``squeue --start``'s point."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
@@ -12,9 +15,21 @@ import numpy as np
 from .backfill import Backfill
 from .explain import CAPACITY_CODES, PendingCode
 from .free_capacity import ClusterState
-from .model import MILLI_PER_GPU, Request, RunningWorkload
+from .model import MILLI_PER_GPU, Request, RunningWorkload, StartRange
 from .quota import QuotaLedger
 from .reservations import ReservationBook
+from .running_ends import ReleaseCurve, RunningEnds
+
+
+@dataclass(frozen=True)
+class EstimateQuery:
+    """One pending request to estimate: why it waits on which class, and the milli-GPU the
+    class must free for it (the work queued ahead in the class plus its own)."""
+
+    request: Request
+    code: PendingCode
+    gpu_class: str
+    needed: int
 
 
 class Estimator:
@@ -29,7 +44,7 @@ class Estimator:
         backfill: Backfill,
         reservations: ReservationBook,
         eligible: Callable[[Request, str], np.ndarray],
-        now: datetime,
+        ends: RunningEnds,
     ) -> None:
         """``eligible``: as ``Preemptor``'s, an array held to the end of the cycle per answer."""
         self._cluster = cluster
@@ -37,81 +52,122 @@ class Estimator:
         self._backfill = backfill
         self._reservations = reservations
         self._eligible = eligible
-        self._now = now
+        self._ends = ends
         self._idle: dict[int, int] = {}
-        self._profiles: dict[str, tuple[list[datetime], np.ndarray]] = {}
-        self._releases_by_tenant: dict[str, dict[str, list[RunningWorkload]]] = {}
+        self._curves: dict[tuple, ReleaseCurve] = {}
+        self._by_class: dict[str, list[RunningWorkload]] = {}
 
     def estimate(
         self, request: Request, code: PendingCode, gpu_class: str, needed: int
-    ) -> datetime | None:
-        """When releases free ``needed`` GPU milli of ``gpu_class`` (the work queued ahead in
-        the class plus this one) for a request pending for ``code``; None: no estimate."""
-        if code == PendingCode.QUOTA:
-            return self._within_quota(request, gpu_class)
-        if code not in CAPACITY_CODES and code != PendingCode.PRIORITY:
-            return None
-        eligible = self._eligible(request, gpu_class)
-        start = self._released(request, gpu_class, eligible, needed)
-        if start is None:
-            return None
+    ) -> StartRange | None:
+        """The start range of one request pending for ``code`` (None: no estimate)."""
+        return self.estimate_all([EstimateQuery(request, code, gpu_class, needed)])[0]
+
+    def estimate_all(self, queries: Sequence[EstimateQuery]) -> list[StartRange | None]:
+        """``estimate`` for many at once: one search per release curve for all their draws."""
+        asked: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
+        floors: dict[int, str] = {}
+        heads: dict[int, str] = {}
+        for index, query in enumerate(queries):
+            request, code, gpu_class = query.request, query.code, query.gpu_class
+            if code == PendingCode.QUOTA:
+                self._ask_quota(asked, index, request, gpu_class)
+            elif code in CAPACITY_CODES or code == PendingCode.PRIORITY:
+                shadow = self._backfill.shadow(gpu_class)
+                if shadow is not None and shadow.request_id == request.id:
+                    heads[index] = gpu_class
+                    continue
+                eligible = self._eligible(request, gpu_class)
+                free = self._idle.get(id(eligible))
+                if free is None:
+                    free = self._idle[id(eligible)] = self._cluster.idle_gpu_milli(eligible)
+                asked[("class", gpu_class)].append((index, query.needed - free))
+                floors[index] = gpu_class
+        seconds = np.full((len(queries), self._ends.draws), np.inf)
+        for key, wanted in asked.items():
+            rows = np.array([index for index, _ in wanted])
+            seconds[rows] = self._curve(key).when(np.array([amount for _, amount in wanted]))
+        floored: dict[str, list[int]] = defaultdict(list)
+        for index, gpu_class in floors.items():
+            floored[gpu_class].append(index)
+        for gpu_class, rows in floored.items():
+            # Not before now, nor before the class's blocked head.
+            shadow = self._backfill.shadow(gpu_class)
+            floor = self._ends.latest(shadow.waits_for) if shadow is not None else 0.0
+            seconds[rows] = np.maximum(seconds[rows], floor)
+        for index, gpu_class in heads.items():
+            seconds[index] = self._ends.latest(self._backfill.shadow(gpu_class).waits_for)
+        ranges = self._ends.start_ranges(seconds)
+        return [
+            self._after_windows(query, found) if index in floors or index in heads else found
+            for index, (query, found) in enumerate(zip(queries, ranges, strict=True))
+        ]
+
+    def _after_windows(self, query: EstimateQuery, found: StartRange | None) -> StartRange | None:
+        """``found`` put off past other tenants' reservation windows it would overlap."""
+        if found is None or query.request.preemptible:
+            return found
+        eligible = self._eligible(query.request, query.gpu_class)
         capacity = int(self._cluster.gpu_count[eligible].sum()) * MILLI_PER_GPU
-        return self._reservations.after_windows(
-            request, gpu_class, start, need=needed, capacity=capacity
+
+        def later(start: datetime) -> datetime:
+            return self._reservations.after_windows(
+                query.request, query.gpu_class, start, need=query.needed, capacity=capacity
+            )
+
+        return StartRange(
+            likely=later(found.likely),
+            low=later(found.low),
+            high=later(found.high) if found.high is not None else None,
         )
 
-    def _released(
-        self, request: Request, gpu_class: str, eligible: np.ndarray, needed: int
-    ) -> datetime | None:
-        """When releases free ``needed`` milli-GPU on ``eligible`` (a class's blocked head:
-        when its shadow starts)."""
-        shadow = self._backfill.shadow(gpu_class)
-        if shadow is not None and shadow.request_id == request.id:
-            return shadow.starts_at
-        free = self._idle.get(id(eligible))
-        if free is None:
-            free = self._idle[id(eligible)] = self._cluster.idle_gpu_milli(eligible)
-        ends, released = self._release_profile(gpu_class)
-        first = int(np.searchsorted(released, needed - free))
-        if first >= len(ends):
-            return None
-        return max(ends[first], shadow.starts_at if shadow else self._now)
-
-    def _within_quota(self, request: Request, gpu_class: str) -> datetime | None:
-        """When the tenant's own releases leave its quota room for the request's gang minimum."""
+    def _ask_quota(
+        self,
+        asked: dict[tuple, list[tuple[int, int]]],
+        index: int,
+        request: Request,
+        gpu_class: str,
+    ) -> None:
+        """Ask when the tenant's own releases leave its quota room for the request's gang
+        minimum (nothing to ask without a quota)."""
         resource = request.quota_resource(gpu_class)
         quota = self._ledger.quota(tenant=request.tenant, resource=resource)
         if quota is None:
-            return None
+            return
         used = self._ledger.tenant_usage[(request.tenant, resource)]
         excess = used + request.quota_amount * request.smallest_gang
         # With no cohort and no shared pool there is nothing to borrow: the guarantee is the
         # ceiling.
         may_borrow = quota.cohort or self._ledger.pool(resource)
         excess -= quota.limit if may_borrow else quota.guarantee
-        for workload in self._tenant_releases(request.tenant, gpu_class):
-            if workload.request.quota_resource(gpu_class) != resource:
-                continue
-            excess -= workload.request.quota_amount * len(workload.placements)
-            if excess <= 0:
-                return workload.expected_end
-        return None
+        asked[("quota", gpu_class, request.tenant, resource)].append((index, excess))
 
-    def _tenant_releases(self, tenant: str, gpu_class: str) -> list[RunningWorkload]:
-        """``Backfill.releases`` of one tenant (grouped once per class)."""
-        by_tenant = self._releases_by_tenant.get(gpu_class)
-        if by_tenant is None:
-            by_tenant = self._releases_by_tenant[gpu_class] = defaultdict(list)
-            for workload in self._backfill.releases(gpu_class):
-                by_tenant[workload.request.tenant].append(workload)
-        return by_tenant.get(tenant, [])
+    def _curve(self, key: tuple) -> ReleaseCurve:
+        """The release curve of a class's running work, or of one tenant's work counted
+        against one quota resource."""
+        curve = self._curves.get(key)
+        if curve is None:
+            gpu_class = key[1]
+            running = self._running_in(gpu_class)
+            if key[0] == "class":
+                amounts = [w.request.gpu_milli_per_replica * len(w.placements) for w in running]
+            else:
+                tenant, resource = key[2:]
+                running = [
+                    w
+                    for w in running
+                    if w.request.tenant == tenant
+                    and w.request.quota_resource(gpu_class) == resource
+                ]
+                amounts = [w.request.quota_amount * len(w.placements) for w in running]
+            curve = self._curves[key] = ReleaseCurve(self._ends.of(running), amounts)
+        return curve
 
-    def _release_profile(self, gpu_class: str) -> tuple[list[datetime], np.ndarray]:
-        """End times of running work and the GPU milli released by each of them, cumulated."""
-        profile = self._profiles.get(gpu_class)
-        if profile is None:
-            releases = self._backfill.releases(gpu_class)
-            amounts = [w.request.gpu_milli_per_replica * len(w.placements) for w in releases]
-            ends = [w.expected_end for w in releases if w.expected_end is not None]
-            profile = self._profiles[gpu_class] = (ends, np.cumsum(amounts, dtype=np.int64))
-        return profile
+    def _running_in(self, gpu_class: str) -> list[RunningWorkload]:
+        """The running work of a class (all of it for CPU-only work's empty class)."""
+        running = self._by_class.get(gpu_class)
+        if running is None:
+            running = self._by_class[gpu_class] = [
+                w for w in self._ends.workloads if not gpu_class or w.gpu_class == gpu_class
+            ]
+        return running
