@@ -85,8 +85,12 @@ class Estimator:
                 floors[index] = gpu_class
         seconds = np.full((len(queries), self._ends.draws), np.inf)
         for key, wanted in asked.items():
-            rows = np.array([index for index, _ in wanted])
-            seconds[rows] = self._curve(key).when(np.array([amount for _, amount in wanted]))
+            curve = self._curve(key)
+            # The rest wait for more than known ends release: never, in every draw.
+            reached = [(index, amount) for index, amount in wanted if amount <= curve.reach]
+            if reached:
+                rows = np.array([index for index, _ in reached])
+                seconds[rows] = curve.when(np.array([amount for _, amount in reached]))
         floored: dict[str, list[int]] = defaultdict(list)
         for index, gpu_class in floors.items():
             floored[gpu_class].append(index)

@@ -86,17 +86,17 @@ class RunningEnds:
         """The range of each row of per-draw starts (seconds from now; inf: never)."""
         draws = seconds.shape[1]
         columns = [math.ceil(q * draws) - 1 for q in (LOW, LIKELY, HIGH)]
-        picked = np.partition(seconds, columns, axis=1)[:, columns].tolist()
-        return [
-            StartRange(
+        ranges: list[StartRange | None] = [None] * len(seconds)
+        # Only rows that start in at least half the draws have a most likely start.
+        dated = np.flatnonzero(np.isfinite(seconds).sum(axis=1) > columns[1])
+        picked = np.partition(seconds[dated], columns, axis=1)[:, columns].tolist()
+        for row, (low, likely, high) in zip(dated.tolist(), picked, strict=True):
+            ranges[row] = StartRange(
                 likely=self._at(likely),
                 low=self._at(low),
                 high=self._at(high) if math.isfinite(high) else None,
             )
-            if math.isfinite(likely)
-            else None
-            for low, likely, high in picked
-        ]
+        return ranges
 
     def _at(self, seconds: float) -> datetime:
         return self._now + timedelta(seconds=float(seconds))
@@ -109,6 +109,8 @@ class ReleaseCurve:
     def __init__(self, ends: np.ndarray, amounts: Sequence[int]) -> None:
         draws, count = ends.shape
         self._count = count
+        # The most any draw releases by ends known: beyond it, every draw answers never.
+        self.reach = 0
         if not count:
             return
         order = np.argsort(ends, axis=1, kind="stable")
@@ -117,6 +119,8 @@ class ReleaseCurve:
         # Each draw's running totals lifted past the previous draw's, so that one sorted
         # array holds them all.
         self._offsets = np.arange(draws, dtype=np.int64) * (int(released[0, -1]) + 1)
+        finite = np.isfinite(np.take_along_axis(ends, order, axis=1))
+        self.reach = int(np.where(finite, released, 0).max())
         self._released = (released + self._offsets[:, None]).ravel()
         self._starts = np.arange(draws, dtype=np.int64) * count
 

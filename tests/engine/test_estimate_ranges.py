@@ -104,7 +104,10 @@ def test_samples_change_no_admission_nor_preemption():
         now=NOW,
         policy=Policy(),
     )
-    assert any(p.estimated_start != q.estimated_start for p, q in zip(plain.pending, drawn.pending))
+    assert any(
+        p.estimated_start != q.estimated_start
+        for p, q in zip(plain.pending, drawn.pending, strict=True)
+    )
     assert (plain.admissions, plain.preemptions) == (drawn.admissions, drawn.preemptions)
 
 
