@@ -5,6 +5,7 @@ capacity views for the console and /metrics.
 """
 
 from .capacity import FragmentationView, PoolCapacity, fragmentation, pool_capacity
+from .estimates import Calibration, calibration
 from .explain import PendingCode
 from .fragmentation import typical_workload
 from .model import (
@@ -38,6 +39,7 @@ from .schedule import schedule
 __all__ = [
     "PLACEMENT_POLICIES",
     "Admission",
+    "Calibration",
     "ClusterSnapshot",
     "Decisions",
     "FragmentationView",
@@ -63,6 +65,7 @@ __all__ = [
     "TaskType",
     "Toleration",
     "TolerationOperator",
+    "calibration",
     "fragmentation",
     "pool_capacity",
     "quota_capacity",

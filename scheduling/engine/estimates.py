@@ -175,3 +175,31 @@ class Estimator:
                 w for w in self._ends.workloads if not gpu_class or w.gpu_class == gpu_class
             ]
         return running
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How estimates held against actual starts: the share of actual starts inside their 80%
+    interval (one with no upper bound holds any start from its low on) and the median absolute
+    error of the most likely start, in seconds (None: no estimate to judge)."""
+
+    estimates: int
+    within: float | None
+    median_error_seconds: float | None
+
+
+def calibration(judged: Sequence[tuple[StartRange, datetime]]) -> Calibration:
+    """The calibration of estimates, each with the actual start it is judged against."""
+    if not judged:
+        return Calibration(estimates=0, within=None, median_error_seconds=None)
+    inside = sum(
+        1
+        for estimate, actual in judged
+        if estimate.low <= actual and (estimate.high is None or actual <= estimate.high)
+    )
+    errors = [abs((actual - estimate.likely).total_seconds()) for estimate, actual in judged]
+    return Calibration(
+        estimates=len(judged),
+        within=inside / len(judged),
+        median_error_seconds=float(np.median(errors)),
+    )
