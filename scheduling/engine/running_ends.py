@@ -17,6 +17,40 @@ from .model import RunningWorkload, RuntimeSamples, StartRange
 LOW, LIKELY, HIGH = 0.1, 0.5, 0.9
 
 
+def similar_buckets(*, tenant: str, kind: str, size: int) -> tuple[str, ...]:
+    """The ``RuntimeSamples`` buckets of work of a tenant, kind and size (its gang's milli-GPU),
+    finest first: same tenant, kind and size; same tenant and kind; same kind and size; same
+    kind; all work. A workload draws from the finest with enough runs."""
+    return (f"{tenant}/{kind}/{size}", f"{tenant}/{kind}", f"*/{kind}/{size}", f"*/{kind}", "*")
+
+
+def runtime_samples(
+    *,
+    finished: Iterable[tuple[str, str, int, float]],
+    workloads: Iterable[tuple[str, str, str, int]],
+    min_runs: int,
+    seed: int,
+) -> RuntimeSamples:
+    """``RuntimeSamples`` from the run times of ``finished`` work (tenant, kind, size,
+    seconds), for ``workloads`` (id, tenant, kind, size): a bucket needs ``min_runs`` runs,
+    else its work draws from a coarser one."""
+    runs: dict[str, list[float]] = defaultdict(list)
+    for tenant, kind, size, seconds in finished:
+        if seconds > 0:
+            for bucket in similar_buckets(tenant=tenant, kind=kind, size=size):
+                runs[bucket].append(seconds)
+    buckets = {key: tuple(sorted(ran)) for key, ran in runs.items() if len(ran) >= min_runs}
+    finest: dict[tuple[str, ...], str | None] = {}
+    bucket_of = {}
+    for workload_id, tenant, kind, size in workloads if buckets else ():
+        similar = similar_buckets(tenant=tenant, kind=kind, size=size)
+        if similar not in finest:
+            finest[similar] = next((b for b in similar if b in buckets), None)
+        if finest[similar] is not None:
+            bucket_of[workload_id] = finest[similar]
+    return RuntimeSamples(buckets=buckets, bucket_of=bucket_of, seed=seed)
+
+
 class RunningEnds:
     """Seconds from ``now`` until each running workload ends, one column per draw (inf: not
     known, it has neither samples beyond its age nor a max runtime). With no samples at all

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from scheduling import engine
 from scheduling.engine.model import MILLI_PER_GPU, mig_profile_milli
+from scheduling.engine.running_ends import runtime_samples as engine_runtime_samples
 from tenants.permissions import Caller, require_operator
 
 from ..models import Workload
@@ -33,17 +34,10 @@ def _size(gpus: int, gpu_milli: int, mig_profile: str, mig_count: int, replicas:
     return milli * replicas
 
 
-def _buckets(tenant: str, kind: str, size: int) -> tuple[str, ...]:
-    """The buckets of similar work, finest first: same tenant, kind and size; same tenant and
-    kind; same kind and size; same kind; all work."""
-    return (f"{tenant}/{kind}/{size}", f"{tenant}/{kind}", f"*/{kind}/{size}", f"*/{kind}", "*")
-
-
 def runtime_samples(*, workloads: Iterable, now: datetime, seed: int) -> engine.RuntimeSamples:
     """How long the latest finished work ran (admission to end), by bucket of similar work,
     and the finest bucket with enough runs of each of ``workloads`` (Workloads or cycle rows
     with their project's organization): one bounded query on the finished-at index."""
-    runs: dict[str, list[float]] = defaultdict(list)
     finished = (
         Workload.objects.filter(
             state__in=RAN_STATES,
@@ -63,33 +57,23 @@ def runtime_samples(*, workloads: Iterable, now: datetime, seed: int) -> engine.
             "finished_at",
         )[:RUNTIME_SAMPLES_MAX]
     )
-    for tenant, kind, *shape, admitted_at, finished_at in finished:
-        seconds = (finished_at - admitted_at).total_seconds()
-        if seconds > 0:
-            for bucket in _buckets(tenant, kind, _size(*shape)):
-                runs[bucket].append(seconds)
-    buckets = {key: tuple(sorted(ran)) for key, ran in runs.items() if len(ran) >= BUCKET_MIN_RUNS}
-    if not buckets:
-        return engine.RuntimeSamples(seed=seed)
-    finest: dict[tuple, str | None] = {}
-    bucket_of = {}
-    for workload in workloads:
-        similar = (
-            workload.project.organization.slug,
-            workload.kind,
-            _size(
-                workload.gpus,
-                workload.gpu_milli,
-                workload.mig_profile,
-                workload.mig_count,
-                workload.replicas,
-            ),
-        )
-        if similar not in finest:
-            finest[similar] = next((b for b in _buckets(*similar) if b in buckets), None)
-        if finest[similar] is not None:
-            bucket_of[str(workload.pk)] = finest[similar]
-    return engine.RuntimeSamples(buckets=buckets, bucket_of=bucket_of, seed=seed)
+    return engine_runtime_samples(
+        finished=(
+            (tenant, kind, _size(*shape), (finished_at - admitted_at).total_seconds())
+            for tenant, kind, *shape, admitted_at, finished_at in finished
+        ),
+        workloads=(
+            (
+                str(w.pk),
+                w.project.organization.slug,
+                w.kind,
+                _size(w.gpus, w.gpu_milli, w.mig_profile, w.mig_count, w.replicas),
+            )
+            for w in workloads
+        ),
+        min_runs=BUCKET_MIN_RUNS,
+        seed=seed,
+    )
 
 
 @dataclass(frozen=True)
