@@ -24,12 +24,15 @@ from .running_ends import ReleaseCurve, RunningEnds
 @dataclass(frozen=True)
 class EstimateQuery:
     """One pending request to estimate: why it waits on which class, and the milli-GPU the
-    class must free for it (the work queued ahead in the class plus its own)."""
+    class must free for it (the work queued ahead in the class plus its own); for capacity,
+    the same of the other classes it takes."""
 
     request: Request
     code: PendingCode
     gpu_class: str
     needed: int
+    # The other classes it takes, each with the milli-GPU that class must free for it.
+    also: tuple[tuple[str, int], ...] = ()
 
 
 class Estimator:
@@ -64,48 +67,72 @@ class Estimator:
         return self.estimate_all([EstimateQuery(request, code, gpu_class, needed)])[0]
 
     def estimate_all(self, queries: Sequence[EstimateQuery]) -> list[StartRange | None]:
-        """``estimate`` for many at once: one search per release curve for all their draws."""
-        asked: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
-        floors: dict[int, str] = {}
+        """``estimate`` for many at once: one search per release curve for all their draws.
+        A request that waits for capacity and takes several classes starts, in each draw, on
+        the first of them that frees enough for it."""
+        # One row per (query, class) asked; each query's draws are the earliest of its rows.
+        owners: list[int] = []
+        asked: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)
+        floors: dict[str, list[int]] = defaultdict(list)
         heads: dict[int, str] = {}
         for index, query in enumerate(queries):
-            request, code, gpu_class = query.request, query.code, query.gpu_class
-            if code == PendingCode.QUOTA:
-                self._ask_quota(asked, index, request, gpu_class)
-            elif code in CAPACITY_CODES or code == PendingCode.PRIORITY:
-                shadow = self._backfill.shadow(gpu_class)
-                if shadow is not None and shadow.request_id == request.id:
-                    heads[index] = gpu_class
-                    continue
-                eligible = self._eligible(request, gpu_class)
-                free = self._idle.get(id(eligible))
-                if free is None:
-                    free = self._idle[id(eligible)] = self._cluster.idle_gpu_milli(eligible)
-                asked[("class", gpu_class)].append((index, query.needed - free))
-                floors[index] = gpu_class
-        seconds = np.full((len(queries), self._ends.draws), np.inf)
+            if query.code == PendingCode.QUOTA:
+                owners.append(index)
+                self._ask_quota(asked, len(owners) - 1, query.request, query.gpu_class)
+            elif query.code in CAPACITY_CODES or query.code == PendingCode.PRIORITY:
+                for gpu_class, needed in ((query.gpu_class, query.needed), *query.also):
+                    owners.append(index)
+                    self._ask_class(
+                        asked, floors, heads, len(owners) - 1, query.request, gpu_class, needed
+                    )
+        seconds = np.full((len(owners), self._ends.draws), np.inf)
         for key, wanted in asked.items():
             curve = self._curve(key)
             # The rest wait for more than known ends release: never, in every draw.
-            reached = [(index, amount) for index, amount in wanted if amount <= curve.reach]
+            reached = [asked for asked in wanted if asked[1] <= curve.reach]
             if reached:
-                rows = np.array([index for index, _ in reached])
-                seconds[rows] = curve.when(np.array([amount for _, amount in reached]))
-        floored: dict[str, list[int]] = defaultdict(list)
-        for index, gpu_class in floors.items():
-            floored[gpu_class].append(index)
-        for gpu_class, rows in floored.items():
+                rows, amounts, ahead = (np.array(column) for column in zip(*reached, strict=True))
+                share = self._ends.queue_share[None, :]
+                wanted_each = amounts[:, None] + (ahead[:, None] * share).astype(np.int64)
+                seconds[rows] = curve.when(wanted_each)
+        for gpu_class, rows in floors.items():
             # Not before now, nor before the class's blocked head.
             shadow = self._backfill.shadow(gpu_class)
             floor = self._ends.latest(shadow.waits_for) if shadow is not None else 0.0
             seconds[rows] = np.maximum(seconds[rows], floor)
-        for index, gpu_class in heads.items():
-            seconds[index] = self._ends.latest(self._backfill.shadow(gpu_class).waits_for)
-        ranges = self._ends.start_ranges(seconds)
+        for row, gpu_class in heads.items():
+            seconds[row] = self._ends.latest(self._backfill.shadow(gpu_class).waits_for)
+        earliest = np.full((len(queries), self._ends.draws), np.inf)
+        np.minimum.at(earliest, np.array(owners, dtype=np.int64), seconds)
+        ranges = self._ends.start_ranges(earliest)
         return [
-            self._after_windows(query, found) if index in floors or index in heads else found
-            for index, (query, found) in enumerate(zip(queries, ranges, strict=True))
+            found if query.code == PendingCode.QUOTA else self._after_windows(query, found)
+            for query, found in zip(queries, ranges, strict=True)
         ]
+
+    def _ask_class(
+        self,
+        asked: dict[tuple, list[tuple[int, int, int]]],
+        floors: dict[str, list[int]],
+        heads: dict[int, str],
+        row: int,
+        request: Request,
+        gpu_class: str,
+        needed: int,
+    ) -> None:
+        """Ask when ``gpu_class``'s releases free ``needed`` on the request's eligible nodes
+        (its blocked head: when its shadow's releases end)."""
+        shadow = self._backfill.shadow(gpu_class)
+        if shadow is not None and shadow.request_id == request.id:
+            heads[row] = gpu_class
+            return
+        eligible = self._eligible(request, gpu_class)
+        free = self._idle.get(id(eligible))
+        if free is None:
+            free = self._idle[id(eligible)] = self._cluster.idle_gpu_milli(eligible)
+        own = request.gpu_milli_per_replica * request.smallest_gang
+        asked[("class", gpu_class)].append((row, own - free, needed - own))
+        floors[gpu_class].append(row)
 
     def _after_windows(self, query: EstimateQuery, found: StartRange | None) -> StartRange | None:
         """``found`` put off past other tenants' reservation windows it would overlap."""
@@ -127,7 +154,7 @@ class Estimator:
 
     def _ask_quota(
         self,
-        asked: dict[tuple, list[tuple[int, int]]],
+        asked: dict[tuple, list[tuple[int, int, int]]],
         index: int,
         request: Request,
         gpu_class: str,
@@ -144,7 +171,7 @@ class Estimator:
         # ceiling.
         may_borrow = quota.cohort or self._ledger.pool(resource)
         excess -= quota.limit if may_borrow else quota.guarantee
-        asked[("quota", gpu_class, request.tenant, resource)].append((index, excess))
+        asked[("quota", gpu_class, request.tenant, resource)].append((index, excess, 0))
 
     def _curve(self, key: tuple) -> ReleaseCurve:
         """The release curve of a class's running work, or of one tenant's work counted

@@ -70,15 +70,26 @@ class RunningEnds:
             ]
         )
         self.ends = np.repeat(limit[:, None], draws, axis=1)
-        if samples.buckets and workloads:
-            self._draw(workloads, samples, limit)
+        # Per draw, the share of the work queued ahead that starts first: the queue's order
+        # is as uncertain as the run times (backfill lets small work by, several classes let
+        # work go elsewhere). All of it with max runtimes only, as the point always counted.
+        self.queue_share = np.ones(draws)
+        if samples.buckets:
+            rng = np.random.default_rng(samples.seed)
+            self.queue_share = rng.random(draws)
+            if workloads:
+                self._draw(workloads, samples, limit, rng)
 
     def _draw(
-        self, workloads: list[RunningWorkload], samples: RuntimeSamples, limit: np.ndarray
+        self,
+        workloads: list[RunningWorkload],
+        samples: RuntimeSamples,
+        limit: np.ndarray,
+        rng: np.random.Generator,
     ) -> None:
         # One row of uniforms per workload in id order: a workload's draws do not depend on
         # which others run beside it, nor on how they are grouped.
-        uniforms = np.random.default_rng(samples.seed).random((len(workloads), samples.draws))
+        uniforms = rng.random((len(workloads), samples.draws))
         age = np.array([(self._now - w.started_at).total_seconds() for w in workloads])
         rows_of: dict[str, list[int]] = defaultdict(list)
         for i, workload in enumerate(workloads):
@@ -159,12 +170,12 @@ class ReleaseCurve:
         self._starts = np.arange(draws, dtype=np.int64) * count
 
     def when(self, amounts: np.ndarray) -> np.ndarray:
-        """Per amount (rows) and draw (columns), seconds until the running work has released
-        that amount (inf: never)."""
+        """Per row of amounts (one per draw) and draw, seconds until the running work has
+        released that amount (inf: never)."""
         if not self._count:
             return np.full((len(amounts), 1), math.inf)
         # Past a draw's total the search lands in the next draw's: counted as never.
-        wanted = np.maximum(amounts, 0)[:, None] + self._offsets[None, :]
+        wanted = np.maximum(amounts, 0) + self._offsets[None, :]
         found = np.searchsorted(self._released, wanted, side="left")
         inside = found - self._starts[None, :] < self._count
         return np.where(inside, self._times[np.minimum(found, len(self._times) - 1)], math.inf)

@@ -454,12 +454,22 @@ class _Cycle:
         )
         queries = []
         ahead: Counter[str] = Counter()
+        drawn = bool(self.snapshot.runtimes.buckets)
         for request, failure in failures:
             need = request.gpu_milli_per_replica * request.smallest_gang
             needed = ahead[failure.gpu_class] + need
-            queries.append(EstimateQuery(request, failure.code, failure.gpu_class, needed))
+            # With run-time samples, a request that takes several classes starts on the first
+            # that frees enough; max runtimes alone keep the point estimate's first class.
+            also = tuple(
+                (other, ahead[other] + need)
+                for other in request.gpu_classes
+                if other != failure.gpu_class and failure.gpu_class and drawn
+            )
+            queries.append(EstimateQuery(request, failure.code, failure.gpu_class, needed, also))
             if failure.code in CAPACITY_CODES or failure.code == PendingCode.PRIORITY:
                 ahead[failure.gpu_class] += need
+                for other, _ in also:
+                    ahead[other] += need
         estimates = estimator.estimate_all(queries)
         return [
             PendingReason(
