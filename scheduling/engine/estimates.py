@@ -86,12 +86,18 @@ class Estimator:
                         asked, floors, heads, len(owners) - 1, query.request, gpu_class, needed
                     )
         seconds = np.full((len(owners), self._ends.draws), np.inf)
+        owned_by = np.array(owners, dtype=np.int64)
+        several = np.bincount(owned_by, minlength=len(queries))[owned_by] > 1
         for key, wanted in asked.items():
             curve = self._curve(key)
-            # The rest wait for more than known ends release: never, in every draw.
-            reached = [asked for asked in wanted if asked[1] <= curve.reach]
-            if reached:
-                rows, amounts, ahead = (np.array(column) for column in zip(*reached, strict=True))
+            rows, amounts, ahead = (np.array(column) for column in zip(*wanted, strict=True))
+            # A row the known ends free in too few draws for a most likely start has none,
+            # unless another class of its request may: searched only where it counts.
+            searched = (
+                self._ends.draws_reaching(curve.reach, amounts, ahead) >= self._ends.dated
+            ) | several[rows]
+            if searched.any():
+                rows, amounts, ahead = rows[searched], amounts[searched], ahead[searched]
                 share = self._ends.queue_share[None, :]
                 wanted_each = amounts[:, None] + (ahead[:, None] * share).astype(np.int64)
                 seconds[rows] = curve.when(wanted_each)

@@ -79,6 +79,9 @@ class RunningEnds:
             self.queue_share = rng.random(draws)
             if workloads:
                 self._draw(workloads, samples, limit, rng)
+        self._shares_sorted = np.sort(self.queue_share)
+        # Draws that must start for a most likely start (their median) to exist.
+        self.dated = math.ceil(LIKELY * draws)
 
     def _draw(
         self,
@@ -108,6 +111,17 @@ class RunningEnds:
             remaining = runs[picks] - age[rows][:, None]
             self.ends[rows] = np.minimum(remaining, limit[rows][:, None])
 
+    def draws_reaching(self, reach: int, amounts: np.ndarray, ahead: np.ndarray) -> np.ndarray:
+        """Per row, in how many draws ``amounts`` plus the drawn share of ``ahead`` stays
+        within ``reach`` (what known ends release at most)."""
+        within = np.searchsorted(
+            # One milli over: the amounts drawn are rounded down.
+            self._shares_sorted,
+            (reach - amounts + 1) / np.maximum(ahead, 1),
+            side="right",
+        )
+        return np.where(ahead > 0, within, np.where(amounts <= reach, self.draws, 0))
+
     @property
     def draws(self) -> int:
         return self.ends.shape[1]
@@ -133,7 +147,7 @@ class RunningEnds:
         columns = [math.ceil(q * draws) - 1 for q in (LOW, LIKELY, HIGH)]
         ranges: list[StartRange | None] = [None] * len(seconds)
         # Only rows that start in at least half the draws have a most likely start.
-        dated = np.flatnonzero(np.isfinite(seconds).sum(axis=1) > columns[1])
+        dated = np.flatnonzero(np.isfinite(seconds).sum(axis=1) >= self.dated)
         picked = np.partition(seconds[dated], columns, axis=1)[:, columns].tolist()
         for row, (low, likely, high) in zip(dated.tolist(), picked, strict=True):
             ranges[row] = StartRange(
