@@ -249,9 +249,9 @@ def figures(judged: list[tuple[StartRange, datetime]]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pods", type=int, default=3_000, help="the trace's first pods")
-    parser.add_argument("--node-share", type=float, default=0.05, help="share of GPU nodes kept")
-    parser.add_argument("--compress", type=float, default=4.0, help="arrivals this much faster")
+    parser.add_argument("--pods", type=int, default=1_000, help="the trace's first pods")
+    parser.add_argument("--node-share", type=float, default=0.02, help="share of GPU nodes kept")
+    parser.add_argument("--compress", type=float, default=20.0, help="arrivals this much faster")
     parser.add_argument("--draws", type=int, default=64)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
