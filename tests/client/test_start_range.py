@@ -1,7 +1,6 @@
 """gpuctl's reading of an estimated start: the most likely moment and the 80% interval."""
 
 import pytest
-
 from gpuctl.workloads import start_range
 
 
