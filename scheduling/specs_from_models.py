@@ -327,6 +327,13 @@ class WorkloadRow(NamedTuple):
     pending_message: str
     queue_position: int | None
     estimated_start: datetime | None
+    estimated_start_low: datetime | None
+    estimated_start_high: datetime | None
+    first_estimate_at: datetime | None
+    first_estimate: datetime | None
+    first_estimate_low: datetime | None
+    first_estimate_high: datetime | None
+    first_estimate_actual: datetime | None
 
     # The model's own rule, so that a row and its Workload never disagree.
     needs_gpu = Workload.needs_gpu

@@ -12,6 +12,7 @@ urlpatterns = [
     path("orgs/<slug:org_slug>/quotas/", views.quotas, name="quotas"),
     path("staff/cluster/", views.cluster, name="cluster"),
     path("staff/insights/", views.insights, name="insights"),
+    path("staff/estimates/", views.estimates, name="estimates"),
     path("orgs/<slug:org_slug>/reservations/", views.reservations, name="reservations"),
     path(
         "orgs/<slug:org_slug>/reservations/<str:reservation_id>/cancel/",

@@ -20,6 +20,7 @@ from tenants.permissions import Action, caller_of, role_allows
 from . import insights as scheduling_insights
 from . import selectors, services
 from .api.filters import WorkloadFilter
+from .api.operator_serializers import CalibrationQuery
 from .backends import get_backend
 from .cluster import ClusterError
 from .forms import QuotaRequestForm, ReservationForm, WorkloadSubmitForm
@@ -30,6 +31,9 @@ QUOTA_REQUESTS_SHOWN = 100
 QUEUE_SHOWN = 50
 # The workload page's log pane: the last lines it shows at first and reads at each poll.
 LOG_PANE_LINES = 200
+# The estimates page's periods, in days, and the one shown by default.
+CALIBRATION_PERIODS = (1, 7, 30, 90)
+CALIBRATION_DAYS = 30
 
 
 @login_required
@@ -315,4 +319,20 @@ def insights(request):
         request,
         "scheduling/insights.html",
         {"insights": scheduling_insights.insights(caller=caller_of(request), now=clock.now())},
+    )
+
+
+@login_required
+def estimates(request):
+    """Operators: how the start estimates held, per GPU class, over a chosen period."""
+    query = CalibrationQuery(data=request.GET)
+    days = query.validated_data["days"] if query.is_valid() else CALIBRATION_DAYS
+    until = clock.now()
+    figures = selectors.estimate_calibration(
+        caller=caller_of(request), since=until - timedelta(days=days), until=until
+    )
+    return render(
+        request,
+        "scheduling/estimates.html",
+        {"figures": figures, "days": days, "periods": CALIBRATION_PERIODS},
     )

@@ -5,6 +5,7 @@ capacity views for the console and /metrics.
 """
 
 from .capacity import FragmentationView, PoolCapacity, fragmentation, pool_capacity
+from .estimates import Calibration, calibration
 from .explain import PendingCode
 from .fragmentation import typical_workload
 from .model import (
@@ -22,7 +23,9 @@ from .model import (
     Request,
     Reservation,
     RunningWorkload,
+    RuntimeSamples,
     SelectorOperator,
+    StartRange,
     Taint,
     TaintEffect,
     TaskType,
@@ -36,6 +39,7 @@ from .schedule import schedule
 __all__ = [
     "PLACEMENT_POLICIES",
     "Admission",
+    "Calibration",
     "ClusterSnapshot",
     "Decisions",
     "FragmentationView",
@@ -53,12 +57,15 @@ __all__ = [
     "Request",
     "Reservation",
     "RunningWorkload",
+    "RuntimeSamples",
     "SelectorOperator",
+    "StartRange",
     "Taint",
     "TaintEffect",
     "TaskType",
     "Toleration",
     "TolerationOperator",
+    "calibration",
     "fragmentation",
     "pool_capacity",
     "quota_capacity",

@@ -18,7 +18,7 @@ import numpy as np
 from .backfill import Backfill, Shadow
 from .capacity import SettledCapacity
 from .eligibility import ineligibility, preference_score
-from .estimates import Estimator
+from .estimates import EstimateQuery, Estimator
 from .explain import (
     CAPACITY_CODES,
     PendingCode,
@@ -52,6 +52,7 @@ from .quota import (
     validate_request,
 )
 from .reservations import ReservationBook
+from .running_ends import RunningEnds
 from .victims import eviction_cost
 
 
@@ -447,23 +448,40 @@ class _Cycle:
             backfill=self.backfill,
             reservations=self.reservations,
             eligible=self._eligible_nodes,
-            now=self.now,
+            ends=RunningEnds(
+                running=self.running.values(), samples=self.snapshot.runtimes, now=self.now
+            ),
         )
-        reasons = []
+        queries = []
         ahead: Counter[str] = Counter()
-        for position, (request, failure) in enumerate(failures, start=1):
+        drawn = bool(self.snapshot.runtimes.buckets)
+        for request, failure in failures:
             need = request.gpu_milli_per_replica * request.smallest_gang
             needed = ahead[failure.gpu_class] + need
-            estimate = estimator.estimate(request, failure.code, failure.gpu_class, needed)
+            # With run-time samples, a request that takes several classes starts on the first
+            # that frees enough; max runtimes alone keep the point estimate's first class.
+            also = tuple(
+                (other, ahead[other] + need)
+                for other in request.gpu_classes
+                if other != failure.gpu_class and failure.gpu_class and drawn
+            )
+            queries.append(EstimateQuery(request, failure.code, failure.gpu_class, needed, also))
             if failure.code in CAPACITY_CODES or failure.code == PendingCode.PRIORITY:
                 ahead[failure.gpu_class] += need
-            reasons.append(
-                PendingReason(
-                    request_id=request.id,
-                    code=failure.code.value,
-                    message=failure.message,
-                    queue_position=position,
-                    estimated_start=estimate,
-                )
+                for other, _ in also:
+                    ahead[other] += need
+        estimates = estimator.estimate_all(queries)
+        return [
+            PendingReason(
+                request_id=request.id,
+                code=failure.code.value,
+                message=failure.message,
+                queue_position=position,
+                estimated_start=estimate.likely if estimate else None,
+                estimated_start_low=estimate.low if estimate else None,
+                estimated_start_high=estimate.high if estimate else None,
             )
-        return reasons
+            for position, ((request, failure), estimate) in enumerate(
+                zip(failures, estimates, strict=True), start=1
+            )
+        ]

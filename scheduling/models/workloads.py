@@ -80,7 +80,17 @@ class Workload(models.Model):
     pending_code = models.CharField(max_length=32, blank=True)
     pending_message = models.CharField(max_length=500, blank=True)
     queue_position = models.PositiveIntegerField(null=True, blank=True)
+    # The most likely start and the 80% interval around it (high None: no upper bound known).
     estimated_start = models.DateTimeField(null=True, blank=True)
+    estimated_start_low = models.DateTimeField(null=True, blank=True)
+    estimated_start_high = models.DateTimeField(null=True, blank=True)
+    # The first estimate it got in the queue, kept with its actual start (its first admission)
+    # to show operators how good the estimates are.
+    first_estimate_at = models.DateTimeField(null=True, blank=True)
+    first_estimate = models.DateTimeField(null=True, blank=True)
+    first_estimate_low = models.DateTimeField(null=True, blank=True)
+    first_estimate_high = models.DateTimeField(null=True, blank=True)
+    first_estimate_actual = models.DateTimeField(null=True, blank=True)
     idle_since = models.DateTimeField(null=True, blank=True)
     idle_warned_at = models.DateTimeField(null=True, blank=True)
     # Its GPUs as monitoring last saw them while it ran (0-1; None: unknown), for the
@@ -104,7 +114,13 @@ class Workload(models.Model):
 
     class Meta:
         ordering = ["-submitted_at"]
-        indexes = [models.Index(fields=["state", "submitted_at"], name="workload_state_submitted")]
+        indexes = [
+            models.Index(fields=["state", "submitted_at"], name="workload_state_submitted"),
+            # The run times the start estimates draw from: the latest finished work.
+            models.Index(fields=["finished_at"], name="workload_finished"),
+            # The estimates' calibration over a period of actual starts.
+            models.Index(fields=["first_estimate_actual"], name="workload_estimate_actual"),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="workload_name_unique"),
         ]

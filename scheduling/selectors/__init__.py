@@ -13,6 +13,7 @@ requires an operator.
 - cluster: operators' view of the cluster node by node, the queue across tenants, the GPU
   work the insights judge
 - metrics: operators' figures for /metrics
+- estimates: the run times start estimates draw from, and how well the estimates held
 - logs: a workload's container logs, from the cluster
 - prices: what use would cost at the catalog's prices (asked of billing through an extension
   point)
@@ -38,6 +39,7 @@ from .cluster import (
     gpu_workloads_waiting,
     queue_across_tenants,
 )
+from .estimates import ClassCalibration, estimate_calibration, runtime_samples
 from .logs import TAIL_MAX, log_text, workload_log_lines
 from .metrics import (
     PendingCount,
@@ -107,6 +109,7 @@ __all__ = [
     "NEEDS_GPU",
     "SEARCH_SPAN",
     "TAIL_MAX",
+    "ClassCalibration",
     "FreeDay",
     "GpuCell",
     "MigUse",
@@ -123,6 +126,7 @@ __all__ = [
     "class_capacities",
     "cluster_capacity",
     "cluster_overview",
+    "estimate_calibration",
     "gpu_class_for_operator",
     "gpu_class_list",
     "gpu_workloads_seen",
@@ -166,6 +170,7 @@ __all__ = [
     "reservations_for_operator",
     "reservations_in_use",
     "reservations_on_record",
+    "runtime_samples",
     "shortfalls",
     "tier_for_operator",
     "tier_list",

@@ -17,7 +17,7 @@ from portal.db import rows_update
 from portal.events import Event, ExtensionPoint, holds_collect, publish
 from tenants.models import Organization, Project
 
-from .. import engine, metrics
+from .. import engine, metrics, selectors
 from ..models import (
     GpuClass,
     Node,
@@ -85,12 +85,24 @@ ADMISSION_FIELDS = [
     "pending_message",
     "queue_position",
     "estimated_start",
+    "estimated_start_low",
+    "estimated_start_high",
+    "first_estimate_actual",
     "objects_deleted_at",
     "teardown_due_at",
 ]
-PENDING_FIELDS = ["pending_code", "pending_message", "queue_position", "estimated_start"]
-# What it writes of one still waiting for the same reason, whose place in the queue moved.
-QUEUE_FIELDS = ["queue_position", "estimated_start"]
+# A waiting workload's place and estimate, and the first estimate it got (kept once made).
+QUEUE_FIELDS = [
+    "queue_position",
+    "estimated_start",
+    "estimated_start_low",
+    "estimated_start_high",
+    "first_estimate_at",
+    "first_estimate",
+    "first_estimate_low",
+    "first_estimate_high",
+]
+PENDING_FIELDS = ["pending_code", "pending_message", *QUEUE_FIELDS]
 
 
 def _workloads(queryset, *, classes: dict, tiers: dict) -> list[WorkloadRow]:
@@ -213,6 +225,10 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
         ready_nodes = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
         snapshot = engine.ClusterSnapshot(
             nodes=engine_nodes(ready_nodes, placements),
+            # Seeded by the cycle's time: the same cycle draws the same estimates.
+            runtimes=selectors.runtime_samples(
+                workloads=[*pending, *active], now=now, seed=int(now.timestamp())
+            ),
             quotas=engine_quotas(
                 QuotaGrant.objects.select_related("organization", "project", "gpu_class")
             ),
@@ -323,8 +339,9 @@ def _persist(
     admitted: list[Workload] = []
     placements: list[Placement] = []
     for admission in decisions.admissions:
+        row = workloads[admission.request_id]
         workload = _written(
-            workloads[admission.request_id].pk,
+            row.pk,
             state=Workload.State.ADMITTED,
             admitted_at=now,
             gpu_class=classes.get(admission.gpu_class),
@@ -333,6 +350,12 @@ def _persist(
             pending_message="",
             queue_position=None,
             estimated_start=None,
+            estimated_start_low=None,
+            estimated_start_high=None,
+            # The first admission after its first estimate is the start that estimate is
+            # judged against.
+            first_estimate_actual=row.first_estimate_actual
+            or (now if row.first_estimate_at is not None else None),
             objects_deleted_at=None,
             teardown_due_at=None,
         )
@@ -371,15 +394,40 @@ def _persist(
     for reason in decisions.pending:
         row = workloads[reason.request_id]
         why = {"pending_code": reason.code, "pending_message": reason.message[:500]}
-        place = {"queue_position": reason.queue_position, "estimated_start": reason.estimated_start}
+        place = _place(row, reason, now=now)
         if (row.pending_code, row.pending_message) != tuple(why.values()):
             workload = _written(row.pk, **why, **place)
             changed.append(workload)
             events.append(
                 workload_event(workload, "pending", reason.message, at=now, code=reason.code)
             )
-        elif (row.queue_position, row.estimated_start) != tuple(place.values()):
+        elif any(getattr(row, name) != value for name, value in place.items()):
             moved.append(_written(row.pk, **place))
     rows_update(changed, PENDING_FIELDS)
     rows_update(moved, QUEUE_FIELDS)
     WorkloadEvent.objects.bulk_create(events, batch_size=BATCH)
+
+
+def _place(row: WorkloadRow, reason: engine.PendingReason, *, now) -> dict:
+    """A waiting workload's QUEUE_FIELDS: its place and estimate; its first estimate is the
+    one it had, or this one if it had none yet."""
+    first = {
+        "first_estimate_at": row.first_estimate_at,
+        "first_estimate": row.first_estimate,
+        "first_estimate_low": row.first_estimate_low,
+        "first_estimate_high": row.first_estimate_high,
+    }
+    if row.first_estimate_at is None and reason.estimated_start is not None:
+        first = {
+            "first_estimate_at": now,
+            "first_estimate": reason.estimated_start,
+            "first_estimate_low": reason.estimated_start_low,
+            "first_estimate_high": reason.estimated_start_high,
+        }
+    return {
+        "queue_position": reason.queue_position,
+        "estimated_start": reason.estimated_start,
+        "estimated_start_low": reason.estimated_start_low,
+        "estimated_start_high": reason.estimated_start_high,
+        **first,
+    }

@@ -2,6 +2,7 @@
 
 import time
 from contextlib import suppress
+from datetime import datetime
 
 import click
 from rich.live import Live
@@ -118,6 +119,31 @@ def ls(session: Session, state, kind, tier, name, watch, interval, timeout):
             live.update(table(read(), COLUMNS), refresh=True)
 
 
+def start_range(pending: dict) -> str:
+    """A waiting workload's estimated start as people read it: "likely 2026-12-03 10:00
+    (between 09:10 and 13:40)" (UTC); a bound on another day names its date."""
+    if not pending.get("estimated_start"):
+        return "-"
+    likely, low, high = (
+        datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+        for value in (
+            pending["estimated_start"],
+            pending.get("estimated_start_low"),
+            pending.get("estimated_start_high"),
+        )
+    )
+
+    def at(moment: datetime) -> str:
+        return moment.strftime("%H:%M" if moment.date() == likely.date() else "%Y-%m-%d %H:%M")
+
+    text = f"likely {likely:%Y-%m-%d %H:%M} UTC"
+    if low is None or low == likely == high:
+        return text
+    if high is None:
+        return f"{text} (not before {at(low)})"
+    return f"{text} (between {at(low)} and {at(high)})"
+
+
 @click.command()
 @click.argument("name")
 @scoped(project=True)
@@ -125,6 +151,8 @@ def get(session: Session, name):
     """Show one workload: its request, state, placements and times."""
     workload = session.api.get(workload_path(session, name))
     show_object(workload, session.output)
+    if session.output == "table" and workload["pending"]:
+        stdout.print(f"estimated start: {start_range(workload['pending'])}")
     if session.output == "table" and workload["placements"]:
         placements = [("REPLICA", "replica"), ("NODE", "node"), ("GPUS", "gpu_indices")]
         stdout.print(table(workload["placements"], placements, title="placements"))
@@ -143,7 +171,7 @@ def why(session: Session, name):
     elif pending:
         stdout.print(f"{name} is pending: {pending['message']} [{pending['code']}]")
         stdout.print(f"  queue position: {cell(pending['queue_position'])}")
-        stdout.print(f"  estimated start: {cell(pending['estimated_start'])}")
+        stdout.print(f"  estimated start: {start_range(pending)}")
     else:
         since = workload["finished_at"] or workload["started_at"] or workload["admitted_at"]
         why_not = f" ({workload['status_reason']})" if workload["status_reason"] else ""
