@@ -1,0 +1,282 @@
+"""Policy replay: the portal's own recorded GPU work since a moment, replayed through the
+engine's simulation (``engine.simulation``) under the settings in force and under a proposed
+change, figures side by side (``replay_report``). It reads and writes nothing.
+
+What is replayed: every GPU workload submitted in the span that held capacity (finished,
+failed, cancelled or evicted while running: its recorded run time; still running: until now),
+and the work still waiting (its max runtime, else to the end of the span), each at its recorded
+submit time, on today's ready nodes, empty at the start of the span.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Prefetch, Q
+
+from tenants.models import Organization
+from tenants.permissions import Caller, require_operator
+
+from .. import engine
+from ..engine.model import SHARED
+from ..engine.simulation import (
+    Arrival,
+    Simulation,
+    SimulationTooLarge,
+    placement_gpu_milli,
+    simulate,
+)
+from ..models import GpuClass, Node, NodePool, Placement, PriorityTier, QuotaGrant, Workload
+from ..specs_from_models import (
+    engine_nodes,
+    engine_quotas,
+    engine_request,
+    gpu_tolerations,
+    schedulable_shapes,
+    topology_levels,
+)
+from .replay_change import PolicyChange, change_check
+from .replay_report import RecordedWork, ScenarioFigures, scenario_figures
+
+
+@dataclass(frozen=True)
+class ReplayLimits:
+    """How much one replay may take on: past these it is refused, with the reason."""
+
+    span: timedelta
+    workloads: int
+    cycles: int
+
+
+# The command's (an operator at a shell can wait) and the staff page's (inside a request).
+COMMAND_LIMITS = ReplayLimits(span=timedelta(days=90), workloads=50_000, cycles=500_000)
+PAGE_LIMITS = ReplayLimits(span=timedelta(days=31), workloads=3_000, cycles=20_000)
+
+
+class ReplayRefused(Exception):
+    """The replay was asked for more than its limits allow."""
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    since: datetime
+    until: datetime
+    change: PolicyChange
+    workloads: int
+    # GPU-hours the recorded work held in the span, per GPU class: what the replay under the
+    # current settings must give back (it is the same work, run for the same time).
+    recorded_gpu_hours: dict[str, float]
+    current: ScenarioFigures
+    proposed: ScenarioFigures
+
+
+@dataclass(frozen=True)
+class _History:
+    arrivals: list[Arrival]
+    work: dict[str, RecordedWork]
+    recorded_gpu_hours: dict[str, float]
+
+
+def _runtime(placements: list[Placement], *, until: datetime) -> timedelta:
+    """How long the workload held capacity in all: each admission (its replicas' placements
+    share a start) from its start to its last replica's end (or ``until`` if still held)."""
+    admissions: dict[datetime, datetime] = {}
+    for p in placements:
+        end = min(p.ended_at or until, until)
+        admissions[p.started_at] = max(admissions.get(p.started_at, end), end)
+    return sum((end - start for start, end in admissions.items()), timedelta())
+
+
+def _history(*, since: datetime, until: datetime, limits: ReplayLimits) -> _History:
+    workloads = (
+        Workload.objects.filter(submitted_at__gte=since, submitted_at__lt=until)
+        .filter(Q(gpus__gt=0) | Q(gpu_milli__gt=0) | Q(mig_count__gt=0))
+        .select_related("project__organization", "tier", "gpu_class")
+        .prefetch_related(Prefetch("placements", queryset=Placement.objects.order_by("replica")))
+        .order_by("submitted_at", "pk")
+    )
+    count = workloads.count()
+    if count > limits.workloads:
+        raise ReplayRefused(
+            f"{count} workloads were submitted in the span; a replay here takes at most"
+            f" {limits.workloads}. Replay a shorter span."
+        )
+    tolerations = gpu_tolerations(NodePool.objects.select_related("gpu_class"))
+    arrivals, work, recorded = [], {}, defaultdict(float)
+    for workload in workloads:
+        placements = list(workload.placements.all())
+        if placements:
+            runtime = _runtime(placements, until=until)
+        elif workload.state == Workload.State.PENDING:
+            runtime = workload.max_runtime or until - workload.submitted_at
+        else:
+            continue  # it ended without ever holding capacity: nothing to replay
+        for p in placements:
+            held = (min(p.ended_at or until, until) - p.started_at).total_seconds()
+            recorded[workload.gpu_class.name if workload.gpu_class else ""] += (
+                placement_gpu_milli(p) * held / 3.6e6
+            )
+        request = engine_request(workload, tolerations=tolerations)
+        arrivals.append(Arrival(request=request, runtime=runtime))
+        work[request.id] = RecordedWork(
+            organization=request.tenant,
+            tier=workload.tier.name,
+            submitted_at=workload.submitted_at,
+            gpu_milli=request.gpu_milli_per_replica * request.replicas,
+            mig_profile=workload.mig_profile,
+        )
+    return _History(arrivals, work, dict(recorded))
+
+
+def _snapshot(change: PolicyChange) -> engine.ClusterSnapshot:
+    """Today's ready nodes (empty), quotas and weights, with ``change`` applied."""
+    nodes = list(Node.objects.filter(ready=True, cordoned=False).select_related("pool__gpu_class"))
+    pools = NodePool.objects.select_related("gpu_class")
+    quotas = list(
+        engine_quotas(QuotaGrant.objects.select_related("organization", "project", "gpu_class"))
+    )
+    for change_of in change.quotas:
+        mine = [
+            i
+            for i, q in enumerate(quotas)
+            if q.tenant == change_of.organization
+            and q.project is None
+            and q.resource == change_of.resource
+        ]
+        old = quotas[mine[0]] if mine else None
+        gpu_class, _, form = change_of.resource.partition("/")
+        limit = change_of.limit
+        if limit is None:
+            limit = max(old.limit if old else change_of.guarantee, change_of.guarantee)
+        new = engine.Quota(
+            tenant=change_of.organization,
+            gpu_class=gpu_class,
+            guarantee=change_of.guarantee,
+            limit=limit,
+            cohort=old.cohort if old else None,
+            mig_profile=form if form.startswith("mig-") else None,
+            shared=form == SHARED,
+        )
+        if mine:
+            quotas[mine[0]] = new
+        else:
+            quotas.append(new)
+    quotas = [
+        replace(q, cohort=change.cohorts[q.tenant] or None) if q.tenant in change.cohorts else q
+        for q in quotas
+    ]
+    weights = {
+        slug: float(weight)
+        for slug, weight in Organization.objects.values_list("slug", "fair_share_weight")
+    }
+    weights |= {org: float(weight) for org, weight in change.weights.items()}
+    return engine.ClusterSnapshot(
+        nodes=engine_nodes(nodes, []),
+        quotas=tuple(quotas),
+        topology_levels=topology_levels(pools) or ("rack", "block"),
+        tenant_weights=weights,
+        node_shapes=schedulable_shapes(nodes),
+    )
+
+
+def _policy(placement: str | None) -> engine.Policy:
+    return engine.Policy(
+        placement=placement or settings.PORTAL_PLACEMENT_POLICY,
+        reclaim_after=timedelta(seconds=settings.PORTAL_RECLAIM_AFTER_SECONDS),
+        reservation_lead_time=timedelta(seconds=settings.PORTAL_RESERVATION_LEAD_SECONDS),
+    )
+
+
+def _with_tiers(arrivals: list[Arrival], tiers: dict[str, int], work) -> list[Arrival]:
+    """The arrivals with each tier the change gives its new priority value."""
+    if not tiers:
+        return arrivals
+    return [
+        replace(a, request=replace(a.request, tier=tiers[work[a.request.id].tier]))
+        if work[a.request.id].tier in tiers
+        else a
+        for a in arrivals
+    ]
+
+
+def policy_replay(
+    *,
+    caller: Caller,
+    since: datetime,
+    until: datetime,
+    change: PolicyChange,
+    limits: ReplayLimits = COMMAND_LIMITS,
+    prices=None,
+) -> ReplayReport:
+    """Replay the work recorded from ``since`` to ``until`` under today's settings and under
+    ``change``. ``prices`` maps (organization, GPU class, MIG profile, tier) to a Decimal
+    hourly price (None: no cost figures). Raises ``ReplayRefused`` past ``limits`` and
+    ``ChangeError`` for a change naming what does not exist."""
+    require_operator(caller)
+    if until - since > limits.span:
+        raise ReplayRefused(
+            f"the span is {(until - since).days} days; a replay here covers at most"
+            f" {limits.span.days}."
+        )
+    tiers = dict(PriorityTier.objects.values_list("name", "value"))
+    change = change_check(
+        change,
+        organizations=Organization.objects.values_list("slug", flat=True),
+        gpu_classes=GpuClass.objects.values_list("name", flat=True),
+        tiers=tiers,
+    )
+    history = _history(since=since, until=until, limits=limits)
+    capacity = _capacity()
+
+    def run(snapshot, arrivals, policy) -> Simulation:
+        try:
+            return simulate(
+                snapshot=snapshot,
+                arrivals=arrivals,
+                policy=policy,
+                until=until,
+                max_cycles=limits.cycles,
+            )
+        except SimulationTooLarge as error:
+            raise ReplayRefused(f"the replay would take {error}; replay a shorter span.") from None
+
+    figures = {}
+    for name, scenario in (("current", PolicyChange()), ("proposed", change)):
+        snapshot = _snapshot(scenario)
+        simulation = run(
+            snapshot,
+            _with_tiers(history.arrivals, dict(scenario.tiers), history.work),
+            _policy(scenario.placement),
+        )
+        figures[name] = scenario_figures(
+            simulation=simulation,
+            work=history.work,
+            since=since,
+            until=until,
+            capacity=capacity,
+            weights=snapshot.tenant_weights,
+            prices=prices or {},
+        )
+    return ReplayReport(
+        since=since,
+        until=until,
+        change=change,
+        workloads=len(history.arrivals),
+        recorded_gpu_hours=history.recorded_gpu_hours,
+        current=figures["current"],
+        proposed=figures["proposed"],
+    )
+
+
+def _capacity() -> dict[str, int]:
+    """GPUs per class on the ready, schedulable nodes."""
+    capacity: dict[str, int] = defaultdict(int)
+    for name, gpus in Node.objects.filter(ready=True, cordoned=False).values_list(
+        "pool__gpu_class__name", "gpu_count"
+    ):
+        if name:
+            capacity[name] += gpus
+    return dict(capacity)
