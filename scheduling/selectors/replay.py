@@ -10,13 +10,17 @@ submit time, on today's ready nodes, empty at the start of the span.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.db.models import Prefetch, Q
 
+from portal.templatetags.console import duration
 from tenants.models import Organization
 from tenants.permissions import Caller, require_operator
 
@@ -38,7 +42,7 @@ from ..specs_from_models import (
     schedulable_shapes,
     topology_levels,
 )
-from .replay_change import PolicyChange, change_check
+from .replay_change import ChangeError, PolicyChange, change_check
 from .replay_report import RecordedWork, ScenarioFigures, scenario_figures
 
 
@@ -208,18 +212,29 @@ def policy_replay(
     since: datetime,
     until: datetime,
     change: PolicyChange,
+    limits: ReplayLimits = PAGE_LIMITS,
+) -> ReplayReport:
+    """Operators: ``policy_replay_run`` (the command runs it at the shell, an operator's)."""
+    require_operator(caller)
+    return policy_replay_run(since=since, until=until, change=change, limits=limits)
+
+
+def policy_replay_run(
+    *,
+    since: datetime,
+    until: datetime,
+    change: PolicyChange,
     limits: ReplayLimits = COMMAND_LIMITS,
-    prices=None,
 ) -> ReplayReport:
     """Replay the work recorded from ``since`` to ``until`` under today's settings and under
-    ``change``. ``prices`` maps (organization, GPU class, MIG profile, tier) to a Decimal
-    hourly price (None: no cost figures). Raises ``ReplayRefused`` past ``limits`` and
-    ``ChangeError`` for a change naming what does not exist."""
-    require_operator(caller)
+    ``change``. Raises ``ReplayRefused`` past ``limits`` and ``ChangeError`` for a change
+    naming what does not exist."""
+    if until <= since:
+        raise ChangeError("since", "the span must end after it starts.")
     if until - since > limits.span:
         raise ReplayRefused(
-            f"the span is {(until - since).days} days; a replay here covers at most"
-            f" {limits.span.days}."
+            f"the span is {duration(until - since)}; a replay here covers at most"
+            f" {duration(limits.span)}. Replay a shorter span."
         )
     tiers = dict(PriorityTier.objects.values_list("name", "value"))
     change = change_check(
@@ -258,7 +273,7 @@ def policy_replay(
             until=until,
             capacity=capacity,
             weights=snapshot.tenant_weights,
-            prices=prices or {},
+            prices=_prices(history.work, at=until),
         )
     return ReplayReport(
         since=since,
@@ -269,6 +284,129 @@ def policy_replay(
         current=figures["current"],
         proposed=figures["proposed"],
     )
+
+
+def _prices(work: dict[str, RecordedWork], *, at: datetime) -> dict:
+    """Hourly catalog prices per (organization, GPU class, MIG profile, tier) at ``at``:
+    none until the prices' extension point lands (no revenue figures then)."""
+    del work, at
+    return {}
+
+
+def span_parse(text: str) -> timedelta:
+    """A span as the command takes it: "30d", "12h", "2w"."""
+    match = re.fullmatch(r"(\d+)([hdw])", text.strip())
+    if not match or not int(match[1]):
+        raise ChangeError("since", f"{text!r} is not a span such as 30d, 12h or 2w.")
+    unit = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}[match[2]]
+    return int(match[1]) * unit
+
+
+def comparison_rows(report: ReplayReport) -> list[tuple[str, str, object, object]]:
+    """The report's figures side by side: (section, what, current, proposed)."""
+    current, proposed = report.current, report.proposed
+    rows: list[tuple[str, str, object, object]] = []
+    for name in sorted(set(current.gpu_hours) | set(proposed.gpu_hours)):
+        rows.append(
+            ("GPU-hours", name, current.gpu_hours.get(name, 0.0), proposed.gpu_hours.get(name, 0.0))
+        )
+    waits = {(w.organization, w.tier): w for w in proposed.waits}
+    for before in current.waits:
+        after = waits.get((before.organization, before.tier))
+        what = f"{before.organization} / {before.tier}"
+        rows.append(
+            ("Wait, median (min)", what, before.median_minutes, after and after.median_minutes)
+        )
+        rows.append(("Wait, p95 (min)", what, before.p95_minutes, after and after.p95_minutes))
+        if before.never_started or (after and after.never_started):
+            rows.append(
+                (
+                    "Still waiting at the end",
+                    what,
+                    before.never_started,
+                    after and after.never_started,
+                )
+            )
+    organizations = sorted(set(current.below_fair_share) | set(proposed.below_fair_share))
+    for org in organizations:
+        rows.append(
+            (
+                "Preemptions suffered",
+                org,
+                current.preemptions.get(org, 0),
+                proposed.preemptions.get(org, 0),
+            )
+        )
+    for org in organizations:
+        rows.append(
+            (
+                "Hours below fair share (%)",
+                org,
+                round(100 * current.below_fair_share.get(org, 0.0), 1),
+                round(100 * proposed.below_fair_share.get(org, 0.0), 1),
+            )
+        )
+    for org in sorted(set(current.revenue) | set(proposed.revenue)):
+        rows.append(
+            (
+                "Revenue",
+                org,
+                current.revenue.get(org, Decimal(0)),
+                proposed.revenue.get(org, Decimal(0)),
+            )
+        )
+    if current.revenue or proposed.revenue:
+        rows.append(("Revenue", "total", current.revenue_total, proposed.revenue_total))
+    return rows
+
+
+def allocation_by(report: ReplayReport, *, hours: int) -> dict[str, list[tuple]]:
+    """Mean GPUs allocated per class over blocks of ``hours``: (block start, current,
+    proposed) for each block of the span."""
+    blocks: dict[str, list[tuple]] = {}
+    for gpu_class in sorted(set(report.current.allocation) | set(report.proposed.allocation)):
+        both = [s.allocation.get(gpu_class) for s in (report.current, report.proposed)]
+        length = max(len(h) for h in both if h)
+        current, proposed = (h or [0.0] * length for h in both)
+        blocks[gpu_class] = [
+            (
+                report.since + timedelta(hours=start),
+                round(sum(current[start : start + hours]) / len(current[start : start + hours]), 2),
+                round(
+                    sum(proposed[start : start + hours]) / len(proposed[start : start + hours]), 2
+                ),
+            )
+            for start in range(0, length, hours)
+        ]
+    return blocks
+
+
+def report_data(report: ReplayReport) -> dict:
+    """The report as JSON-ready data (Decimals as strings, times in ISO 8601)."""
+
+    def scenario(figures: ScenarioFigures) -> dict:
+        return {
+            "gpu_hours": figures.gpu_hours,
+            "allocation_per_hour": figures.allocation,
+            "waits": [dataclasses.asdict(w) for w in figures.waits],
+            "preemptions": figures.preemptions,
+            "below_fair_share": figures.below_fair_share,
+            "revenue": {org: str(amount) for org, amount in figures.revenue.items()},
+            "revenue_total": str(figures.revenue_total),
+            "cycles": figures.cycles,
+        }
+
+    return {
+        "since": report.since.isoformat(),
+        "until": report.until.isoformat(),
+        "change": report.change.lines(),
+        "workloads": report.workloads,
+        "recorded_gpu_hours": {
+            k: round(v, 2) for k, v in sorted(report.recorded_gpu_hours.items())
+        },
+        "current": scenario(report.current),
+        "proposed": scenario(report.proposed),
+    }
 
 
 def _capacity() -> dict[str, int]:

@@ -162,6 +162,21 @@ def change_from_yaml(text: str) -> PolicyChange:
     )
 
 
+def changes_merged(base: PolicyChange, over: PolicyChange) -> PolicyChange:
+    """``base`` with what ``over`` says on top (a file's change, then the options')."""
+    said = {(q.organization, q.resource) for q in over.quotas}
+    return PolicyChange(
+        quotas=(
+            *(q for q in base.quotas if (q.organization, q.resource) not in said),
+            *over.quotas,
+        ),
+        weights={**base.weights, **over.weights},
+        cohorts={**base.cohorts, **over.cohorts},
+        placement=over.placement or base.placement,
+        tiers={**base.tiers, **over.tiers},
+    )
+
+
 def _known(option: str, name: str, known: Iterable[str], what: str) -> None:
     known = sorted(known)
     if name not in known:
