@@ -42,6 +42,7 @@ from ..specs_from_models import (
     schedulable_shapes,
     topology_levels,
 )
+from .prices import UsagePrices, usage_prices
 from .replay_change import ChangeError, PolicyChange, change_check
 from .replay_report import RecordedWork, ScenarioFigures, scenario_figures
 
@@ -258,6 +259,7 @@ def policy_replay_run(
         except SimulationTooLarge as error:
             raise ReplayRefused(f"the replay would take {error}; replay a shorter span.") from None
 
+    prices = _prices(history.work, at=until)
     figures = {}
     for name, scenario in (("current", PolicyChange()), ("proposed", change)):
         snapshot = _snapshot(scenario)
@@ -273,7 +275,7 @@ def policy_replay_run(
             until=until,
             capacity=capacity,
             weights=snapshot.tenant_weights,
-            prices=_prices(history.work, at=until),
+            prices=prices,
         )
     return ReplayReport(
         since=since,
@@ -286,11 +288,13 @@ def policy_replay_run(
     )
 
 
-def _prices(work: dict[str, RecordedWork], *, at: datetime) -> dict:
-    """Hourly catalog prices per (organization, GPU class, MIG profile, tier) at ``at``:
-    none until the prices' extension point lands (no revenue figures then)."""
-    del work, at
-    return {}
+def _prices(work: dict[str, RecordedWork], *, at: datetime) -> dict[str, UsagePrices]:
+    """Each replayed organization's catalog prices at ``at`` (the prices' extension point)."""
+    slugs = {recorded.organization for recorded in work.values()}
+    return {
+        slug: usage_prices(organization_id=pk, at=at)
+        for slug, pk in Organization.objects.filter(slug__in=slugs).values_list("slug", "pk")
+    }
 
 
 def span_parse(text: str) -> timedelta:

@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+from portal.money import to_cents
+
 from ..engine.model import MILLI_PER_GPU, mig_profile_milli
 from ..engine.simulation import Simulation
+from .prices import SECONDS_PER_HOUR, UsagePrices
 
 HOUR = timedelta(hours=1)
-SECONDS_PER_HOUR = Decimal(3600)
 
 
 @dataclass(frozen=True)
@@ -168,28 +170,25 @@ def _below_fair_share(
 
 
 def _revenue(simulation: Simulation, work, *, since, until, prices) -> dict[str, Decimal]:
-    """What the stints in the span bring at ``prices`` ((organization, class, MIG profile,
-    tier) to an hourly price per GPU, or per MIG instance)."""
+    """What the stints in the span bring at each organization's catalog prices (hourly, per
+    GPU or per MIG instance; a share pays its fraction of a GPU), rounded once per total."""
     revenue: dict[str, Decimal] = defaultdict(Decimal)
     for stint in simulation.stints:
         recorded = work[stint.request_id]
-        price = prices.get(
-            (recorded.organization, stint.gpu_class, recorded.mig_profile, recorded.tier)
+        catalog = prices.get(recorded.organization)
+        price = catalog and catalog.hourly(
+            gpu_class=stint.gpu_class, mig_profile=recorded.mig_profile, tier=recorded.tier
         )
-        if price is None:
-            continue
-        seconds = Decimal(
-            int((min(stint.ended_at, until) - max(stint.started_at, since)).total_seconds())
-        )
-        if seconds <= 0:
+        seconds = (min(stint.ended_at, until) - max(stint.started_at, since)).total_seconds()
+        if price is None or seconds <= 0:
             continue
         units = (
             Decimal(stint.gpu_milli) / mig_profile_milli(recorded.mig_profile)
             if recorded.mig_profile
             else Decimal(stint.gpu_milli) / MILLI_PER_GPU
         )
-        revenue[recorded.organization] += units * seconds / SECONDS_PER_HOUR * price
-    return {org: amount.quantize(Decimal("0.01")) for org, amount in sorted(revenue.items())}
+        revenue[recorded.organization] += units * Decimal(int(seconds)) / SECONDS_PER_HOUR * price
+    return {org: to_cents(amount) for org, amount in sorted(revenue.items())}
 
 
 def scenario_figures(
@@ -200,7 +199,7 @@ def scenario_figures(
     until: datetime,
     capacity: Mapping[str, int],
     weights: Mapping[str, float],
-    prices: Mapping[tuple[str, str, str, str], Decimal],
+    prices: Mapping[str, UsagePrices],
 ) -> ScenarioFigures:
     allocation, gpu_hours = _allocation(simulation, since, until)
     preemptions: dict[str, int] = defaultdict(int)

@@ -1,13 +1,16 @@
 """Policy replay of the portal's recorded work: today's settings give back what was recorded,
 a change moves the figures, and the command refuses bad input with a clear error."""
 
+import json
 from datetime import timedelta
+from decimal import Decimal
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from portal import clock
+from portal import clock, events
+from portal.events import ExtensionPoint
 from scheduling.models import Workload
 from scheduling.selectors.replay import ReplayLimits, ReplayRefused, policy_replay_run
 from scheduling.selectors.replay_change import ChangeError, PolicyChange, change_from_options
@@ -95,8 +98,6 @@ def test_the_command_prints_both_scenarios_side_by_side(history):
 
 
 def test_the_command_answers_json_for_scripts(history):
-    import json
-
     data = json.loads(command("--json", "--policy", "bestfit"))
     assert data["workloads"] == 8 and set(data["proposed"]) >= {"waits", "gpu_hours"}
 
@@ -116,3 +117,15 @@ def test_the_command_answers_json_for_scripts(history):
 def test_the_command_refuses_bad_input_with_a_clear_error(cluster, args, message):
     with pytest.raises(CommandError, match=message):
         command(*args)
+
+
+def test_revenue_is_the_replayed_gpu_hours_at_the_catalog_price(history, monkeypatch):
+    def catalog(**context):
+        return {("H100-80GB", "", ""): Decimal("2.50")}
+
+    monkeypatch.setitem(events._checks, ExtensionPoint.USAGE_PRICES, [catalog])
+    report = replay()
+    hours = Decimal(str(report.current.gpu_hours["H100-80GB"]))
+    assert report.current.revenue["acme"] == pytest.approx(
+        hours * Decimal("2.50"), abs=Decimal("0.05")
+    )
