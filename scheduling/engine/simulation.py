@@ -40,9 +40,14 @@ class Stint:
 
     request_id: str
     gpu_class: str
-    gpu_milli: int  # held in all, over every replica
+    placements: tuple[ReplicaPlacement, ...]
     started_at: datetime
     ended_at: datetime
+
+    @property
+    def gpu_milli(self) -> int:
+        """Held in all, over every replica."""
+        return sum(placement_gpu_milli(p) for p in self.placements)
 
     @property
     def gpu_seconds(self) -> float:
@@ -144,8 +149,9 @@ class _Run:
 
     def stop(self, request_id: str, *, at: datetime) -> None:
         workload, _ = self.running.pop(request_id)
-        held = sum(placement_gpu_milli(p) for p in workload.placements)
-        self.stints.append(Stint(request_id, workload.gpu_class, held, workload.started_at, at))
+        self.stints.append(
+            Stint(request_id, workload.gpu_class, workload.placements, workload.started_at, at)
+        )
         self.left[request_id] -= at - workload.started_at
 
     def advance(self, now: datetime) -> None:

@@ -58,7 +58,7 @@ class ReplayLimits:
 
 # The command's (an operator at a shell can wait) and the staff page's (inside a request).
 COMMAND_LIMITS = ReplayLimits(span=timedelta(days=90), workloads=50_000, cycles=500_000)
-PAGE_LIMITS = ReplayLimits(span=timedelta(days=31), workloads=3_000, cycles=20_000)
+PAGE_LIMITS = ReplayLimits(span=timedelta(days=31), workloads=3_000, cycles=2_500)
 
 
 class ReplayRefused(Exception):
@@ -131,12 +131,13 @@ def _history(*, since: datetime, until: datetime, limits: ReplayLimits) -> _Hist
             tier=workload.tier.name,
             submitted_at=workload.submitted_at,
             gpu_milli=request.gpu_milli_per_replica * request.replicas,
+            gpu_class=request.gpu_classes[0] if request.gpu_classes else "",
             mig_profile=workload.mig_profile,
         )
     return _History(arrivals, work, dict(recorded))
 
 
-def _snapshot(change: PolicyChange) -> engine.ClusterSnapshot:
+def replay_snapshot(change: PolicyChange) -> engine.ClusterSnapshot:
     """Today's ready nodes (empty), quotas and weights, with ``change`` applied."""
     nodes = list(Node.objects.filter(ready=True, cordoned=False).select_related("pool__gpu_class"))
     pools = NodePool.objects.select_related("gpu_class")
@@ -187,7 +188,7 @@ def _snapshot(change: PolicyChange) -> engine.ClusterSnapshot:
     )
 
 
-def _policy(placement: str | None) -> engine.Policy:
+def replay_policy(placement: str | None) -> engine.Policy:
     return engine.Policy(
         placement=placement or settings.PORTAL_PLACEMENT_POLICY,
         reclaim_after=timedelta(seconds=settings.PORTAL_RECLAIM_AFTER_SECONDS),
@@ -262,11 +263,11 @@ def policy_replay_run(
     prices = _prices(history.work, at=until)
     figures = {}
     for name, scenario in (("current", PolicyChange()), ("proposed", change)):
-        snapshot = _snapshot(scenario)
+        snapshot = replay_snapshot(scenario)
         simulation = run(
             snapshot,
             _with_tiers(history.arrivals, dict(scenario.tiers), history.work),
-            _policy(scenario.placement),
+            replay_policy(scenario.placement),
         )
         figures[name] = scenario_figures(
             simulation=simulation,

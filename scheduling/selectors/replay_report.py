@@ -1,10 +1,11 @@
 """The figures of one replayed scenario: GPU allocation per hour and class, waits per
 organization and tier, preemptions, hours below fair share, and revenue at catalog prices.
 
-Fair share, as the report counts it: at each hour's start, the cluster's GPUs are shared out
-by weight among the organizations that want some (running, or waiting for their first start),
-none getting more than it wants (water-filling, as DRF's single-resource case); an
-organization is below its fair share in an hour when it holds at least one GPU less.
+Fair share, as the report counts it: at each hour's start, each GPU class's GPUs are shared
+out by weight among the organizations that want some of them (running on the class, or waiting
+for their first start with it as first choice), none getting more than it wants (water-filling,
+as DRF's single-resource case); an organization is below its fair share in an hour when it
+holds at least one GPU less than its share of some class.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class RecordedWork:
     tier: str
     submitted_at: datetime
     gpu_milli: int  # over all replicas
+    gpu_class: str  # its first choice
     mig_profile: str = ""
 
 
@@ -138,10 +140,12 @@ def _waits(simulation: Simulation, work: Mapping[str, RecordedWork]) -> list[Wai
 
 
 def _below_fair_share(
-    simulation: Simulation, work, *, since, until, capacity: int, weights
+    simulation: Simulation, work, *, since, until, capacity: Mapping[str, int], weights
 ) -> dict[str, float]:
-    """The share of hours each organization held at least a GPU less than its fair share."""
+    """The share of hours each organization held at least a GPU less than its fair share of
+    some class."""
     hours = _hours(since, until)
+    # Per hour, per (class, organization): milli-GPU held, and wanted.
     held = [defaultdict(int) for _ in range(hours)]
     wants = [defaultdict(int) for _ in range(hours)]
 
@@ -151,20 +155,27 @@ def _below_fair_share(
         return range(first, min(hours, math.ceil((end - since) / HOUR)))
 
     for stint in simulation.stints:
-        org = work[stint.request_id].organization
+        key = (stint.gpu_class, work[stint.request_id].organization)
         for hour in sampled(stint.started_at, stint.ended_at):
-            held[hour][org] += stint.gpu_milli
-            wants[hour][org] += stint.gpu_milli
+            held[hour][key] += stint.gpu_milli
+            wants[hour][key] += stint.gpu_milli
     for request_id, recorded in work.items():
         first_start = simulation.first_starts.get(request_id, until)
         for hour in sampled(recorded.submitted_at, first_start):
-            wants[hour][recorded.organization] += recorded.gpu_milli
+            wants[hour][(recorded.gpu_class, recorded.organization)] += recorded.gpu_milli
     below: dict[str, int] = defaultdict(int)
     for hour in range(hours):
-        shares = fair_shares(capacity=capacity, wants=wants[hour], weights=weights)
-        for org, share in shares.items():
-            if held[hour][org] + MILLI_PER_GPU <= share:
-                below[org] += 1
+        short = set()
+        for gpu_class, gpus in capacity.items():
+            wanted = {org: m for (c, org), m in wants[hour].items() if c == gpu_class}
+            shares = fair_shares(capacity=gpus * MILLI_PER_GPU, wants=wanted, weights=weights)
+            short |= {
+                org
+                for org, share in shares.items()
+                if held[hour][(gpu_class, org)] + MILLI_PER_GPU <= share
+            }
+        for org in short:
+            below[org] += 1
     organizations = sorted({recorded.organization for recorded in work.values()})
     return {org: round(below[org] / hours, 4) for org in organizations}
 
@@ -215,7 +226,7 @@ def scenario_figures(
             work,
             since=since,
             until=until,
-            capacity=sum(capacity.values()) * MILLI_PER_GPU,
+            capacity=capacity,
             weights=weights,
         ),
         revenue=_revenue(simulation, work, since=since, until=until, prices=prices),

@@ -15,6 +15,7 @@ from django.db import transaction
 from billing import services as billing
 from billing.models import CancellationCharge, CatalogItem, Order
 from portal import clock
+from portal.management.demo_history import demo_history_seed
 from scheduling import services as scheduling
 from scheduling.backends import get_backend
 from scheduling.models import GpuClass, PriorityTier, QuotaGrant, Workload
@@ -60,6 +61,7 @@ class Command(BaseCommand):
         self._cluster()
         self._quotas(acme)
         self._workloads(acme, member)
+        demo_history_seed(password=DEMO_PASSWORD)
         self._reservations(acme, owner_caller, Caller(user=operator))
         self._catalog(Caller(user=operator))
         self._order(acme, owner_caller, Caller(user=operator))
