@@ -30,6 +30,7 @@ from tenants.models import Organization, Project
 from tenants.permissions import Caller
 
 DAYS = 7
+HISTORY_SPAN = timedelta(days=DAYS + 1)
 SEED = 2026
 IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"
 # (organization, owner, project, class, resource, MIG profile, guarantee, limit): the other
@@ -128,7 +129,7 @@ def demo_history_seed(*, password: str) -> int:
     organizations = _organizations(password)
     tiers = {tier.name: tier for tier in PriorityTier.objects.all()}
     now = clock.now()
-    start = (now - timedelta(days=DAYS + 1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    start = (now - HISTORY_SPAN).replace(hour=0, minute=0, second=0, microsecond=0)
     rng = random.Random(SEED)
     kinds = _arrivals(start=start, rng=rng, tiers={n: t.value for n, t in tiers.items()})
     simulation = simulate(

@@ -15,7 +15,7 @@ from django.db import transaction
 from billing import services as billing
 from billing.models import CancellationCharge, CatalogItem, Order
 from portal import clock
-from portal.management.demo_history import demo_history_seed
+from portal.management.demo_history import HISTORY_SPAN, demo_history_seed
 from scheduling import services as scheduling
 from scheduling.backends import get_backend
 from scheduling.models import GpuClass, PriorityTier, QuotaGrant, Workload
@@ -171,6 +171,7 @@ class Command(BaseCommand):
                     hourly * 8 * 730 * Decimal("0.7"),
                 )
             )
+        since = clock.now() - HISTORY_SPAN - timedelta(days=2)
         for item_slug, item_name, kind, tier, price in offers:
             if CatalogItem.objects.filter(slug=item_slug).exists():
                 continue
@@ -184,13 +185,16 @@ class Command(BaseCommand):
                     mig_profile=profile,
                     tier=tier,
                     quantity=8 if kind == "quota_package" else 1,
-                    active_from=clock.now() - timedelta(days=1),
+                    active_from=since,
                 ),
             )
+            # In force since before the demo's recorded week, so that all of it is priced.
             billing.price_version_add(
                 caller=operator_caller,
                 item=item,
                 unit_price=price.quantize(Decimal("0.0001")),
+                effective_from=since,
+                now=since,
             )
 
     def _order(self, acme, owner_caller, operator_caller):
