@@ -37,37 +37,31 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+def _items(label: str, placeholder: str, help_text: str) -> forms.CharField:
+    """A field of one change item per line."""
+    return forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": placeholder}),
+        label=label,
+        help_text=help_text,
+    )
+
+
 class PolicyChangeForm(forms.Form):
     since = forms.ChoiceField(choices=SPANS, initial="7d", label="Replay the last")
-    set_quota = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "acme:H100-80GB=16:24"}),
-        label="Quotas",
-        help_text="One per line: ORG:RESOURCE=GUARANTEE[:LIMIT].",
+    set_quota = _items(
+        "Quotas", "acme:H100-80GB=16:24", "One per line: ORG:RESOURCE=GUARANTEE[:LIMIT]."
     )
-    weight = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "acme=2"}),
-        label="Fair-share weights",
-        help_text="One per line: ORG=WEIGHT.",
-    )
-    cohort = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "acme=research"}),
-        label="Cohorts",
-        help_text="One per line: ORG=COHORT (ORG= leaves every cohort).",
+    weight = _items("Fair-share weights", "acme=2", "One per line: ORG=WEIGHT.")
+    cohort = _items(
+        "Cohorts", "acme=research", "One per line: ORG=COHORT (ORG= leaves every cohort)."
     )
     policy = forms.ChoiceField(
         required=False,
         choices=[("", "unchanged"), *((name, name) for name in PLACEMENT_POLICIES)],
         label="Placement policy",
     )
-    tier = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "batch=600"}),
-        label="Tier priorities",
-        help_text="One per line: TIER=PRIORITY.",
-    )
+    tier = _items("Tier priorities", "batch=600", "One per line: TIER=PRIORITY.")
     change = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 4}),

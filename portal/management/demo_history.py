@@ -24,7 +24,7 @@ from scheduling.models import (
 )
 from scheduling.selectors.replay import replay_policy, replay_snapshot
 from scheduling.selectors.replay_change import PolicyChange
-from scheduling.specs_from_models import gpu_tolerations
+from scheduling.specs_from_models import gpu_tolerations, placement_row
 from tenants import services
 from tenants.models import Organization, Project
 from tenants.permissions import Caller
@@ -197,24 +197,19 @@ def _rows(kinds, stints, ran, organizations, tiers, rng) -> int:
             objects_deleted_at=held[-1].ended_at,
         )
         workloads.append(workload)
-        for stint in held:
-            for replica, placement in enumerate(stint.placements):
-                placements.append(
-                    Placement(
-                        workload=workload,
-                        replica=replica,
-                        node=nodes[placement.node],
-                        gpu_indices=list(placement.gpu_indices),
-                        gpu_milli=placement.gpu_milli,
-                        mig_profile=placement.mig_profile or "",
-                        mig_count=placement.mig_count,
-                        cpu_milli=placement.cpu_milli,
-                        memory_mib=placement.memory_mib,
-                        started_at=stint.started_at,
-                        running_at=stint.started_at,
-                        ended_at=stint.ended_at,
-                    )
-                )
+        placements += [
+            placement_row(
+                workload=workload,
+                replica=replica,
+                placement=placement,
+                node=nodes[placement.node],
+                started_at=stint.started_at,
+                running_at=stint.started_at,
+                ended_at=stint.ended_at,
+            )
+            for stint in held
+            for replica, placement in enumerate(stint.placements)
+        ]
     Workload.objects.bulk_create(workloads)
     Placement.objects.bulk_create(placements)
     return len(workloads)
