@@ -1,4 +1,4 @@
-"""The demo's recorded week: finished work of three organizations in several tiers, which
+"""The demo's recorded days: finished work of three organizations in several tiers, which
 the policy replay turns into a story (a larger guarantee for globex shortens its waits)."""
 
 import io
@@ -31,7 +31,7 @@ def test_the_demo_records_finished_work_of_three_organizations_in_four_tiers(dem
 def test_in_the_demo_a_larger_guarantee_shortens_globexs_batch_waits(demo):
     now = clock.now()
     report = policy_replay_run(
-        since=now - timedelta(days=9),
+        since=now - timedelta(days=7),
         until=now,
         change=change_from_options(quotas=["globex:H100=16:32"]),
     )
@@ -40,7 +40,7 @@ def test_in_the_demo_a_larger_guarantee_shortens_globexs_batch_waits(demo):
     assert after.p95_minutes < before.p95_minutes
 
 
-def test_seeding_twice_records_the_week_once(demo):
+def test_seeding_twice_records_the_days_once(demo):
     count = Workload.objects.count()
     call_command("seed_demo", stdout=io.StringIO())
     assert Workload.objects.count() == count

@@ -61,7 +61,7 @@ class Command(BaseCommand):
         self._cluster()
         self._quotas(acme)
         self._workloads(acme, member)
-        demo_history_seed(password=DEMO_PASSWORD)
+        demo_history_seed()
         self._reservations(acme, owner_caller, Caller(user=operator))
         self._catalog(Caller(user=operator))
         self._order(acme, owner_caller, Caller(user=operator))
@@ -188,7 +188,7 @@ class Command(BaseCommand):
                     active_from=since,
                 ),
             )
-            # In force since before the demo's recorded week, so that all of it is priced.
+            # In force since before the demo's recorded days, so that all of it is priced.
             billing.price_version_add(
                 caller=operator_caller,
                 item=item,
