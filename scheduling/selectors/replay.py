@@ -56,9 +56,11 @@ class ReplayLimits:
     cycles: int
 
 
-# The command's (an operator at a shell can wait) and the staff page's (inside a request).
+# The command's (an operator at a shell can wait) and the staff page's (inside a request: a
+# cycle takes milliseconds, and a replay runs about two and a half per workload, twice, so
+# the workloads are refused before anything runs and the cycles only bound the unusual).
 COMMAND_LIMITS = ReplayLimits(span=timedelta(days=90), workloads=50_000, cycles=500_000)
-PAGE_LIMITS = ReplayLimits(span=timedelta(days=31), workloads=3_000, cycles=2_500)
+PAGE_LIMITS = ReplayLimits(span=timedelta(days=31), workloads=600, cycles=1_500)
 
 
 class ReplayRefused(Exception):
