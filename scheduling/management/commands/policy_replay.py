@@ -23,6 +23,8 @@ from scheduling.selectors.replay_change import (
     changes_merged,
 )
 
+OPTIONS = {"since", "set_quota", "weight", "cohort", "policy", "tier", "change"}
+
 
 class Command(BaseCommand):
     help = "Replay recorded GPU work under today's settings and under a proposed change."
@@ -68,8 +70,10 @@ class Command(BaseCommand):
             report = policy_replay_run(
                 since=until - span_parse(options["since"]), until=until, change=change
             )
-        except (ChangeError, ReplayRefused) as error:
-            raise CommandError(f"Policy replay: {error}") from None
+        except ChangeError as error:
+            raise CommandError(f"Policy replay: {_option(error.field)}: {error.message}") from None
+        except ReplayRefused as error:
+            raise CommandError(f"Policy replay refused: {error}") from None
         if options["json"]:
             self.stdout.write(json.dumps(report_data(report), indent=2))
             return
@@ -104,6 +108,13 @@ class Command(BaseCommand):
         write("Mean GPUs allocated per day (current -> proposed):")
         for gpu_class, days in allocation_by(report, hours=24).items():
             write(f"  {gpu_class}: " + "  ".join(f"{a:.1f}->{b:.1f}" for _, a, b in days))
+
+
+def _option(field: str) -> str:
+    """The option a change's field came from (a YAML section's: the file's)."""
+    if field in OPTIONS:
+        return "--" + field.replace("_", "-")
+    return f"--change ({field})"
 
 
 def _cell(value) -> str:
