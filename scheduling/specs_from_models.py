@@ -435,3 +435,22 @@ def topology_levels(pools: Iterable[NodePool]) -> tuple[str, ...]:
             if key not in levels:
                 levels.append(key)
     return tuple(levels)
+
+
+def placement_row(
+    *, workload: Workload, replica: int, placement: engine.ReplicaPlacement, node: Node, **times
+) -> Placement:
+    """An unsaved Placement of one replica the engine placed; ``times`` are its
+    ``started_at`` and any of ``running_at`` and ``ended_at``."""
+    return Placement(
+        workload=workload,
+        replica=replica,
+        node=node,
+        gpu_indices=list(placement.gpu_indices),
+        gpu_milli=placement.gpu_milli,
+        mig_profile=placement.mig_profile or "",
+        mig_count=placement.mig_count,
+        cpu_milli=placement.cpu_milli,
+        memory_mib=placement.memory_mib,
+        **times,
+    )

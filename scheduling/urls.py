@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import replay_views, views
 
 workloads = "orgs/<slug:org_slug>/projects/<slug:project_slug>/workloads"
 
@@ -13,6 +13,7 @@ urlpatterns = [
     path("staff/cluster/", views.cluster, name="cluster"),
     path("staff/insights/", views.insights, name="insights"),
     path("staff/estimates/", views.estimates, name="estimates"),
+    path("staff/replay/", replay_views.policy_replay_page, name="policy-replay"),
     path("orgs/<slug:org_slug>/reservations/", views.reservations, name="reservations"),
     path(
         "orgs/<slug:org_slug>/reservations/<str:reservation_id>/cancel/",

@@ -39,6 +39,7 @@ from ..specs_from_models import (
     engine_reservations,
     engine_running,
     gpu_tolerations,
+    placement_row,
     schedulable_shapes,
     topology_levels,
 )
@@ -361,16 +362,11 @@ def _persist(
         )
         admitted.append(workload)
         placements.extend(
-            Placement(
+            placement_row(
                 workload=workload,
                 replica=index,
+                placement=placement,
                 node=nodes[placement.node],
-                gpu_indices=list(placement.gpu_indices),
-                gpu_milli=placement.gpu_milli,
-                mig_profile=placement.mig_profile or "",
-                mig_count=placement.mig_count,
-                cpu_milli=placement.cpu_milli,
-                memory_mib=placement.memory_mib,
                 started_at=now,
             )
             for index, placement in enumerate(admission.placements)
