@@ -38,7 +38,7 @@ from .cluster import (
     gpu_workloads_waiting,
     queue_across_tenants,
 )
-from .logs import TAIL_MAX, log_text, workload_log_lines
+from .logs import TAIL_MAX, KeptTail, WorkloadLogs, log_text, workload_logs
 from .metrics import (
     PendingCount,
     ReservationUse,
@@ -109,6 +109,7 @@ __all__ = [
     "TAIL_MAX",
     "FreeDay",
     "GpuCell",
+    "KeptTail",
     "MigUse",
     "PendingCount",
     "PoolOverview",
@@ -119,6 +120,7 @@ __all__ = [
     "Shortfall",
     "UsagePrices",
     "WorkloadClock",
+    "WorkloadLogs",
     "calendar_days",
     "class_capacities",
     "cluster_capacity",
@@ -175,6 +177,6 @@ __all__ = [
     "workload_events",
     "workload_get",
     "workload_list",
-    "workload_log_lines",
+    "workload_logs",
     "workloads_as_shown",
 ]
