@@ -75,9 +75,9 @@ class Api:
         return response.content, name
 
     @contextmanager
-    def stream_lines(self, path: str, **params) -> Iterator[Iterator[str]]:
-        """The lines of a ``text/plain`` answer as they arrive (no read timeout: a followed
-        log may stay quiet)."""
+    def stream_lines(self, path: str, **params) -> Iterator[httpx.Response]:
+        """A ``text/plain`` answer, its lines read as they arrive (``iter_lines()``; no read
+        timeout: a followed log may stay quiet)."""
         try:
             with self.client.stream(
                 "GET",
@@ -89,7 +89,7 @@ class Api:
                 if response.is_error:
                     response.read()
                     _checked(response)
-                yield response.iter_lines()
+                yield response
         except httpx.HTTPError as error:
             raise Unreachable(f"Cannot reach {self.url}: {error}") from error
 
