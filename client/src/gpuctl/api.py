@@ -97,6 +97,9 @@ class Api:
     def put(self, path: str, body: object) -> object:
         return self._send("PUT", path, json=body).json()
 
+    def patch(self, path: str, body: object) -> object:
+        return self._send("PATCH", path, json=body).json()
+
     def delete(self, path: str) -> None:
         self._send("DELETE", path)
 
