@@ -32,21 +32,32 @@ def _changed(session: Session, path: str, changes: dict) -> None:
     show_object(session.api.patch(path, changes), session.output)
 
 
-@click.group("gpu-classes")
-def gpu_classes():
-    """The cluster's GPU classes: list, get, update."""
-
-
-gpu_classes.add_command(
-    lister(
-        "ls",
-        "List the GPU classes with their products, MIG profiles and resource names.",
-        operator("gpu-classes/"),
-        GPU_CLASS_COLUMNS,
-        empty="No GPU classes.",
+def _settings_group(name: str, help: str, rest: str, columns, *, plural: str, one: str):
+    """A group with ``ls`` and ``get NAME`` of the operator API's ``rest``."""
+    group = click.Group(name, help=help)
+    group.add_command(
+        lister("ls", f"List the {plural}.", operator(rest), columns, empty=f"No {plural}.")
     )
+    group.add_command(getter("get", f"Show a {one} (by name).", operator(rest)))
+    return group
+
+
+gpu_classes = _settings_group(
+    "gpu-classes",
+    "The cluster's GPU classes: list, get, update.",
+    "gpu-classes/",
+    GPU_CLASS_COLUMNS,
+    plural="GPU classes",
+    one="GPU class",
 )
-gpu_classes.add_command(getter("get", "Show a GPU class (by name).", operator("gpu-classes/")))
+tiers = _settings_group(
+    "tiers",
+    "The priority tiers: list, get, update.",
+    "priority-tiers/",
+    TIER_COLUMNS,
+    plural="priority tiers",
+    one="priority tier",
+)
 
 
 @gpu_classes.command("update")
@@ -68,23 +79,6 @@ def gpu_class_update(session: Session, name, products, mig_profiles, no_mig_prof
     if mig_profiles or no_mig_profiles:
         changes["mig_profiles"] = list(mig_profiles)
     _changed(session, f"operator/gpu-classes/{name}/", changes)
-
-
-@click.group("tiers")
-def tiers():
-    """The priority tiers: list, get, update."""
-
-
-tiers.add_command(
-    lister(
-        "ls",
-        "List the priority tiers with their idle rules.",
-        operator("priority-tiers/"),
-        TIER_COLUMNS,
-        empty="No tiers.",
-    )
-)
-tiers.add_command(getter("get", "Show a priority tier (by name).", operator("priority-tiers/")))
 
 
 def _idle(given: int | None, never: bool, option: str) -> tuple[bool, int | None]:

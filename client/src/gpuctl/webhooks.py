@@ -112,24 +112,26 @@ def webhook_deliveries(session: Session, webhook_id, **filters):
     show_list(deliveries, session.output, DELIVERY_COLUMNS, empty="No deliveries.")
 
 
-@webhooks.command("delivery")
-@click.argument("webhook_id", metavar="ID")
-@click.argument("delivery_id", metavar="DELIVERY_ID")
-@scoped()
-def webhook_delivery(session: Session, webhook_id, delivery_id):
-    """Show one delivery, with the body every attempt sends."""
-    path = _endpoint_path(session, webhook_id, f"deliveries/{delivery_id}/")
-    show_object(session.api.get(path), session.output)
+def _on_delivery(name: str, help: str, *, verb: str = "") -> click.Command:
+    """A command on one delivery of an endpoint (ID DELIVERY_ID): GET it, or POST ``verb``."""
+
+    def run(session: Session, webhook_id, delivery_id):
+        path = _endpoint_path(session, webhook_id, f"deliveries/{delivery_id}/{verb}")
+        answer = session.api.post(path) if verb else session.api.get(path)
+        show_object(answer, session.output)
+
+    run = click.argument("delivery_id", metavar="DELIVERY_ID")(scoped()(run))
+    return click.command(name, help=help)(click.argument("webhook_id", metavar="ID")(run))
 
 
-@webhooks.command("redeliver")
-@click.argument("webhook_id", metavar="ID")
-@click.argument("delivery_id", metavar="DELIVERY_ID")
-@scoped()
-def webhook_redeliver(session: Session, webhook_id, delivery_id):
-    """Send a delivered or failed delivery once more (the same id and body)."""
-    path = _endpoint_path(session, webhook_id, f"deliveries/{delivery_id}/redeliver/")
-    show_object(session.api.post(path), session.output)
+webhooks.add_command(_on_delivery("delivery", "Show one delivery, with the body it sends."))
+webhooks.add_command(
+    _on_delivery(
+        "redeliver",
+        "Send a delivered or failed delivery once more (the same id and body).",
+        verb="redeliver/",
+    )
+)
 
 
 COMMANDS = [webhooks]

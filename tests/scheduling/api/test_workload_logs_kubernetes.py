@@ -63,16 +63,21 @@ def _pod_listed(api_server) -> None:
     ).respond_with_json({"kind": "PodList", "items": [pod]})
 
 
+def _log_answered(api_server, *, tail: int) -> None:
+    """The pod's log, asked for its last ``tail`` lines, answers two."""
+    api_server.expect_ordered_request(
+        f"{PODS}/train-1-0-abcde/log",
+        query_string={"container": "main", "timestamps": "true", "tailLines": str(tail)},
+    ).respond_with_data("2026-12-01T10:00:01.5Z step 1\n2026-12-01T10:00:02Z step 2\n")
+
+
 def _text(response) -> str:
     return b"".join(response.streaming_content if response.streaming else [response.content])
 
 
 def test_the_logs_come_from_the_pods_log_api(launched, api_server, api_as):
     _pod_listed(api_server)
-    api_server.expect_ordered_request(
-        f"{PODS}/train-1-0-abcde/log",
-        query_string={"container": "main", "timestamps": "true", "tailLines": "2"},
-    ).respond_with_data("2026-12-01T10:00:01.5Z step 1\n2026-12-01T10:00:02Z step 2\n")
+    _log_answered(api_server, tail=2)
     response = api_as(launched["viewer"]).get(f"{URL}?tail=2")
     assert (response.status_code, response.content) == (200, b"step 1\nstep 2\n")
 
@@ -118,10 +123,7 @@ def _cancelled_and_torn_down(launched, api_server) -> Workload:
 
 def test_a_teardown_keeps_the_tail_read_from_the_pods_log_api(launched, api_server, api_as):
     _pod_listed(api_server)
-    api_server.expect_ordered_request(
-        f"{PODS}/train-1-0-abcde/log",
-        query_string={"container": "main", "timestamps": "true", "tailLines": "1001"},
-    ).respond_with_data("2026-12-01T10:00:01Z step 1\n2026-12-01T10:00:02Z step 2\n")
+    _log_answered(api_server, tail=1001)  # one more than kept: was the log longer?
     assert _cancelled_and_torn_down(launched, api_server).objects_deleted_at is not None
     response = api_as(launched["viewer"]).get(URL)
     assert (response.content, response["X-Logs-Source"]) == (b"step 1\nstep 2\n", "kept-tail")
