@@ -171,9 +171,10 @@ LOG_HEADERS = [
     ),
     OpenApiParameter(
         "X-Logs-Truncated",
-        OpenApiTypes.BOOL,
+        OpenApiTypes.STR,
         OpenApiParameter.HEADER,
         response=[200],
+        enum=["true", "false"],
         description="With `kept-tail`: `true` when a replica's log was longer than what was"
         " kept (its beginning is lost).",
     ),

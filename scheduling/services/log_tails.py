@@ -62,7 +62,7 @@ def workload_log_tails_keep(*, workload: Workload, backend: ClusterBackend) -> N
                     )
                 )
             except ClusterError as error:
-                failure = f"The cluster did not answer when its logs were kept: {error}"[:500]
+                failure = f"the cluster did not answer when they were to be kept: {error}"[:500]
             else:
                 kept, tail.truncated = log_tail_bounded(
                     read, lines_max=lines_max, bytes_max=settings.PORTAL_LOGS_KEPT_BYTES
