@@ -130,11 +130,12 @@ def workload_logs(request, org_slug: str, project_slug: str, name: str):
     since = after + timedelta(microseconds=1) if after and after.tzinfo else None
     lines, note, following = [], "", not workload.is_final
     try:
-        lines = list(
-            selectors.workload_log_lines(
-                workload=workload, backend=get_backend(), tail=LOG_PANE_LINES, since=since
-            )
+        logs = selectors.workload_logs(
+            workload=workload, backend=get_backend(), tail=LOG_PANE_LINES, since=since
         )
+        lines = list(logs.lines)
+        if logs.kept is not None:
+            note, following = _kept_note(logs.kept), False
     except Conflict as refusal:
         note, following = refusal.message, following and refusal.code != "logs_gone"
     except ClusterError as error:
@@ -151,6 +152,14 @@ def workload_logs(request, org_slug: str, project_slug: str, name: str):
             "note": note,
             "following": following,
         },
+    )
+
+
+def _kept_note(kept: selectors.KeptTail) -> str:
+    cut = " (the beginning of a longer log is lost)" if kept.truncated else ""
+    return (
+        f"Its containers were removed: the last lines of its logs, kept at "
+        f"{kept.captured_at:%Y-%m-%d %H:%M:%S} UTC{cut}."
     )
 
 

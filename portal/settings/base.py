@@ -337,6 +337,10 @@ PORTAL_SIMULATED_LATENCY_SECONDS = float(os.environ.get("PORTAL_SIMULATED_LATENC
 # The longest a request following a workload's logs (`?follow=true`) stays open (seconds): it
 # holds a web thread that long; the client asks again with `since` to read on.
 PORTAL_LOGS_FOLLOW_MAX_SECONDS = int(os.environ.get("PORTAL_LOGS_FOLLOW_MAX_SECONDS", "300"))
+# What is kept of each replica's log when a workload's cluster objects are deleted: its last
+# lines, at most this many and this many bytes (the bound that comes first wins).
+PORTAL_LOGS_KEPT_LINES = int(os.environ.get("PORTAL_LOGS_KEPT_LINES", "1000"))
+PORTAL_LOGS_KEPT_BYTES = int(os.environ.get("PORTAL_LOGS_KEPT_BYTES", str(256 * 1024)))
 # Prometheus with NVIDIA DCGM exporter metrics, for idle detection on a real cluster.
 PORTAL_PROMETHEUS_URL = os.environ.get("PORTAL_PROMETHEUS_URL", "")
 # The placement policy of the scheduling engine (see scheduling/engine/policies/).

@@ -18,7 +18,7 @@ from .validators import (
     image_reference_validator,
     mig_profile_validator,
 )
-from .workloads import Placement, Workload, WorkloadEvent
+from .workloads import Placement, Workload, WorkloadEvent, WorkloadLogTail
 
 __all__ = [
     "ENV_MAX_BYTES",
@@ -41,6 +41,7 @@ __all__ = [
     "SimulatedObject",
     "Workload",
     "WorkloadEvent",
+    "WorkloadLogTail",
     "env_validator",
     "gpu_class_name_validator",
     "image_reference_validator",

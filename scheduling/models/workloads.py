@@ -196,3 +196,28 @@ class WorkloadEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%H:%M:%S} {self.kind}: {self.message}"
+
+
+class WorkloadLogTail(models.Model):
+    """The last lines of one replica's log, kept when the portal deletes the workload's cluster
+    objects (the cluster deletes their logs with them), so that its logs outlive them."""
+
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="log_tails")
+    replica = models.PositiveSmallIntegerField()
+    # [[ISO 8601 time, text], ...], oldest first, at most PORTAL_LOGS_KEPT_LINES lines and
+    # PORTAL_LOGS_KEPT_BYTES bytes of text.
+    lines = models.JSONField(default=list, blank=True)
+    # The log was longer than what was kept: its beginning is lost.
+    truncated = models.BooleanField(default=False)
+    captured_at = models.DateTimeField()
+    # Why nothing was kept: the cluster's error when the log was read (empty: it was read).
+    failure = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["workload", "replica"]
+        constraints = [
+            models.UniqueConstraint(fields=["workload", "replica"], name="log_tail_per_replica")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workload} #{self.replica}: {len(self.lines)} lines kept"

@@ -40,7 +40,7 @@ from .cluster import (
     queue_across_tenants,
 )
 from .estimates import ClassCalibration, estimate_calibration, runtime_samples
-from .logs import TAIL_MAX, log_text, workload_log_lines
+from .logs import TAIL_MAX, KeptTail, WorkloadLogs, log_text, workload_logs
 from .metrics import (
     PendingCount,
     ReservationUse,
@@ -112,6 +112,7 @@ __all__ = [
     "ClassCalibration",
     "FreeDay",
     "GpuCell",
+    "KeptTail",
     "MigUse",
     "PendingCount",
     "PoolOverview",
@@ -122,6 +123,7 @@ __all__ = [
     "Shortfall",
     "UsagePrices",
     "WorkloadClock",
+    "WorkloadLogs",
     "calendar_days",
     "class_capacities",
     "cluster_capacity",
@@ -180,6 +182,6 @@ __all__ = [
     "workload_events",
     "workload_get",
     "workload_list",
-    "workload_log_lines",
+    "workload_logs",
     "workloads_as_shown",
 ]
