@@ -408,13 +408,17 @@ def engine_quotas(grants: Iterable[QuotaGrant]) -> tuple[engine.Quota, ...]:
     )
 
 
-def engine_reservations(reservations: Iterable[Reservation]) -> tuple[engine.Reservation, ...]:
+def engine_reservations(
+    reservations: Iterable[Reservation], *, as_booked: bool = False
+) -> tuple[engine.Reservation, ...]:
+    """What the engine holds: the GPUs each pool can still give, or ``as_booked`` the GPUs as
+    booked (what a new reservation request is checked against)."""
     return tuple(
         engine.Reservation(
             id=str(reservation.pk),
             tenant=reservation.organization.slug,
             gpu_class=reservation.gpu_class.name,
-            gpus=reservation.held_gpus,
+            gpus=reservation.gpus if as_booked else reservation.held_gpus,
             pool=reservation.pool.name,
             starts_at=reservation.starts_at,
             ends_at=reservation.ends_at,
@@ -423,7 +427,7 @@ def engine_reservations(reservations: Iterable[Reservation]) -> tuple[engine.Res
             mig_profile=reservation.mig_profile or None,
         )
         for reservation in reservations
-        if reservation.held_gpus
+        if as_booked or reservation.held_gpus
     )
 
 
