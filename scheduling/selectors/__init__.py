@@ -26,6 +26,7 @@ from .capacity import (
     BlockAsk,
     CapacityCalendar,
     ProposedWindow,
+    block_windows,
     capacity_ahead,
 )
 from .catalog import (
@@ -136,6 +137,7 @@ __all__ = [
     "Shortfall",
     "UsagePrices",
     "WorkloadClock",
+    "block_windows",
     "calendar_days",
     "capacity_ahead",
     "class_capacities",

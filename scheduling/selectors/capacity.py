@@ -105,16 +105,29 @@ def capacity_ahead(
         hours=hours,
         levels=(RACK,),
     )
-    windows = []
-    if block is not None:
-        found = engine_calendar.earliest_windows(
-            pools, gpus=block.gpus, level=block.level, length=block.hours, count=WINDOWS_PROPOSED
-        )
-        windows = [
-            ProposedWindow(w, window_sentence(w, block, zone=organization.zone, now=now))
-            for w in found
-        ]
+    windows = [] if block is None else block_windows(pools, block, zone=organization.zone, now=now)
     return CapacityCalendar(begins, hours, pools, block, windows)
+
+
+def block_windows(
+    pools: list[engine_calendar.PoolCalendar],
+    block: BlockAsk,
+    *,
+    zone: tzinfo,
+    now: datetime,
+    gpu_class: str | None = None,
+    pool: str | None = None,
+) -> list[ProposedWindow]:
+    """The earliest windows of ``pools`` (those of ``gpu_class`` and ``pool``, if given)
+    where ``block`` fits, each with its sentence in ``zone``."""
+    found = engine_calendar.earliest_windows(
+        [p for p in pools if gpu_class in (None, p.gpu_class) and pool in (None, p.pool)],
+        gpus=block.gpus,
+        level=block.level,
+        length=block.hours,
+        count=WINDOWS_PROPOSED,
+    )
+    return [ProposedWindow(w, window_sentence(w, block, zone=zone, now=now)) for w in found]
 
 
 def window_sentence(
