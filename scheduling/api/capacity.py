@@ -135,7 +135,8 @@ class CapacityCalendarApi(ApiView):
     )
     def get(self, request, org_slug: str):
         organization = organization_of(request, org_slug)
-        query = CapacityQuery(data=request.query_params)
+        # A plain dict: from a QueryDict DRF takes `pool=` for no pool, not for a blank one.
+        query = CapacityQuery(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         data = query.validated_data
         calendar = selectors.capacity_ahead(

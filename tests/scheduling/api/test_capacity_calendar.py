@@ -122,6 +122,7 @@ def test_a_proposed_window_is_accepted_by_the_reservation_service(
         ("from=2020-01-01T00:00:00Z", ["from"]),
         ("from=tomorrow", ["from"]),
         ("pool=no-such-pool", ["pool"]),
+        ("pool=", ["pool"]),
         ("gpu_class=B200", ["gpu_class"]),
         ("bogus=1", ["bogus"]),
     ],
