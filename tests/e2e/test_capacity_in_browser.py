@@ -17,27 +17,16 @@ def crowded(alice, acme, bruno, globex):
     first whole node of H100 is free when that ends."""
     from django.conf import settings
 
-    from portal import clock
     from scheduling import services
     from scheduling.backends import simulated_backend
-    from tenants.permissions import Caller
+
+    from ..scheduling.capacity import next_hour, reserve_hours
 
     description = Path(settings.PORTAL_SIMULATED_CLUSTER)
     services.cluster_description_apply(path=description)
     services.inventory_sync(backend=simulated_backend(description_path=description))
-    start = clock.now().replace(minute=0, second=0, microsecond=0)
-    services.reservations_request(
-        caller=Caller(user=bruno),
-        organization=globex,
-        request=services.ReservationRequest(
-            gpu_class="H100-80GB",
-            gpus=60,
-            starts_at=clock.now() + timedelta(minutes=1),
-            ends_at=start + timedelta(hours=6),
-            pool="dgx-h100",
-        ),
-    )
-    return start + timedelta(hours=6)
+    reserve_hours(bruno, globex, from_hours=0, hours=5, gpus=60)
+    return next_hour() + timedelta(hours=5)
 
 
 def test_a_proposed_window_fills_the_form_and_is_reserved_on_a_phone(crowded, acme, sign_in):
@@ -50,8 +39,10 @@ def test_a_proposed_window_fills_the_form_and_is_reserved_on_a_phone(crowded, ac
     page.fill("input[name=gpus]", "8")
     page.fill("input[name=hours]", "4")
     page.dispatch_event("input[name=hours]", "change")
-    first = page.locator("button.proposal").first
+    # The page opened with proposals for its first class: wait for those of the H100.
+    first = page.locator("button.proposal", has_text="H100-80GB").first
     first.wait_for()
+    page.wait_for_load_state("networkidle")
     assert first.inner_text().startswith("8 H100-80GB on one node in dgx-h100: from")
     first.click()
     assert page.input_value("input[name=starts_at]") == f"{crowded:%Y-%m-%dT%H:%M}"

@@ -5,10 +5,9 @@ from datetime import timedelta
 
 import pytest
 
-from portal import clock
-from scheduling import services
 from scheduling.models import Reservation
-from tenants.permissions import Caller
+
+from .capacity import next_hour, reserve_hours
 
 pytestmark = pytest.mark.django_db
 
@@ -24,20 +23,9 @@ def owner(client, cluster, alice):
 
 @pytest.fixture
 def crowded(cluster, bruno, globex):
-    """globex holds 60 of the 64 H100 for the next five hours."""
-    start = clock.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
-    services.reservations_request(
-        caller=Caller(user=bruno),
-        organization=globex,
-        request=services.ReservationRequest(
-            gpu_class="H100-80GB",
-            gpus=60,
-            starts_at=start - timedelta(hours=1) + timedelta(minutes=59),
-            ends_at=start + timedelta(hours=5),
-            pool="dgx-h100",
-        ),
-    )
-    return start + timedelta(hours=5)
+    """globex holds 60 of the 64 H100 for the next five hours: when they end."""
+    reserve_hours(bruno, globex, from_hours=0, hours=5, gpus=60)
+    return next_hour() + timedelta(hours=5)
 
 
 def proposals(html: str) -> list[tuple[str, str]]:

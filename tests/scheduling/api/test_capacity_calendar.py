@@ -12,31 +12,12 @@ from tenants.permissions import Caller
 
 from ...queries import assert_list_queries
 from ...roles import READING
+from ..capacity import next_hour
+from ..capacity import reserve_hours as reserve
 
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/organizations/acme/capacity-calendar/"
-
-
-def next_hour():
-    now = clock.now()
-    hour = now.replace(minute=0, second=0, microsecond=0)
-    return hour if hour == now else hour + timedelta(hours=1)
-
-
-def reserve(user, organization, *, from_hours: int, hours: int, gpus: int, pool="dgx-h100"):
-    start = next_hour() + timedelta(hours=from_hours)
-    return services.reservations_request(
-        caller=Caller(user=user),
-        organization=organization,
-        request=services.ReservationRequest(
-            gpu_class="H100-80GB",
-            gpus=gpus,
-            starts_at=start,
-            ends_at=start + timedelta(hours=hours),
-            pool=pool,
-        ),
-    )
 
 
 def dgx(body: dict) -> dict:
