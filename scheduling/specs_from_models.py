@@ -343,6 +343,19 @@ class WorkloadRow(NamedTuple):
 WORKLOAD_ROW_COLUMNS = ("id", "project_id", "tier_id", "gpu_class_id", *WorkloadRow._fields[4:])
 
 
+def workload_rows(queryset: QuerySet[Workload], *, classes: dict, tiers: dict) -> list[WorkloadRow]:
+    """The workloads as rows of what the cycle reads (the rest, an environment that may be
+    large among it, stays in the database), with their project, organization, tier and GPU
+    class, each loaded once however many workloads share it (10,000 pending share a few hundred
+    projects); ``classes`` and ``tiers`` by id."""
+    rows = list(queryset.values_list(*WORKLOAD_ROW_COLUMNS))
+    projects = Project.objects.select_related("organization").in_bulk({row[1] for row in rows})
+    return [
+        WorkloadRow(pk, projects[project], tiers[tier], classes.get(gpu_class), *rest)
+        for pk, project, tier, gpu_class, *rest in rows
+    ]
+
+
 def engine_request(
     workload: Workload | WorkloadRow, *, tolerations: tuple[engine.Toleration, ...]
 ) -> engine.Request:

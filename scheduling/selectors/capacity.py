@@ -3,9 +3,9 @@ busy in each hour of the next days, and the earliest windows where a block of N 
 node or one rack is free throughout (what the reservation form proposes).
 
 Every GPU pool is open to every organization (no pool is dedicated to some), so each tenant
-sees them all; other tenants' reservations and work show only as counts. Three queries
-however large the cluster: the nodes, the placements holding GPUs with their workloads, the
-reservations holding capacity."""
+sees them all; other tenants' reservations and work show only as counts. A fixed number of
+queries however large the cluster: the nodes, the placements holding GPUs, their workloads
+(with projects, classes and tiers), the reservations holding capacity."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
@@ -16,8 +16,8 @@ from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize
 
 from ..engine import calendar as engine_calendar
-from ..models import Node, Placement, Reservation
-from ..specs_from_models import engine_nodes, engine_reservations, engine_running
+from ..models import GpuClass, Node, Placement, PriorityTier, Reservation, Workload
+from ..specs_from_models import engine_nodes, engine_reservations, engine_running, workload_rows
 
 CALENDAR_HOURS = 14 * 24
 # The topology level a rack is (``NodePool.topology_keys``), and the levels a block may ask.
@@ -80,14 +80,32 @@ def capacity_ahead(
     if not nodes and (pool or gpu_class):
         field, name = ("pool", pool) if pool else ("gpu_class", gpu_class)
         raise ValidationError({field: [f"No GPU pool {'named' if pool else 'of'} {name!r}."]})
+    # Rows, not model instances, for the work: a few thousand placements load in a fraction
+    # of the time (as the scheduling cycle loads them).
+    by_id = {node.pk: node for node in nodes}
     placements = list(
-        Placement.objects.filter(ended_at__isnull=True, node__in=nodes).select_related(
-            "node", "workload__project__organization", "workload__tier", "workload__gpu_class"
+        Placement.objects.filter(ended_at__isnull=True, node__in=nodes)
+        .order_by()
+        .only(
+            "workload_id",
+            "node_id",
+            "gpu_indices",
+            "gpu_milli",
+            "mig_profile",
+            "mig_count",
+            "cpu_milli",
+            "memory_mib",
         )
     )
     by_workload: dict = {}
     for placement in placements:
-        by_workload.setdefault(placement.workload_id, (placement.workload, []))[1].append(placement)
+        placement.node = by_id[placement.node_id]
+        by_workload.setdefault(placement.workload_id, []).append(placement)
+    running = workload_rows(
+        Workload.objects.filter(pk__in=by_workload).order_by(),
+        classes=GpuClass.objects.in_bulk(),
+        tiers=PriorityTier.objects.in_bulk(),
+    )
     reservations = Reservation.objects.filter(
         state__in=Reservation.HOLDING_STATES,
         mig_profile="",
@@ -97,7 +115,7 @@ def capacity_ahead(
     ).select_related("organization", "project", "gpu_class", "pool")
     pools = engine_calendar.capacity_calendar(
         nodes=engine_nodes(nodes, placements),
-        running=[engine_running(w, held, tolerations=()) for w, held in by_workload.values()],
+        running=[engine_running(w, by_workload[w.pk], tolerations=()) for w in running],
         # As booked: what a reservation request is checked against, so that a proposed
         # window is one the request would get.
         reservations=engine_reservations(reservations, as_booked=True),
