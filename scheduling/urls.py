@@ -16,6 +16,11 @@ urlpatterns = [
     path("staff/replay/", replay_views.policy_replay_page, name="policy-replay"),
     path("orgs/<slug:org_slug>/reservations/", views.reservations, name="reservations"),
     path(
+        "orgs/<slug:org_slug>/reservations/windows/",
+        views.reservation_windows,
+        name="reservation-windows",
+    ),
+    path(
         "orgs/<slug:org_slug>/reservations/<str:reservation_id>/cancel/",
         views.reservation_cancel,
         name="reservation-cancel",

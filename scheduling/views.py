@@ -182,6 +182,7 @@ def reservations(request, org_slug: str):
     caller = caller_of(request)
     organization = organization_of(request, org_slug)
     can_reserve = role_allows(organization.my_role, Action.RESERVATION_MANAGE)
+    now = clock.now()
     form = ReservationForm(
         request.POST or None,
         pools=selectors.pool_list(),
@@ -200,24 +201,90 @@ def reservations(request, org_slug: str):
                 request, f"Reserved in {held[0].pool.name}; it awaits an operator's approval."
             )
             return redirect("workloads:reservations", org_slug)
+    calendar = selectors.capacity_ahead(caller=caller, organization=organization, now=now)
     return render(
         request,
         "scheduling/reservations.html",
         {
             "organization": organization,
+            "capacity": _strips(calendar, zone=organization.zone),
+            "windows": _windows(form, calendar, zone=organization.zone, now=now),
             "reservations": selectors.reservations_on_record(
                 caller=caller, organization=organization
             )[:RESERVATIONS_SHOWN],
             "timeline": selectors.reservation_timeline(
                 caller=caller,
                 organization=organization,
-                now=clock.now(),
+                now=now,
                 days=14,
             ),
             "form": form,
             "can_reserve": can_reserve,
         },
     )
+
+
+@login_required
+def reservation_windows(request, org_slug: str):
+    """The reservation form's proposals for the class, GPUs, length and pool it holds now."""
+    caller = caller_of(request)
+    organization = organization_of(request, org_slug)
+    now = clock.now()
+    form = ReservationForm(
+        request.GET,
+        pools=selectors.pool_list(),
+        projects=tenant_selectors.project_list(caller=caller, organization=organization),
+    )
+    return render(
+        request,
+        "scheduling/_reservation_windows.html",
+        {
+            "organization": organization,
+            "windows": _windows(
+                form,
+                selectors.capacity_ahead(caller=caller, organization=organization, now=now),
+                zone=organization.zone,
+                now=now,
+            ),
+        },
+    )
+
+
+def _windows(form: ReservationForm, calendar, *, zone, now) -> list:
+    """The earliest windows where the form's whole GPUs fit on one node, else on one rack;
+    none for MIG instances or a form missing what a block needs."""
+    ask = form.block_asked()
+    if ask is None:
+        return []
+    gpu_class, pool, block = ask
+    for level in selectors.LEVELS:
+        at_level = selectors.BlockAsk(gpus=block.gpus, level=level, hours=block.hours)
+        windows = selectors.block_windows(
+            calendar.pools, at_level, zone=zone, now=now, gpu_class=gpu_class, pool=pool
+        )
+        if windows:
+            return windows
+    return []
+
+
+def _strips(calendar, *, zone) -> list[dict]:
+    """Each pool's hours as rows of a day's 24 cells, for a compact strip: the cell's class
+    says how much is free; its title says free, reserved and busy at that hour."""
+    strips = []
+    for pool in calendar.pools:
+        cells = []
+        for hour in range(calendar.hours):
+            at = (calendar.start + timedelta(hours=hour)).astimezone(zone)
+            free = int(pool.free[hour])
+            state = "full" if free == 0 else "part" if free < pool.schedulable else "free"
+            title = (
+                f"{at:%a %d %b %H:%M}: {free} free, {int(pool.reserved[hour])} reserved,"
+                f" {int(pool.busy[hour])} busy"
+            )
+            cells.append({"state": state, "title": title, "at": at})
+        rows = [cells[i : i + 24] for i in range(0, len(cells), 24)]
+        strips.append({"pool": pool, "rows": rows})
+    return strips
 
 
 @login_required

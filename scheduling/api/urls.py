@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import views
+from .capacity import CapacityCalendarApi
 
 project = "organizations/<slug:org_slug>/projects/<slug:project_slug>"
 workloads = f"{project}/workloads"
@@ -35,6 +36,11 @@ urlpatterns = [
         "organizations/<slug:org_slug>/reservation-timeline/",
         views.ReservationTimelineApi.as_view(),
         name="reservation-timeline",
+    ),
+    path(
+        "organizations/<slug:org_slug>/capacity-calendar/",
+        CapacityCalendarApi.as_view(),
+        name="capacity-calendar",
     ),
     path(f"{workloads}/", views.WorkloadCollectionApi.as_view(), name="workloads"),
     path(f"{project}/workload-batches/", views.WorkloadBatchApi.as_view(), name="workload-batches"),

@@ -8,6 +8,7 @@ requires an operator.
 - catalog: GPU classes, priority tiers, GPU pools and their capacity
 - reservations: an organization's reservations, the pools' timelines, a pool's load over a
   window with its shortfalls and the nearest windows that fit
+- capacity: the capacity calendar of the next days and the windows where a block of GPUs fits
 - operators: operators' reads across tenants for the operator API (pools, nodes, grants,
   reservations and quota requests)
 - cluster: operators' view of the cluster node by node, the queue across tenants, the GPU
@@ -19,6 +20,15 @@ requires an operator.
   point)
 """
 
+from .capacity import (
+    CALENDAR_HOURS,
+    LEVELS,
+    BlockAsk,
+    CapacityCalendar,
+    ProposedWindow,
+    block_windows,
+    capacity_ahead,
+)
 from .catalog import (
     class_capacities,
     gpu_class_list,
@@ -106,9 +116,13 @@ from .workloads import (
 )
 
 __all__ = [
+    "CALENDAR_HOURS",
+    "LEVELS",
     "NEEDS_GPU",
     "SEARCH_SPAN",
     "TAIL_MAX",
+    "BlockAsk",
+    "CapacityCalendar",
     "ClassCalibration",
     "FreeDay",
     "GpuCell",
@@ -117,6 +131,7 @@ __all__ = [
     "PendingCount",
     "PoolOverview",
     "PoolTimeline",
+    "ProposedWindow",
     "QuotaUse",
     "ReservationUse",
     "ReservedBlock",
@@ -124,7 +139,9 @@ __all__ = [
     "UsagePrices",
     "WorkloadClock",
     "WorkloadLogs",
+    "block_windows",
     "calendar_days",
+    "capacity_ahead",
     "class_capacities",
     "cluster_capacity",
     "cluster_overview",

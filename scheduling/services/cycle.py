@@ -15,7 +15,7 @@ from django.db.models import Q
 from portal import clock
 from portal.db import rows_update
 from portal.events import Event, ExtensionPoint, holds_collect, publish
-from tenants.models import Organization, Project
+from tenants.models import Organization
 
 from .. import engine, metrics, selectors
 from ..models import (
@@ -31,7 +31,6 @@ from ..models import (
     WorkloadEvent,
 )
 from ..specs_from_models import (
-    WORKLOAD_ROW_COLUMNS,
     WorkloadRow,
     engine_nodes,
     engine_quotas,
@@ -42,6 +41,7 @@ from ..specs_from_models import (
     placement_row,
     schedulable_shapes,
     topology_levels,
+    workload_rows,
 )
 from .lifecycle import workloads_evict
 from .quotas import quota_increases_apply
@@ -104,19 +104,6 @@ QUEUE_FIELDS = [
     "first_estimate_high",
 ]
 PENDING_FIELDS = ["pending_code", "pending_message", *QUEUE_FIELDS]
-
-
-def _workloads(queryset, *, classes: dict, tiers: dict) -> list[WorkloadRow]:
-    """The workloads as rows of what the cycle reads (the rest, an environment that may be
-    large among it, stays in the database), with their project, organization, tier and GPU
-    class, each loaded once however many workloads share it (10,000 pending share a few hundred
-    projects)."""
-    rows = list(queryset.values_list(*WORKLOAD_ROW_COLUMNS))
-    projects = Project.objects.select_related("organization").in_bulk({row[1] for row in rows})
-    return [
-        WorkloadRow(pk, projects[project], tiers[tier], classes.get(gpu_class), *rest)
-        for pk, project, tier, gpu_class, *rest in rows
-    ]
 
 
 def _held(rows: list[WorkloadRow]) -> tuple[list[WorkloadRow], list[tuple]]:
@@ -213,7 +200,7 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
         for placement in placements:
             by_workload.setdefault(placement.workload_id, []).append(placement)
         related = {"classes": GpuClass.objects.in_bulk(), "tiers": PriorityTier.objects.in_bulk()}
-        active = _workloads(Workload.objects.filter(state__in=Workload.ACTIVE_STATES), **related)
+        active = workload_rows(Workload.objects.filter(state__in=Workload.ACTIVE_STATES), **related)
         # A requeued workload whose old objects are still due for deletion waits for them to
         # go (placed again at once, the late teardown would delete its new objects), and an
         # evicted one for its backoff.
@@ -222,7 +209,7 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
             state=Workload.State.PENDING,
             teardown_due_at__isnull=True,
         )
-        pending, held = _held(_workloads(waiting.order_by("submitted_at", "pk"), **related))
+        pending, held = _held(workload_rows(waiting.order_by("submitted_at", "pk"), **related))
         ready_nodes = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
         snapshot = engine.ClusterSnapshot(
             nodes=engine_nodes(ready_nodes, placements),

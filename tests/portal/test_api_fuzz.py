@@ -36,7 +36,9 @@ MAX_EXAMPLES = 10
 # of an item not offered or for a period in the past, a budget for a project the organization
 # does not have; a time past the booking horizon or outside the years 2000 to 2100, and a
 # usage period outside them (portal.bounds: no format states a range of dates) or that starts
-# after it ends; a replica the workload does not have; a single sign-on provider the portal is not
+# after it ends; a capacity calendar from the past or beyond its 14 days, of a pool or class
+# the cluster does not have, or a block's window longer than the calendar; a replica the
+# workload does not have; a single sign-on provider the portal is not
 # configured with; a webhook URL whose host does not resolve or resolves to a refused address.
 # The operator API's too: an organization, project or GPU class named that does not exist, a
 # limit below the guarantee, a reason of spaces only, a tier value another tier has, a credit
@@ -44,6 +46,7 @@ MAX_EXAMPLES = 10
 # other status stays checked.
 RULES_BEYOND_THE_SCHEMA = [
     "budgets_set",
+    "capacity_calendar",
     "invitations_accept",
     "invitations_create",
     "operator_credits_grant",
