@@ -143,7 +143,9 @@ def _checks_refusal(*, caller, project, workloads) -> dict[str, list[str]]:
     except Conflict as error:
         return {error.code or "non_field_errors": [str(error)]}
     except ValidationError as error:
-        return error.message_dict if hasattr(error, "error_dict") else {"": error.messages}
+        if hasattr(error, "error_dict"):
+            return error.message_dict
+        return {"non_field_errors": error.messages}
     return {}
 
 
