@@ -12,7 +12,7 @@ from scheduling import services
 from tenants.lookups import project_of
 from tenants.permissions import caller_of
 
-from .serializers import WorkloadBatchInput, WorkloadSubmitInput
+from .serializers import PendingOutput, WorkloadBatchInput, WorkloadSubmitInput
 
 
 class WhatIfCostOutput(serializers.Serializer):
@@ -29,7 +29,7 @@ class WorkloadWhatIfOutput(serializers.Serializer):
     outcome = serializers.ChoiceField(
         choices=["admitted", "waits", "refused"],
         help_text="`admitted`: the next cycle would start it; `waits`: it would queue (see "
-        "`pending_code`); `refused`: submitting it would be refused (see `refusal`).",
+        "`pending`); `refused`: submitting it would be refused (see `refusal`).",
     )
     gpu_class = serializers.CharField(
         help_text="Where it would run; when it waits, the class of its binding constraint."
@@ -41,17 +41,9 @@ class WorkloadWhatIfOutput(serializers.Serializer):
     preempts = serializers.IntegerField(
         help_text="How many running workloads would be evicted to admit it (never whose)."
     )
-    pending_code = serializers.CharField(help_text="The engine's reason code when it waits.")
-    pending_message = serializers.CharField()
-    queue_position = serializers.IntegerField(allow_null=True)
-    estimated_start = serializers.DateTimeField(
-        allow_null=True, help_text="The most likely start (now when admitted; null: no estimate)."
-    )
-    estimated_start_low = serializers.DateTimeField(
-        allow_null=True, help_text="The 80% interval's start."
-    )
-    estimated_start_high = serializers.DateTimeField(
-        allow_null=True, help_text="The 80% interval's end (null: not known)."
+    pending = PendingOutput(
+        allow_null=True,
+        help_text="Why it would wait, as a waiting workload's (null: it would not).",
     )
     refusal = serializers.DictField(
         child=serializers.ListField(child=serializers.CharField()),
@@ -89,12 +81,7 @@ def _data(report: services.WhatIfReport) -> dict:
                 "replicas": len(answer.placements) if answer else 0,
                 "borrowed": answer.borrowed if answer else False,
                 "preempts": answer.preempts if answer else 0,
-                "pending_code": answer.code if answer else "",
-                "pending_message": answer.message if answer else "",
-                "queue_position": answer.queue_position if answer else None,
-                "estimated_start": answer.estimated_start if answer else None,
-                "estimated_start_low": answer.estimated_start_low if answer else None,
-                "estimated_start_high": answer.estimated_start_high if answer else None,
+                "pending": answer.pending if answer else None,
                 "refusal": item.refusal,
                 "cost": asdict(item.cost) if item.cost else None,
             }

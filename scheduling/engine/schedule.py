@@ -40,6 +40,7 @@ from .model import (
     ReplicaPlacement,
     Request,
     RunningWorkload,
+    StartRange,
     TaintEffect,
     TaskType,
 )
@@ -92,6 +93,20 @@ def schedule(
     if now.tzinfo is None:
         raise ValueError("now must be a timezone-aware datetime")
     return _Cycle(snapshot=snapshot, running=running, now=now, policy=policy).run(pending)
+
+
+def pending_reason(
+    request_id: str, failure: _Failure, position: int, estimate: StartRange | None
+) -> PendingReason:
+    return PendingReason(
+        request_id=request_id,
+        code=failure.code.value,
+        message=failure.message,
+        queue_position=position,
+        estimated_start=estimate.likely if estimate else None,
+        estimated_start_low=estimate.low if estimate else None,
+        estimated_start_high=estimate.high if estimate else None,
+    )
 
 
 def _ahead(shadow: Shadow, request: Request) -> str:
@@ -478,15 +493,7 @@ class _Cycle:
                     ahead[other] += need
         estimates = estimator.estimate_all(queries)
         return [
-            PendingReason(
-                request_id=request.id,
-                code=failure.code.value,
-                message=failure.message,
-                queue_position=position,
-                estimated_start=estimate.likely if estimate else None,
-                estimated_start_low=estimate.low if estimate else None,
-                estimated_start_high=estimate.high if estimate else None,
-            )
+            pending_reason(request.id, failure, position, estimate)
             for position, ((request, failure), estimate) in enumerate(
                 zip(failures, estimates, strict=True), start=1
             )

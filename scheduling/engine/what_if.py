@@ -28,13 +28,14 @@ from .model import (
     ClusterSnapshot,
     Decisions,
     NodeState,
+    PendingReason,
     Policy,
     ReplicaPlacement,
     Request,
     RunningWorkload,
     TaskType,
 )
-from .schedule import _Cycle, _Failure, task_type
+from .schedule import _Cycle, _Failure, pending_reason, task_type
 
 
 @dataclass(frozen=True)
@@ -65,13 +66,7 @@ class WhatIf:
     placements: tuple[ReplicaPlacement, ...] = ()
     borrowed: bool = False
     preempts: int = 0  # running workloads evicted to admit it
-    code: str = ""
-    message: str = ""
-    queue_position: int | None = None
-    # The estimator's range: most likely start, and its 80% interval (high None: not known).
-    estimated_start: datetime | None = None
-    estimated_start_low: datetime | None = None
-    estimated_start_high: datetime | None = None
+    pending: PendingReason | None = None  # why it would wait (None: admitted)
 
 
 def schedule_keeping(
@@ -135,7 +130,7 @@ def what_if(end: CycleEnd, requests: Sequence[Request], *, now: datetime) -> lis
     for request in (r for r in ordered if r.id in asked):
         outcome = outcomes[request.id]
         if isinstance(outcome, Admission):
-            answers[request.id] = _admitted(cycle, outcome, now=now)
+            answers[request.id] = _admitted(cycle, outcome)
             continue
         position, ahead = queue.ahead(request)
         needed = ahead.get(outcome.gpu_class, 0) + _need(request)
@@ -144,12 +139,7 @@ def what_if(end: CycleEnd, requests: Sequence[Request], *, now: datetime) -> lis
             request_id=request.id,
             admitted=False,
             gpu_class=outcome.gpu_class,
-            code=outcome.code.value,
-            message=outcome.message,
-            queue_position=position,
-            estimated_start=estimate.likely if estimate else None,
-            estimated_start_low=estimate.low if estimate else None,
-            estimated_start_high=estimate.high if estimate else None,
+            pending=pending_reason(request.id, outcome, position, estimate),
         )
         queue.join(request, outcome)
     return [answers[r.id] for r in requests]
@@ -159,7 +149,7 @@ def _need(request: Request) -> int:
     return request.gpu_milli_per_replica * request.smallest_gang
 
 
-def _admitted(cycle: _Cycle, admission: Admission, *, now: datetime) -> WhatIf:
+def _admitted(cycle: _Cycle, admission: Admission) -> WhatIf:
     pools = {n.name: n.pool for n in cycle.cluster.nodes}
     nodes = tuple(dict.fromkeys(p.node for p in admission.placements))
     return WhatIf(
@@ -171,9 +161,6 @@ def _admitted(cycle: _Cycle, admission: Admission, *, now: datetime) -> WhatIf:
         placements=admission.placements,
         borrowed=admission.borrowed,
         preempts=sum(p.preemptor_id == admission.request_id for p in cycle.preemptor.preemptions),
-        estimated_start=now,
-        estimated_start_low=now,
-        estimated_start_high=now,
     )
 
 

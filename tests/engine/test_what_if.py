@@ -99,7 +99,12 @@ def test_the_what_if_agrees_with_the_next_cycle(nodes, queue, quota, new, placem
         else:
             reason = next(r for r in decisions.pending if r.request_id == one.id)
             assert not answer.admitted
-            assert (answer.code, answer.queue_position) == (reason.code, reason.queue_position)
+            said = answer.pending
+            assert (said.code, said.message, said.queue_position) == (
+                reason.code,
+                reason.message,
+                reason.queue_position,
+            )
 
 
 def test_a_settled_cycle_keeps_the_cluster_it_was_given():

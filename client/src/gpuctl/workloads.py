@@ -75,11 +75,18 @@ def cost(answer: dict) -> str:
     return f"{priced['amount']} {priced['currency']}" + ("/hour" if priced["per"] == "hour" else "")
 
 
+def start(answer: dict) -> str | None:
+    if answer["outcome"] == "admitted":
+        return "now"
+    return (answer["pending"] or {}).get("estimated_start")  # refused: none
+
+
 def why_not(answer: dict) -> str:
     if answer["outcome"] == "refused":
         return " ".join(text for texts in answer["refusal"].values() for text in texts)
     if answer["outcome"] == "waits":
-        return f"{answer['pending_message']} (#{answer['queue_position']} in queue)"
+        pending = answer["pending"]
+        return f"{pending['message']} (#{pending['queue_position']} in queue)"
     return f"would preempt {answer['preempts']} running" if answer["preempts"] else ""
 
 
@@ -87,7 +94,7 @@ CHECK_COLUMNS = [
     ("NAME", "name"),
     ("OUTCOME", "outcome"),
     ("WHERE", where),
-    ("START", "estimated_start"),
+    ("START", start),
     ("COST", cost),
     ("REASON", why_not),
 ]

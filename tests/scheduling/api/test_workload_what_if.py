@@ -89,9 +89,9 @@ def test_on_a_free_cluster_it_would_be_admitted_and_says_where(ready, api_as, cy
 def test_with_its_quota_in_use_it_waits_for_quota_first_in_the_queue(ready, api_as, full_h100):
     (answer,) = ask(api_as, ready)["workloads"]
     assert answer["outcome"] == "waits"
-    assert answer["pending_code"] == "quota"
-    assert "64" in answer["pending_message"]
-    assert answer["queue_position"] == 1
+    assert answer["pending"]["code"] == "quota"
+    assert "64" in answer["pending"]["message"]
+    assert answer["pending"]["queue_position"] == 1
 
 
 def test_a_higher_tier_would_preempt_and_learns_only_how_many(ready, api_as, full_h100):
