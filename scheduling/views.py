@@ -66,7 +66,17 @@ def workloads(request, org_slug: str, project_slug: str):
         gpu_classes=selectors.gpu_class_list(),
         granted=selectors.quota_class_most_granted(caller=caller, organization=organization),
     )
-    if request.method == "POST" and form.is_valid():
+    checked = None
+    if request.method == "POST" and form.is_valid() and "check" in request.POST:
+        # The "Check" button: what the scheduler would do with it, nothing submitted.
+        checked = attempt(
+            request,
+            form,
+            lambda: services.workloads_what_if(
+                caller=caller, project=project, requests=[form.as_request()]
+            ),
+        )
+    elif request.method == "POST" and form.is_valid():
         workload = attempt(
             request,
             form,
@@ -86,6 +96,7 @@ def workloads(request, org_slug: str, project_slug: str):
             "quotas": selectors.quota_overview(caller=caller, organization=organization),
             "form": form,
             "can_submit": role_allows(organization.my_role, Action.WORKLOAD_SUBMIT),
+            "what_if": None if checked is REFUSED else checked,
         },
     )
 

@@ -350,6 +350,9 @@ PORTAL_RECLAIM_AFTER_SECONDS = int(os.environ.get("PORTAL_RECLAIM_AFTER_SECONDS"
 # How long before a reservation's window its capacity is drained of others' preemptible work,
 # unless the reservation sets its own lead time (seconds).
 PORTAL_RESERVATION_LEAD_SECONDS = int(os.environ.get("PORTAL_RESERVATION_LEAD_SECONDS", "900"))
+# A what-if answers from the state the last cycle left while it is younger than this (seconds)
+# and the cluster has not changed since; otherwise from a fresh read of the cluster.
+PORTAL_WHAT_IF_MAX_AGE_SECONDS = int(os.environ.get("PORTAL_WHAT_IF_MAX_AGE_SECONDS", "120"))
 # The catalog's currency (ISO 4217): every price and invoice of the portal is in it.
 PORTAL_CURRENCY = os.environ.get("PORTAL_CURRENCY", "EUR")
 # The tax rate invoices add to their subtotal (0.19 for 19%).

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import views, what_if
 from .capacity import CapacityCalendarApi
 
 project = "organizations/<slug:org_slug>/projects/<slug:project_slug>"
@@ -44,6 +44,13 @@ urlpatterns = [
     ),
     path(f"{workloads}/", views.WorkloadCollectionApi.as_view(), name="workloads"),
     path(f"{project}/workload-batches/", views.WorkloadBatchApi.as_view(), name="workload-batches"),
+    # Before the workload's own routes: "what-if" is a name no workload may take.
+    path(f"{workloads}/what-if/", what_if.WorkloadWhatIfApi.as_view(), name="workloads-what-if"),
+    path(
+        f"{project}/workload-batches/what-if/",
+        what_if.WorkloadBatchWhatIfApi.as_view(),
+        name="workload-batches-what-if",
+    ),
     path(f"{workloads}/<slug:name>/", views.WorkloadDetailApi.as_view(), name="workload"),
     path(
         f"{workloads}/<slug:name>/cancel/",

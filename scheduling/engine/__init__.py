@@ -1,7 +1,8 @@
 """The scheduling engine: pure Python (no Django), deterministic, numpy where it pays.
 
-Django calls ``schedule`` once per cycle, ``validate_request`` at submission, and the
-capacity views for the console and /metrics.
+Django calls ``schedule_keeping`` once per cycle (and ``what_if`` against the state it
+keeps), ``validate_request`` at submission, and the capacity views for the console and
+/metrics.
 """
 
 from .capacity import FragmentationView, PoolCapacity, fragmentation, pool_capacity
@@ -35,12 +36,14 @@ from .model import (
 from .policies import PLACEMENT_POLICIES
 from .quota import QuotaLedger, quota_capacity, validate_request
 from .schedule import schedule
+from .what_if import CycleEnd, WhatIf, schedule_keeping, what_if
 
 __all__ = [
     "PLACEMENT_POLICIES",
     "Admission",
     "Calibration",
     "ClusterSnapshot",
+    "CycleEnd",
     "Decisions",
     "FragmentationView",
     "NodeSelectorRequirement",
@@ -65,11 +68,14 @@ __all__ = [
     "TaskType",
     "Toleration",
     "TolerationOperator",
+    "WhatIf",
     "calibration",
     "fragmentation",
     "pool_capacity",
     "quota_capacity",
     "schedule",
+    "schedule_keeping",
     "typical_workload",
     "validate_request",
+    "what_if",
 ]

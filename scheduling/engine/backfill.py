@@ -54,6 +54,10 @@ class Backfill:
     def shadow(self, gpu_class: str) -> Shadow | None:
         return self._shadows.get(gpu_class)
 
+    def adopt(self, gpu_class: str, shadow: Shadow) -> None:
+        """Take a shadow another cycle planned on this same cluster (a what-if's heads')."""
+        self._shadows[gpu_class] = shadow
+
     def outside_shadow(
         self, request: Request, gpu_class: str, among: np.ndarray
     ) -> tuple[np.ndarray, Shadow | None]:

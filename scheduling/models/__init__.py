@@ -3,7 +3,7 @@ the simulated cluster's storage. One module per concern; every model and validat
 here, where migrations and the rest of the code find them."""
 
 from .inventory import GpuClass, Node, NodePool, PriorityTier
-from .operations import ProvisioningRecord, SchedulerState
+from .operations import CycleEndState, ProvisioningRecord, SchedulerState
 from .quotas import QuotaGrant, QuotaRequest
 from .reservations import Reservation, ReservationRule
 from .simulator import SimulatedNodeState, SimulatedObject
@@ -25,6 +25,7 @@ __all__ = [
     "ENV_MAX_VARIABLES",
     "ENV_VALUE_MAX",
     "IMAGE_MAX",
+    "CycleEndState",
     "GpuClass",
     "ImageReferenceValidator",
     "Node",

@@ -13,6 +13,8 @@
 - operators: what operators do to running work and nodes
 - reconciler: finishing the work of lost tasks
 - timeline: the workload's events as its users read them
+- what_if: what the scheduler would do with a submission, writing nothing (what_if_state:
+  the state each cycle keeps for it)
 """
 
 from .cycle import CycleResult, scheduling_cycle_request, scheduling_cycle_run
@@ -78,6 +80,7 @@ from .submission import (
     workload_submit,
     workloads_submit,
 )
+from .what_if import WhatIfReport, WorkloadWhatIf, workloads_what_if
 
 __all__ = [
     "BATCH_MAX",
@@ -86,7 +89,9 @@ __all__ = [
     "QuotaAsk",
     "Reconciled",
     "ReservationRequest",
+    "WhatIfReport",
     "WorkloadRequest",
+    "WorkloadWhatIf",
     "cluster_description_apply",
     "cluster_manifests",
     "cluster_provision",
@@ -137,4 +142,5 @@ __all__ = [
     "workloads_launch_give_up",
     "workloads_submit",
     "workloads_sync",
+    "workloads_what_if",
 ]

@@ -46,6 +46,7 @@ from ..specs_from_models import (
 from .lifecycle import workloads_evict
 from .quotas import quota_increases_apply
 from .timeline import workload_event
+from .what_if_state import cycle_end_keep
 
 # Any stable 64-bit number: the PostgreSQL advisory lock that lets one cycle run at a time.
 CYCLE_LOCK_KEY = 7_340_501_206
@@ -180,6 +181,98 @@ def _collector_paused():
             gc.enable()
 
 
+@dataclass(frozen=True)
+class CycleInputs:
+    """What a cycle reads: the engine's snapshot, queue and running work, and the rows they
+    were made of."""
+
+    snapshot: engine.ClusterSnapshot
+    requests: list[engine.Request]
+    running: list[engine.RunningWorkload]
+    pending: list[WorkloadRow]
+    held: list[tuple]
+    active: list[WorkloadRow]
+    ready_nodes: list[Node]
+    pools: list[NodePool]
+
+
+def default_policy() -> engine.Policy:
+    return engine.Policy(
+        placement=settings.PORTAL_PLACEMENT_POLICY,
+        reclaim_after=timedelta(seconds=settings.PORTAL_RECLAIM_AFTER_SECONDS),
+        reservation_lead_time=timedelta(seconds=settings.PORTAL_RESERVATION_LEAD_SECONDS),
+    )
+
+
+def cycle_inputs(*, now) -> CycleInputs:
+    """Read the cluster, the queue and the running work as the engine takes them (reads
+    only: the cycle and a what-if without a kept state both start here)."""
+    pools = list(NodePool.objects.select_related("gpu_class"))
+    tolerations = gpu_tolerations(pools)
+    placements = list(_active_placements())
+    by_workload: dict = {}
+    for placement in placements:
+        by_workload.setdefault(placement.workload_id, []).append(placement)
+    related = {"classes": GpuClass.objects.in_bulk(), "tiers": PriorityTier.objects.in_bulk()}
+    active = workload_rows(Workload.objects.filter(state__in=Workload.ACTIVE_STATES), **related)
+    # A requeued workload whose old objects are still due for deletion waits for them to
+    # go (placed again at once, the late teardown would delete its new objects), and an
+    # evicted one for its backoff.
+    waiting = Workload.objects.filter(
+        Q(requeue_not_before__isnull=True) | Q(requeue_not_before__lte=now),
+        state=Workload.State.PENDING,
+        teardown_due_at__isnull=True,
+    )
+    pending, held = _held(workload_rows(waiting.order_by("submitted_at", "pk"), **related))
+    ready_nodes = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
+    snapshot = engine.ClusterSnapshot(
+        nodes=engine_nodes(ready_nodes, placements),
+        # Seeded by the cycle's time: the same cycle draws the same estimates.
+        runtimes=selectors.runtime_samples(
+            workloads=[*pending, *active], now=now, seed=int(now.timestamp())
+        ),
+        quotas=engine_quotas(
+            QuotaGrant.objects.select_related("organization", "project", "gpu_class")
+        ),
+        topology_levels=topology_levels(pools) or ("rack", "block"),
+        tenant_weights={
+            slug: float(weight)
+            for slug, weight in Organization.objects.values_list("slug", "fair_share_weight")
+        },
+        node_shapes=schedulable_shapes(ready_nodes),
+        reservations=engine_reservations(
+            Reservation.objects.filter(
+                state__in=Reservation.SCHEDULED_STATES, ends_at__gt=now
+            ).select_related("organization", "project", "gpu_class", "pool")
+        ),
+    )
+    return CycleInputs(
+        snapshot=snapshot,
+        requests=[engine_request(w, tolerations=tolerations) for w in pending],
+        running=[
+            engine_running(w, by_workload.get(w.pk, []), tolerations=tolerations) for w in active
+        ],
+        pending=pending,
+        held=held,
+        active=active,
+        ready_nodes=ready_nodes,
+        pools=pools,
+    )
+
+
+def cycle_decide(
+    loaded: CycleInputs, *, now, policy: engine.Policy | None = None
+) -> tuple[engine.Decisions, engine.CycleEnd]:
+    """The engine's decisions on what a cycle read, and the state they leave for what-ifs."""
+    return engine.schedule_keeping(
+        snapshot=loaded.snapshot,
+        pending=loaded.requests,
+        running=loaded.running,
+        now=now,
+        policy=policy or default_policy(),
+    )
+
+
 @_collector_paused()
 def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
     """Load a snapshot, let the engine decide, persist admissions, preemptions and pending
@@ -193,60 +286,9 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
         now = clock.now()
         # Increases (a quota package's period) count exactly from their start to their end.
         quota_increases_apply(now=now)
-        pools = list(NodePool.objects.select_related("gpu_class"))
-        tolerations = gpu_tolerations(pools)
-        placements = list(_active_placements())
-        by_workload: dict = {}
-        for placement in placements:
-            by_workload.setdefault(placement.workload_id, []).append(placement)
-        related = {"classes": GpuClass.objects.in_bulk(), "tiers": PriorityTier.objects.in_bulk()}
-        active = workload_rows(Workload.objects.filter(state__in=Workload.ACTIVE_STATES), **related)
-        # A requeued workload whose old objects are still due for deletion waits for them to
-        # go (placed again at once, the late teardown would delete its new objects), and an
-        # evicted one for its backoff.
-        waiting = Workload.objects.filter(
-            Q(requeue_not_before__isnull=True) | Q(requeue_not_before__lte=now),
-            state=Workload.State.PENDING,
-            teardown_due_at__isnull=True,
-        )
-        pending, held = _held(workload_rows(waiting.order_by("submitted_at", "pk"), **related))
-        ready_nodes = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
-        snapshot = engine.ClusterSnapshot(
-            nodes=engine_nodes(ready_nodes, placements),
-            # Seeded by the cycle's time: the same cycle draws the same estimates.
-            runtimes=selectors.runtime_samples(
-                workloads=[*pending, *active], now=now, seed=int(now.timestamp())
-            ),
-            quotas=engine_quotas(
-                QuotaGrant.objects.select_related("organization", "project", "gpu_class")
-            ),
-            topology_levels=topology_levels(pools) or ("rack", "block"),
-            tenant_weights={
-                slug: float(weight)
-                for slug, weight in Organization.objects.values_list("slug", "fair_share_weight")
-            },
-            node_shapes=schedulable_shapes(ready_nodes),
-            reservations=engine_reservations(
-                Reservation.objects.filter(
-                    state__in=Reservation.SCHEDULED_STATES, ends_at__gt=now
-                ).select_related("organization", "project", "gpu_class", "pool")
-            ),
-        )
-        decisions = engine.schedule(
-            snapshot=snapshot,
-            pending=[engine_request(w, tolerations=tolerations) for w in pending],
-            running=[
-                engine_running(w, by_workload.get(w.pk, []), tolerations=tolerations)
-                for w in active
-            ],
-            now=now,
-            policy=policy
-            or engine.Policy(
-                placement=settings.PORTAL_PLACEMENT_POLICY,
-                reclaim_after=timedelta(seconds=settings.PORTAL_RECLAIM_AFTER_SECONDS),
-                reservation_lead_time=timedelta(seconds=settings.PORTAL_RESERVATION_LEAD_SECONDS),
-            ),
-        )
+        loaded = cycle_inputs(now=now)
+        decisions, end = cycle_decide(loaded, now=now, policy=policy)
+        held, pending, active = loaded.held, loaded.pending, loaded.active
         if held:
             reasons = tuple(reason for _, reason in held)
             decisions = dataclasses.replace(decisions, pending=(*decisions.pending, *reasons))
@@ -254,10 +296,11 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
         _persist(
             decisions,
             workloads=workloads,
-            nodes={node.name: node for node in ready_nodes},
-            classes={pool.gpu_class.name: pool.gpu_class for pool in pools if pool.gpu_class},
+            nodes={node.name: node for node in loaded.ready_nodes},
+            classes={p.gpu_class.name: p.gpu_class for p in loaded.pools if p.gpu_class},
             now=now,
         )
+        cycle_end_keep(end)
         elapsed = (clock.monotonic() - started) * 1000
         SchedulerState.objects.update_or_create(
             pk=1,

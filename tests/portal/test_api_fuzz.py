@@ -39,7 +39,8 @@ MAX_EXAMPLES = 10
 # after it ends; a capacity calendar from the past or beyond its 14 days, of a pool or class
 # the cluster does not have, or a block's window longer than the calendar; a replica the
 # workload does not have; a single sign-on provider the portal is not
-# configured with; a webhook URL whose host does not resolve or resolves to a refused address.
+# configured with; a webhook URL whose host does not resolve or resolves to a refused address;
+# a submission's rules in its what-if too.
 # The operator API's too: an organization, project or GPU class named that does not exist, a
 # limit below the guarantee, a reason of spaces only, a tier value another tier has, a credit
 # note over what the invoice leaves, an amount granted below one or an end already past. Every
@@ -72,6 +73,8 @@ RULES_BEYOND_THE_SCHEMA = [
     "workload_logs",
     "workloads_submit",
     "workloads_submit_batch",
+    "workloads_what_if",
+    "workloads_what_if_batch",
 ]
 ACCEPTED = ["2xx", "400", "401", "403", "404", "409", "429"]
 

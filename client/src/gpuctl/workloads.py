@@ -62,19 +62,79 @@ TARGET = click.option(
 TIMEOUT = click.option("--timeout", type=float, help="Give up after this many seconds.")
 
 
+def where(answer: dict) -> str:
+    if answer["outcome"] != "admitted":
+        return answer["gpu_class"]
+    return f"{answer['gpu_class']} in {', '.join(answer['pools'])}: {', '.join(answer['nodes'])}"
+
+
+def cost(answer: dict) -> str:
+    priced = answer["cost"]
+    if not priced:
+        return "-"
+    return f"{priced['amount']} {priced['currency']}" + ("/hour" if priced["per"] == "hour" else "")
+
+
+def start(answer: dict) -> str | None:
+    if answer["outcome"] == "admitted":
+        return "now"
+    return (answer["pending"] or {}).get("estimated_start")  # refused: none
+
+
+def why_not(answer: dict) -> str:
+    if answer["outcome"] == "refused":
+        return " ".join(text for texts in answer["refusal"].values() for text in texts)
+    if answer["outcome"] == "waits":
+        pending = answer["pending"]
+        return f"{pending['message']} (#{pending['queue_position']} in queue)"
+    return f"would preempt {answer['preempts']} running" if answer["preempts"] else ""
+
+
+CHECK_COLUMNS = [
+    ("NAME", "name"),
+    ("OUTCOME", "outcome"),
+    ("WHERE", where),
+    ("START", start),
+    ("COST", cost),
+    ("REASON", why_not),
+]
+
+
+def _check(session: Session, bodies: list[dict]) -> None:
+    """What the scheduler would do with them: the what-if endpoints, nothing submitted."""
+    if len(bodies) == 1:
+        report = session.api.post(session.project_path("workloads/what-if/"), bodies[0])
+    else:
+        path = session.project_path("workload-batches/what-if/")
+        report = session.api.post(path, {"workloads": bodies})
+    if session.output != "table":
+        machine(report, session.output)
+        return
+    stdout.print(table(report["workloads"], CHECK_COLUMNS))
+    basis = report["basis"]
+    if basis and basis["note"]:
+        stderr.print(f"{basis['note']} Answered from a fresh read of the cluster.")
+
+
 @click.command()
 @click.option("-f", "--file", "path", required=True, help="The job file (YAML; - for stdin).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a field.")
+@click.option(
+    "--check", is_flag=True, help="Only say what the scheduler would do with it; submit nothing."
+)
 @click.option("--wait", is_flag=True, help="Wait until the workloads run (or --for done).")
 @TARGET
 @TIMEOUT
 @INTERVAL
 @scoped(project=True)
-def submit(session: Session, path, overrides, wait, target, timeout, interval):
+def submit(session: Session, path, overrides, check, wait, target, timeout, interval):
     """Submit the workload of a job file (a job array through the batch endpoint)."""
     project, bodies = jobfile.load(path, overrides)
     if project and not session.project_flag:  # --project wins over the file's project
         session.target.project = project
+    if check:
+        _check(session, bodies)
+        return
     if len(bodies) == 1:
         created = [session.api.post(session.project_path("workloads/"), bodies[0])]
     else:
