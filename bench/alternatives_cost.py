@@ -1,10 +1,11 @@
-"""The cost of one workload's alternatives at scale, with the full-cycle ``AnswerOf``.
+"""The cost of one workload's alternatives at scale.
 
 On ``scheduler_scale``'s synthetic state (10,000 pending on 1,000 nodes x 8 GPUs by
 default), one cycle leaves work pending; for the first ``--workloads`` of it (queue order),
-``engine.alternatives`` is timed end to end with ``trials.cycle_answers`` (one full cycle per
-variant, the request's own answer included), as the console's workload page and the API's
-detail compute them. Prints one JSON line (median seconds per workload, engine runs per
+``engine.alternatives`` is timed end to end, the request's own answer included, with
+``trials.kept_answers`` (a what-if per variant on the state the cycle kept: what the console's
+workload page and the API's detail use) or, ``--answers cycle``, ``trials.cycle_answers`` (a
+full cycle per variant). Prints one JSON line (median seconds per workload, engine runs per
 workload); appends it to bench/RESULTS.md unless --no-results.
 
     nice python bench/alternatives_cost.py
@@ -23,14 +24,16 @@ sys.path.insert(0, str(REPO))
 
 from bench.results import append_results, calibration_seconds  # noqa: E402
 from bench.scheduler_scale import NOW, build, state_arguments  # noqa: E402
-from scheduling.engine import Policy, schedule  # noqa: E402
+from scheduling.engine import Policy  # noqa: E402
 from scheduling.engine.alternatives import alternatives  # noqa: E402
-from scheduling.engine.trials import cycle_answers  # noqa: E402
+from scheduling.engine.trials import cycle_answers, kept_answers  # noqa: E402
+from scheduling.engine.what_if import schedule_keeping  # noqa: E402
 
 
 def main() -> None:
     parser = state_arguments(__doc__.splitlines()[0])
     parser.add_argument("--workloads", type=int, default=3, help="pending workloads timed")
+    parser.add_argument("--answers", choices=("kept", "cycle"), default="kept")
     parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
     args = parser.parse_args()
 
@@ -38,14 +41,17 @@ def main() -> None:
         nodes=args.nodes, pending=args.pending, tenants=args.tenants, seed=args.seed
     )
     policy = Policy(placement=args.policy, seed=args.seed)
-    decisions = schedule(
+    decisions, end = schedule_keeping(
         snapshot=snapshot, pending=pending, running=running, now=NOW, policy=policy
     )
     by_id = {r.id: r for r in pending}
     chosen = [by_id[p.request_id] for p in decisions.pending[: args.workloads]]
-    answer_of = cycle_answers(
-        snapshot=snapshot, pending=pending, running=running, now=NOW, policy=policy
-    )
+    if args.answers == "kept":
+        answer_of = kept_answers(end, now=NOW)
+    else:
+        answer_of = cycle_answers(
+            snapshot=snapshot, pending=pending, running=running, now=NOW, policy=policy
+        )
     calls: list[str] = []
 
     def counted(variant, **how):
@@ -74,6 +80,7 @@ def main() -> None:
         "nodes": args.nodes,
         "pending": args.pending,
         "policy": args.policy,
+        "answers": args.answers,
         "workloads": len(chosen),
         "seconds_per_workload": round(statistics.median(walls), 3),
         "seconds_runs": [round(w, 3) for w in walls],

@@ -89,8 +89,8 @@ def seed(*, nodes: int, pending: int, tenants: int, seed: int) -> dict:
     )
     nodes_by_name = {node.name: node for node in node_rows}
     organizations = {
-        quota.tenant: Organization.objects.create(slug=quota.tenant, name=quota.tenant)
-        for quota in snapshot.quotas
+        tenant: Organization.objects.create(slug=tenant, name=tenant)
+        for tenant in sorted({quota.tenant for quota in snapshot.quotas})  # two quotas each
     }
     projects = {
         slug: Project.objects.create(
@@ -194,13 +194,18 @@ def figures(name: str, runs) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def scale_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The size of the seeded cluster and queue, and the policy (what_if.py's too)."""
     parser.add_argument("--nodes", type=int, default=1_000)
     parser.add_argument("--pending", type=int, default=10_000)
     parser.add_argument("--tenants", type=int, default=100)
     parser.add_argument("--policy", default="fgd_cpu_waste_demand")
     parser.add_argument("--seed", type=int, default=42)
+    return parser
+
+
+def main() -> None:
+    parser = scale_arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
     parser.add_argument("--repeat", type=int, default=3, help="cycles timed; the median counts")
     parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
     parser.add_argument(

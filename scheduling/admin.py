@@ -25,6 +25,7 @@ from .models import (
     SimulatedNodeState,
     Workload,
     WorkloadEvent,
+    WorkloadLogTail,
 )
 
 
@@ -135,10 +136,21 @@ class QuotaGrantAdmin(admin.ModelAdmin):
             services.quota_grant_delete(caller=Caller(user=request.user), grant=grant)
 
 
-class PlacementInline(admin.TabularInline):
-    model = Placement
+class ReadOnlyInline(admin.TabularInline):
+    """Rows a workload's page shows as they are: written by services only."""
+
     extra = 0
     can_delete = False
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class PlacementInline(ReadOnlyInline):
+    model = Placement
     fields = [
         "replica",
         "node",
@@ -148,21 +160,23 @@ class PlacementInline(admin.TabularInline):
         "started_at",
         "ended_at",
     ]
-    readonly_fields = fields
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
 
 
-class WorkloadEventInline(admin.TabularInline):
+class WorkloadEventInline(ReadOnlyInline):
     model = WorkloadEvent
-    extra = 0
-    can_delete = False
     fields = ["at", "kind", "message"]
-    readonly_fields = fields
 
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
+
+class WorkloadLogTailInline(ReadOnlyInline):
+    """What was kept of each replica's log when its objects were deleted (the lines: the logs
+    endpoint and the console's log pane)."""
+
+    model = WorkloadLogTail
+    fields = ["replica", "lines_kept", "truncated", "captured_at", "failure"]
+
+    @admin.display(description="lines kept")
+    def lines_kept(self, tail: WorkloadLogTail) -> int:
+        return len(tail.lines)
 
 
 @admin.register(Workload)
@@ -183,7 +197,7 @@ class WorkloadAdmin(ReadOnlyAdmin):
     list_filter = ["state", "kind", "tier", "gpu_class"]
     search_fields = ["name", "project__slug", "project__organization__slug"]
     list_select_related = ["project__organization", "tier", "gpu_class"]
-    inlines = [PlacementInline, WorkloadEventInline]
+    inlines = [PlacementInline, WorkloadEventInline, WorkloadLogTailInline]
     actions = ["requeue", "stop"]
 
     @admin.action(description="Requeue: stop and queue again")

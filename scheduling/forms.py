@@ -14,6 +14,7 @@ from .models import (
     image_reference_validator,
     mig_profile_validator,
 )
+from .selectors import CALENDAR_HOURS, BlockAsk
 from .services import (
     QuotaAsk,
     ReservationRequest,
@@ -173,6 +174,22 @@ class ReservationForm(forms.Form):
         if too_far:
             raise forms.ValidationError(too_far)
         return starts_at
+
+    def block_asked(self) -> tuple[str, str | None, BlockAsk] | None:
+        """The class, pool (None: any) and block of whole GPUs for ``hours`` hours the form
+        holds, valid or not yet (its start is what a proposal fills); None for MIG instances
+        or a form lacking them."""
+        wanted = ("gpu_class", "gpus", "hours")
+        if self.is_bound:
+            self.is_valid()
+            data = self.cleaned_data
+        else:
+            data = {name: self.fields[name].initial for name in self.fields}
+            data["gpu_class"] = next(iter(self.fields["gpu_class"].choices), ("",))[0]
+        if any(not data.get(name) for name in wanted) or data.get("mig_profile"):
+            return None
+        block = BlockAsk(gpus=data["gpus"], hours=min(data["hours"], CALENDAR_HOURS))
+        return data["gpu_class"], data.get("pool") or None, block
 
     def as_request(self) -> ReservationRequest:
         data = self.cleaned_data

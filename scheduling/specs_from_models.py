@@ -327,6 +327,13 @@ class WorkloadRow(NamedTuple):
     pending_message: str
     queue_position: int | None
     estimated_start: datetime | None
+    estimated_start_low: datetime | None
+    estimated_start_high: datetime | None
+    first_estimate_at: datetime | None
+    first_estimate: datetime | None
+    first_estimate_low: datetime | None
+    first_estimate_high: datetime | None
+    first_estimate_actual: datetime | None
 
     # The model's own rule, so that a row and its Workload never disagree.
     needs_gpu = Workload.needs_gpu
@@ -334,6 +341,19 @@ class WorkloadRow(NamedTuple):
 
 # The columns of a WorkloadRow, in its order: the related rows' keys in place of the rows.
 WORKLOAD_ROW_COLUMNS = ("id", "project_id", "tier_id", "gpu_class_id", *WorkloadRow._fields[4:])
+
+
+def workload_rows(queryset: QuerySet[Workload], *, classes: dict, tiers: dict) -> list[WorkloadRow]:
+    """The workloads as rows of what the cycle reads (the rest, an environment that may be
+    large among it, stays in the database), with their project, organization, tier and GPU
+    class, each loaded once however many workloads share it (10,000 pending share a few hundred
+    projects); ``classes`` and ``tiers`` by id."""
+    rows = list(queryset.values_list(*WORKLOAD_ROW_COLUMNS))
+    projects = Project.objects.select_related("organization").in_bulk({row[1] for row in rows})
+    return [
+        WorkloadRow(pk, projects[project], tiers[tier], classes.get(gpu_class), *rest)
+        for pk, project, tier, gpu_class, *rest in rows
+    ]
 
 
 def engine_request(
@@ -401,13 +421,17 @@ def engine_quotas(grants: Iterable[QuotaGrant]) -> tuple[engine.Quota, ...]:
     )
 
 
-def engine_reservations(reservations: Iterable[Reservation]) -> tuple[engine.Reservation, ...]:
+def engine_reservations(
+    reservations: Iterable[Reservation], *, as_booked: bool = False
+) -> tuple[engine.Reservation, ...]:
+    """What the engine holds: the GPUs each pool can still give, or ``as_booked`` the GPUs as
+    booked (what a new reservation request is checked against)."""
     return tuple(
         engine.Reservation(
             id=str(reservation.pk),
             tenant=reservation.organization.slug,
             gpu_class=reservation.gpu_class.name,
-            gpus=reservation.held_gpus,
+            gpus=reservation.gpus if as_booked else reservation.held_gpus,
             pool=reservation.pool.name,
             starts_at=reservation.starts_at,
             ends_at=reservation.ends_at,
@@ -416,7 +440,7 @@ def engine_reservations(reservations: Iterable[Reservation]) -> tuple[engine.Res
             mig_profile=reservation.mig_profile or None,
         )
         for reservation in reservations
-        if reservation.held_gpus
+        if as_booked or reservation.held_gpus
     )
 
 
@@ -428,3 +452,22 @@ def topology_levels(pools: Iterable[NodePool]) -> tuple[str, ...]:
             if key not in levels:
                 levels.append(key)
     return tuple(levels)
+
+
+def placement_row(
+    *, workload: Workload, replica: int, placement: engine.ReplicaPlacement, node: Node, **times
+) -> Placement:
+    """An unsaved Placement of one replica the engine placed; ``times`` are its
+    ``started_at`` and any of ``running_at`` and ``ended_at``."""
+    return Placement(
+        workload=workload,
+        replica=replica,
+        node=node,
+        gpu_indices=list(placement.gpu_indices),
+        gpu_milli=placement.gpu_milli,
+        mig_profile=placement.mig_profile or "",
+        mig_count=placement.mig_count,
+        cpu_milli=placement.cpu_milli,
+        memory_mib=placement.memory_mib,
+        **times,
+    )

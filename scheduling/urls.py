@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import replay_views, views
 
 workloads = "orgs/<slug:org_slug>/projects/<slug:project_slug>/workloads"
 
@@ -12,7 +12,14 @@ urlpatterns = [
     path("orgs/<slug:org_slug>/quotas/", views.quotas, name="quotas"),
     path("staff/cluster/", views.cluster, name="cluster"),
     path("staff/insights/", views.insights, name="insights"),
+    path("staff/estimates/", views.estimates, name="estimates"),
+    path("staff/replay/", replay_views.policy_replay_page, name="policy-replay"),
     path("orgs/<slug:org_slug>/reservations/", views.reservations, name="reservations"),
+    path(
+        "orgs/<slug:org_slug>/reservations/windows/",
+        views.reservation_windows,
+        name="reservation-windows",
+    ),
     path(
         "orgs/<slug:org_slug>/reservations/<str:reservation_id>/cancel/",
         views.reservation_cancel,

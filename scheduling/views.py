@@ -20,6 +20,7 @@ from tenants.permissions import Action, caller_of, role_allows
 from . import insights as scheduling_insights
 from . import selectors, services
 from .api.filters import WorkloadFilter
+from .api.operator_serializers import CalibrationQuery
 from .backends import get_backend
 from .cluster import ClusterError
 from .forms import QuotaRequestForm, ReservationForm, WorkloadSubmitForm
@@ -30,6 +31,9 @@ QUOTA_REQUESTS_SHOWN = 100
 QUEUE_SHOWN = 50
 # The workload page's log pane: the last lines it shows at first and reads at each poll.
 LOG_PANE_LINES = 200
+# The estimates page's periods, in days, and the one shown by default.
+CALIBRATION_PERIODS = (1, 7, 30, 90)
+CALIBRATION_DAYS = 30
 
 
 @login_required
@@ -62,7 +66,17 @@ def workloads(request, org_slug: str, project_slug: str):
         gpu_classes=selectors.gpu_class_list(),
         granted=selectors.quota_class_most_granted(caller=caller, organization=organization),
     )
-    if request.method == "POST" and form.is_valid():
+    checked = None
+    if request.method == "POST" and form.is_valid() and "check" in request.POST:
+        # The "Check" button: what the scheduler would do with it, nothing submitted.
+        checked = attempt(
+            request,
+            form,
+            lambda: services.workloads_what_if(
+                caller=caller, project=project, requests=[form.as_request()]
+            ),
+        )
+    elif request.method == "POST" and form.is_valid():
         workload = attempt(
             request,
             form,
@@ -82,6 +96,7 @@ def workloads(request, org_slug: str, project_slug: str):
             "quotas": selectors.quota_overview(caller=caller, organization=organization),
             "form": form,
             "can_submit": role_allows(organization.my_role, Action.WORKLOAD_SUBMIT),
+            "what_if": None if checked is REFUSED else checked,
         },
     )
 
@@ -107,7 +122,7 @@ def workload_detail(request, org_slug: str, project_slug: str, name: str):
             "clock": selectors.workload_clock(workload, now=clock.now()),
             "can_cancel": can_cancel,
             "log_pane_lines": LOG_PANE_LINES,
-            "alternatives": selectors.workload_alternatives(caller=caller, workload=workload),
+            "alternatives": services.workload_alternatives(caller=caller, workload=workload),
         },
     )
 
@@ -127,11 +142,12 @@ def workload_logs(request, org_slug: str, project_slug: str, name: str):
     since = after + timedelta(microseconds=1) if after and after.tzinfo else None
     lines, note, following = [], "", not workload.is_final
     try:
-        lines = list(
-            selectors.workload_log_lines(
-                workload=workload, backend=get_backend(), tail=LOG_PANE_LINES, since=since
-            )
+        logs = selectors.workload_logs(
+            workload=workload, backend=get_backend(), tail=LOG_PANE_LINES, since=since
         )
+        lines = list(logs.lines)
+        if logs.kept is not None:
+            note, following = _kept_note(logs.kept), False
     except Conflict as refusal:
         note, following = refusal.message, following and refusal.code != "logs_gone"
     except ClusterError as error:
@@ -148,6 +164,14 @@ def workload_logs(request, org_slug: str, project_slug: str, name: str):
             "note": note,
             "following": following,
         },
+    )
+
+
+def _kept_note(kept: selectors.KeptTail) -> str:
+    cut = " (the beginning of a longer log is lost)" if kept.truncated else ""
+    return (
+        f"Its containers were removed: the last lines of its logs, kept at "
+        f"{kept.captured_at:%Y-%m-%d %H:%M:%S} UTC{cut}."
     )
 
 
@@ -170,6 +194,7 @@ def reservations(request, org_slug: str):
     caller = caller_of(request)
     organization = organization_of(request, org_slug)
     can_reserve = role_allows(organization.my_role, Action.RESERVATION_MANAGE)
+    now = clock.now()
     form = ReservationForm(
         request.POST or None,
         pools=selectors.pool_list(),
@@ -188,24 +213,90 @@ def reservations(request, org_slug: str):
                 request, f"Reserved in {held[0].pool.name}; it awaits an operator's approval."
             )
             return redirect("workloads:reservations", org_slug)
+    calendar = selectors.capacity_ahead(caller=caller, organization=organization, now=now)
     return render(
         request,
         "scheduling/reservations.html",
         {
             "organization": organization,
+            "capacity": _strips(calendar, zone=organization.zone),
+            "windows": _windows(form, calendar, zone=organization.zone, now=now),
             "reservations": selectors.reservations_on_record(
                 caller=caller, organization=organization
             )[:RESERVATIONS_SHOWN],
             "timeline": selectors.reservation_timeline(
                 caller=caller,
                 organization=organization,
-                now=clock.now(),
+                now=now,
                 days=14,
             ),
             "form": form,
             "can_reserve": can_reserve,
         },
     )
+
+
+@login_required
+def reservation_windows(request, org_slug: str):
+    """The reservation form's proposals for the class, GPUs, length and pool it holds now."""
+    caller = caller_of(request)
+    organization = organization_of(request, org_slug)
+    now = clock.now()
+    form = ReservationForm(
+        request.GET,
+        pools=selectors.pool_list(),
+        projects=tenant_selectors.project_list(caller=caller, organization=organization),
+    )
+    return render(
+        request,
+        "scheduling/_reservation_windows.html",
+        {
+            "organization": organization,
+            "windows": _windows(
+                form,
+                selectors.capacity_ahead(caller=caller, organization=organization, now=now),
+                zone=organization.zone,
+                now=now,
+            ),
+        },
+    )
+
+
+def _windows(form: ReservationForm, calendar, *, zone, now) -> list:
+    """The earliest windows where the form's whole GPUs fit on one node, else on one rack;
+    none for MIG instances or a form missing what a block needs."""
+    ask = form.block_asked()
+    if ask is None:
+        return []
+    gpu_class, pool, block = ask
+    for level in selectors.LEVELS:
+        at_level = selectors.BlockAsk(gpus=block.gpus, level=level, hours=block.hours)
+        windows = selectors.block_windows(
+            calendar.pools, at_level, zone=zone, now=now, gpu_class=gpu_class, pool=pool
+        )
+        if windows:
+            return windows
+    return []
+
+
+def _strips(calendar, *, zone) -> list[dict]:
+    """Each pool's hours as rows of a day's 24 cells, for a compact strip: the cell's class
+    says how much is free; its title says free, reserved and busy at that hour."""
+    strips = []
+    for pool in calendar.pools:
+        cells = []
+        for hour in range(calendar.hours):
+            at = (calendar.start + timedelta(hours=hour)).astimezone(zone)
+            free = int(pool.free[hour])
+            state = "full" if free == 0 else "part" if free < pool.schedulable else "free"
+            title = (
+                f"{at:%a %d %b %H:%M}: {free} free, {int(pool.reserved[hour])} reserved,"
+                f" {int(pool.busy[hour])} busy"
+            )
+            cells.append({"state": state, "title": title, "at": at})
+        rows = [cells[i : i + 24] for i in range(0, len(cells), 24)]
+        strips.append({"pool": pool, "rows": rows})
+    return strips
 
 
 @login_required
@@ -318,4 +409,20 @@ def insights(request):
         request,
         "scheduling/insights.html",
         {"insights": scheduling_insights.insights(caller=caller_of(request), now=clock.now())},
+    )
+
+
+@login_required
+def estimates(request):
+    """Operators: how the start estimates held, per GPU class, over a chosen period."""
+    query = CalibrationQuery(data=request.GET)
+    days = query.validated_data["days"] if query.is_valid() else CALIBRATION_DAYS
+    until = clock.now()
+    figures = selectors.estimate_calibration(
+        caller=caller_of(request), since=until - timedelta(days=days), until=until
+    )
+    return render(
+        request,
+        "scheduling/estimates.html",
+        {"figures": figures, "days": days, "periods": CALIBRATION_PERIODS},
     )

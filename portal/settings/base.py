@@ -339,6 +339,10 @@ PORTAL_SIMULATED_LATENCY_SECONDS = float(os.environ.get("PORTAL_SIMULATED_LATENC
 # The longest a request following a workload's logs (`?follow=true`) stays open (seconds): it
 # holds a web thread that long; the client asks again with `since` to read on.
 PORTAL_LOGS_FOLLOW_MAX_SECONDS = int(os.environ.get("PORTAL_LOGS_FOLLOW_MAX_SECONDS", "300"))
+# What is kept of each replica's log when a workload's cluster objects are deleted: its last
+# lines, at most this many and this many bytes (the bound that comes first wins).
+PORTAL_LOGS_KEPT_LINES = int(os.environ.get("PORTAL_LOGS_KEPT_LINES", "1000"))
+PORTAL_LOGS_KEPT_BYTES = int(os.environ.get("PORTAL_LOGS_KEPT_BYTES", str(256 * 1024)))
 # Prometheus with NVIDIA DCGM exporter metrics, for idle detection on a real cluster.
 PORTAL_PROMETHEUS_URL = os.environ.get("PORTAL_PROMETHEUS_URL", "")
 # The placement policy of the scheduling engine (see scheduling/engine/policies/).
@@ -348,6 +352,9 @@ PORTAL_RECLAIM_AFTER_SECONDS = int(os.environ.get("PORTAL_RECLAIM_AFTER_SECONDS"
 # How long before a reservation's window its capacity is drained of others' preemptible work,
 # unless the reservation sets its own lead time (seconds).
 PORTAL_RESERVATION_LEAD_SECONDS = int(os.environ.get("PORTAL_RESERVATION_LEAD_SECONDS", "900"))
+# A what-if answers from the state the last cycle left while it is younger than this (seconds)
+# and the cluster has not changed since; otherwise from a fresh read of the cluster.
+PORTAL_WHAT_IF_MAX_AGE_SECONDS = int(os.environ.get("PORTAL_WHAT_IF_MAX_AGE_SECONDS", "120"))
 # The catalog's currency (ISO 4217): every price and invoice of the portal is in it.
 PORTAL_CURRENCY = os.environ.get("PORTAL_CURRENCY", "EUR")
 # The tax rate invoices add to their subtotal (0.19 for 19%).

@@ -1,6 +1,6 @@
 """Template filters of the console."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django import template
 
@@ -23,3 +23,22 @@ def duration(value: timedelta | None) -> str:
     if minutes:
         return f"{minutes} min"
     return f"{seconds} s"
+
+
+@register.simple_tag
+def start_range(likely: datetime | None, low: datetime | None, high: datetime | None) -> str:
+    """An estimated start as people read it: "likely Thu 10:00 (between 09:10 and 13:40)";
+    a bound on another day than the most likely start names its day too (UTC)."""
+    if likely is None:
+        return ""
+
+    def at(moment: datetime) -> str:
+        same_day = moment.date() == likely.date()
+        return moment.strftime("%H:%M" if same_day else "%a %H:%M")
+
+    text = f"likely {likely.strftime('%a %H:%M')}"
+    if low is None or (low == likely == high):
+        return text
+    if high is None:
+        return f"{text} (not before {at(low)})"
+    return f"{text} (between {at(low)} and {at(high)})"

@@ -74,7 +74,7 @@ class PendingDetailOutput(PendingOutput):
 
 class WorkloadDetailOutput(WorkloadOutput):
     """A workload as its own page shows it: its pending reason with the alternatives
-    (`selectors.workload_alternatives`, given as the context's ``alternatives``)."""
+    (`services.workload_alternatives`, given as the context's ``alternatives``)."""
 
     @extend_schema_field(PendingDetailOutput(allow_null=True))
     def get_pending(self, workload) -> dict | None:

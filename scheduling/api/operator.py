@@ -1,7 +1,10 @@
 """The operator API of scheduling (`/api/v1/operator/…`): pools and nodes (cordon, uncordon,
 drain), GPU classes and priority tiers, quota grants of every organization, decisions on
-reservations and quota requests, the queue across tenants and the insights. Staff only (404 to
-anyone else); every write through the services admin uses, audited as there."""
+reservations and quota requests, the queue across tenants, the insights and how the start
+estimates held. Staff only (404 to anyone else); every write through the services admin uses,
+audited as there."""
+
+from datetime import timedelta
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -33,6 +36,8 @@ from .filters import (
     ReservationDecisionFilter,
 )
 from .operator_serializers import (
+    CalibrationQuery,
+    EstimateCalibrationOutput,
     GpuClassUpdateInput,
     InsightOutput,
     NodeDrainOutput,
@@ -423,3 +428,27 @@ class InsightListApi(OperatorApiView):
     def get(self, request):
         found = insights.insights(caller=caller_of(request), now=clock.now())
         return Response(InsightOutput(found, many=True).data)
+
+
+class EstimateCalibrationApi(OperatorApiView):
+    query_serializer = CalibrationQuery
+
+    @extend_schema(
+        operation_id="operator_estimate_calibration",
+        parameters=[CalibrationQuery],
+        responses=EstimateCalibrationOutput(many=True),
+        description="How the start estimates held for the workloads that started in the"
+        " period: of each one's first estimate, the share of actual starts inside its 80%"
+        " interval and the median absolute error of its most likely start; overall (first,"
+        " `gpu_class` empty), then per GPU class.",
+    )
+    def get(self, request):
+        query = CalibrationQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        until = clock.now()
+        figures = selectors.estimate_calibration(
+            caller=caller_of(request),
+            since=until - timedelta(days=query.validated_data["days"]),
+            until=until,
+        )
+        return Response(EstimateCalibrationOutput(figures, many=True).data)

@@ -1,5 +1,6 @@
 """What the operator API of scheduling reads and takes: pools, nodes, GPU classes, tiers,
-quota grants, reservations and quota requests of every tenant, the queue and the insights."""
+quota grants, reservations and quota requests of every tenant, the queue, the insights and
+the start estimates' calibration."""
 
 from datetime import timedelta
 
@@ -264,6 +265,8 @@ class QueueEntryOutput(serializers.ModelSerializer):
             "submitted_at",
             "queue_position",
             "estimated_start",
+            "estimated_start_low",
+            "estimated_start_high",
             "pending_code",
             "pending_message",
         ]
@@ -275,3 +278,28 @@ class InsightOutput(serializers.Serializer):
     finding = serializers.CharField(help_text="What is measured, in words.")
     advice = serializers.CharField(help_text="What it usually means and what to do.")
     subjects = serializers.ListField(child=serializers.CharField())
+
+
+class CalibrationQuery(serializers.Serializer):
+    days = serializers.IntegerField(
+        required=False,
+        default=30,
+        min_value=1,
+        max_value=365,
+        help_text="The period: workloads that started in the last this many days (default 30).",
+    )
+
+
+class EstimateCalibrationOutput(serializers.Serializer):
+    gpu_class = serializers.CharField(
+        help_text="The GPU class the work started on; empty: all of it."
+    )
+    estimates = serializers.IntegerField(help_text="Workloads judged: estimated, then started.")
+    within = serializers.FloatField(
+        allow_null=True,
+        help_text="Share (0-1) of actual starts inside the first estimate's 80% interval.",
+    )
+    median_error_seconds = serializers.FloatField(
+        allow_null=True,
+        help_text="Median absolute error of the first estimate's most likely start, seconds.",
+    )

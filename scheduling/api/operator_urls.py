@@ -41,4 +41,9 @@ urlpatterns = [
     ),
     path("queue/", views.QueueApi.as_view(), name="queue"),
     path("insights/", views.InsightListApi.as_view(), name="insights"),
+    path(
+        "estimates/calibration/",
+        views.EstimateCalibrationApi.as_view(),
+        name="estimate-calibration",
+    ),
 ]

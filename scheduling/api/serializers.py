@@ -92,7 +92,16 @@ class PendingOutput(serializers.Serializer):
     code = serializers.CharField()
     message = serializers.CharField()
     queue_position = serializers.IntegerField(allow_null=True)
-    estimated_start = serializers.DateTimeField(allow_null=True)
+    estimated_start = serializers.DateTimeField(
+        allow_null=True, help_text="The most likely start (null: no estimate)."
+    )
+    estimated_start_low = serializers.DateTimeField(
+        allow_null=True, help_text="The 80% interval's start: it starts later 9 times in 10."
+    )
+    estimated_start_high = serializers.DateTimeField(
+        allow_null=True,
+        help_text="The 80% interval's end: it starts earlier 9 times in 10 (null: not known).",
+    )
 
 
 class WorkloadOutput(serializers.ModelSerializer):
@@ -159,6 +168,8 @@ class WorkloadOutput(serializers.ModelSerializer):
             "message": workload.pending_message,
             "queue_position": workload.queue_position,
             "estimated_start": workload.estimated_start,
+            "estimated_start_low": workload.estimated_start_low,
+            "estimated_start_high": workload.estimated_start_high,
         }
 
 

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from . import views
+from . import views, what_if
+from .capacity import CapacityCalendarApi
 
 project = "organizations/<slug:org_slug>/projects/<slug:project_slug>"
 workloads = f"{project}/workloads"
@@ -36,8 +37,20 @@ urlpatterns = [
         views.ReservationTimelineApi.as_view(),
         name="reservation-timeline",
     ),
+    path(
+        "organizations/<slug:org_slug>/capacity-calendar/",
+        CapacityCalendarApi.as_view(),
+        name="capacity-calendar",
+    ),
     path(f"{workloads}/", views.WorkloadCollectionApi.as_view(), name="workloads"),
     path(f"{project}/workload-batches/", views.WorkloadBatchApi.as_view(), name="workload-batches"),
+    # Before the workload's own routes: "what-if" is a name no workload may take.
+    path(f"{workloads}/what-if/", what_if.WorkloadWhatIfApi.as_view(), name="workloads-what-if"),
+    path(
+        f"{project}/workload-batches/what-if/",
+        what_if.WorkloadBatchWhatIfApi.as_view(),
+        name="workload-batches-what-if",
+    ),
     path(f"{workloads}/<slug:name>/", views.WorkloadDetailApi.as_view(), name="workload"),
     path(
         f"{workloads}/<slug:name>/cancel/",

@@ -3,7 +3,7 @@ project."""
 
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
@@ -126,7 +126,7 @@ class WorkloadDetailApi(ApiView):
         caller = caller_of(request)
         project = project_of(request, org_slug, project_slug)
         workload = selectors.workload_get(caller=caller, project=project, name=name)
-        shown = selectors.workload_alternatives(caller=caller, workload=workload)
+        shown = services.workload_alternatives(caller=caller, workload=workload)
         return Response(WorkloadDetailOutput(workload, context={"alternatives": shown}).data)
 
 
@@ -153,6 +153,44 @@ class WorkloadEventListApi(ApiView):
 
 LOG_MEDIA_TYPE = "text/plain; charset=utf-8"
 
+# The headers that say where the lines come from: the cluster, or the tail kept at teardown.
+LOG_HEADERS = [
+    OpenApiParameter(
+        "X-Logs-Source",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        response=[200],
+        enum=["cluster", "kept-tail"],
+        description="`cluster`: read from the workload's containers; `kept-tail`: the last"
+        " lines of each replica's log kept when its containers were removed (at most"
+        " PORTAL_LOGS_KEPT_LINES lines and PORTAL_LOGS_KEPT_BYTES bytes each).",
+    ),
+    OpenApiParameter(
+        "X-Logs-Kept-At",
+        OpenApiTypes.DATETIME,
+        OpenApiParameter.HEADER,
+        response=[200],
+        description="With `kept-tail`: when the tail was kept (ISO 8601, UTC).",
+    ),
+    OpenApiParameter(
+        "X-Logs-Truncated",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        response=[200],
+        enum=["true", "false"],
+        description="With `kept-tail`: `true` when a replica's log was longer than what was"
+        " kept (its beginning is lost).",
+    ),
+]
+
+
+def _source_headers(response, kept: selectors.KeptTail | None):
+    response["X-Logs-Source"] = "cluster" if kept is None else "kept-tail"
+    if kept is not None:
+        response["X-Logs-Kept-At"] = kept.captured_at.isoformat()
+        response["X-Logs-Truncated"] = "true" if kept.truncated else "false"
+    return response
+
 
 class WorkloadLogsApi(ApiView):
     query_serializer = WorkloadLogsQuery
@@ -163,7 +201,7 @@ class WorkloadLogsApi(ApiView):
 
     @extend_schema(
         operation_id="workload_logs",
-        parameters=[WorkloadLogsQuery],
+        parameters=[WorkloadLogsQuery, *LOG_HEADERS],
         responses={
             (200, "text/plain"): OpenApiResponse(
                 OpenApiTypes.STR,
@@ -175,10 +213,11 @@ class WorkloadLogsApi(ApiView):
             ),
         },
         description="The workload's container logs. 409 `workload_not_started` before it"
-        " was launched; 409 `logs_gone` once it ended and its containers were removed (the"
-        " cluster keeps no logs of them). A follower whose answer ends reads on with"
-        " `since`. An error of the cluster while following ends the answer with a line"
-        " `[portal] …`.",
+        " was launched. Once it ended and its containers were removed, the tail of each"
+        " replica's log kept then (`X-Logs-Source: kept-tail`; `tail` and `since` apply,"
+        " `follow` just ends); 409 `logs_gone` when nothing was kept. A follower whose answer"
+        " ends reads on with `since`. An error of the cluster while following ends the answer"
+        " with a line `[portal] …`.",
     )
     def get(self, request, org_slug: str, project_slug: str, name: str):
         project = project_of(request, org_slug, project_slug)
@@ -186,13 +225,16 @@ class WorkloadLogsApi(ApiView):
         query = WorkloadLogsQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         options = query.validated_data
-        lines = selectors.workload_log_lines(workload=workload, backend=get_backend(), **options)
+        logs = selectors.workload_logs(workload=workload, backend=get_backend(), **options)
         shown = 1 if options.get("replica") is not None else workload.replicas
-        texts = (f"{selectors.log_text(line, replicas_shown=shown)}\n" for line in lines)
+        texts = (f"{selectors.log_text(line, replicas_shown=shown)}\n" for line in logs.lines)
         if options["follow"]:
-            return StreamingHttpResponse(_streamed(texts), content_type=LOG_MEDIA_TYPE)
+            streamed = StreamingHttpResponse(_streamed(texts), content_type=LOG_MEDIA_TYPE)
+            return _source_headers(streamed, logs.kept)
         try:
-            return HttpResponse("".join(texts), content_type=LOG_MEDIA_TYPE)
+            return _source_headers(
+                HttpResponse("".join(texts), content_type=LOG_MEDIA_TYPE), logs.kept
+            )
         except ClusterError as error:
             raise Unavailable(f"The cluster did not answer: {error}") from error
 

@@ -138,6 +138,8 @@ class PodLogs:
             return []
         try:
             lines = [log_line(raw, replica=replica) for raw in _raw_lines(response)]
+        except urllib3.exceptions.HTTPError as error:  # the answer broke off: the cluster's
+            raise ClusterError(f"GET {path}: {error}", retryable=True) from error
         finally:
             response.release_conn()
         return [line for line in lines if since is None or line.at >= since]

@@ -1,10 +1,12 @@
 """The scheduling engine: pure Python (no Django), deterministic, numpy where it pays.
 
-Django calls ``schedule`` once per cycle, ``validate_request`` at submission, and the
-capacity views for the console and /metrics.
+Django calls ``schedule_keeping`` once per cycle (and ``what_if`` against the state it
+keeps), ``validate_request`` at submission, and the capacity views for the console and
+/metrics.
 """
 
 from .capacity import FragmentationView, PoolCapacity, fragmentation, pool_capacity
+from .estimates import Calibration, calibration
 from .explain import PendingCode
 from .fragmentation import typical_workload
 from .model import (
@@ -22,7 +24,9 @@ from .model import (
     Request,
     Reservation,
     RunningWorkload,
+    RuntimeSamples,
     SelectorOperator,
+    StartRange,
     Taint,
     TaintEffect,
     TaskType,
@@ -32,11 +36,14 @@ from .model import (
 from .policies import PLACEMENT_POLICIES
 from .quota import QuotaLedger, quota_capacity, validate_request
 from .schedule import schedule
+from .what_if import CycleEnd, WhatIf, schedule_keeping, what_if
 
 __all__ = [
     "PLACEMENT_POLICIES",
     "Admission",
+    "Calibration",
     "ClusterSnapshot",
+    "CycleEnd",
     "Decisions",
     "FragmentationView",
     "NodeSelectorRequirement",
@@ -53,16 +60,22 @@ __all__ = [
     "Request",
     "Reservation",
     "RunningWorkload",
+    "RuntimeSamples",
     "SelectorOperator",
+    "StartRange",
     "Taint",
     "TaintEffect",
     "TaskType",
     "Toleration",
     "TolerationOperator",
+    "WhatIf",
+    "calibration",
     "fragmentation",
     "pool_capacity",
     "quota_capacity",
     "schedule",
+    "schedule_keeping",
     "typical_workload",
     "validate_request",
+    "what_if",
 ]

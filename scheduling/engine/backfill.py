@@ -23,6 +23,8 @@ class Shadow:
     tier: int
     starts_at: datetime
     held: np.ndarray  # one flag per node of the cluster
+    # The running work whose end it waits for (by id): the start estimates draw those ends.
+    waits_for: tuple[str, ...] = ()
 
 
 class Backfill:
@@ -51,6 +53,10 @@ class Backfill:
 
     def shadow(self, gpu_class: str) -> Shadow | None:
         return self._shadows.get(gpu_class)
+
+    def adopt(self, gpu_class: str, shadow: Shadow) -> None:
+        """Take a shadow another cycle planned on this same cluster (a what-if's heads')."""
+        self._shadows[gpu_class] = shadow
 
     def outside_shadow(
         self, request: Request, gpu_class: str, among: np.ndarray
@@ -130,4 +136,5 @@ class Backfill:
         held[[self._cluster.index[p.node] for p in placements]] = True
         starts_at = releases[low - 1].expected_end
         assert starts_at is not None
-        self._shadows[gpu_class] = Shadow(request.id, request.tier, starts_at, held)
+        waits_for = tuple(w.request.id for w in releases[:low])
+        self._shadows[gpu_class] = Shadow(request.id, request.tier, starts_at, held, waits_for)

@@ -43,6 +43,16 @@ def counted(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
+def never_fits(request, too_large: dict[str, list[str]]) -> str:
+    """Why a request larger than every schedulable node even when empty waits."""
+    label = " or ".join(request.gpu_classes) if request.needs_gpu else class_label("")
+    why = " ".join(m for messages in too_large.values() for m in messages)
+    return (
+        f"{label}: no schedulable node can hold one replica, even empty: {why} It waits until"
+        " such a node joins the cluster."
+    )
+
+
 def no_eligible_node(*, gpu_class: str, reasons: Counter[str]) -> tuple[PendingCode, str]:
     label = class_label(gpu_class)
     if not reasons:

@@ -25,8 +25,9 @@ def typical_workload(
     tasks: Iterable[TaskType], *, coverage: float = TYPICAL_COVERAGE
 ) -> tuple[tuple[TaskType, float], ...]:
     """The most popular task types that together cover ``coverage`` of all tasks, with their
-    popularity renormalised to sum to one (ties: the larger type first, as the paper's tool)."""
-    counts = Counter(tasks)
+    popularity renormalised to sum to one (ties: the larger type first, as the paper's tool).
+    ``tasks``: every task, or a Counter of them."""
+    counts = tasks if isinstance(tasks, Counter) else Counter(tasks)
     total = sum(counts.values())
     if not total:
         return ()
@@ -55,9 +56,9 @@ def rare_workload(
     tasks: Iterable[TaskType], *, coverage: float = TYPICAL_COVERAGE
 ) -> tuple[tuple[TaskType, float], ...]:
     """The task types ``typical_workload`` leaves out, each with its share of all tasks."""
-    counts = Counter(tasks)
+    counts = tasks if isinstance(tasks, Counter) else Counter(tasks)
     total = sum(counts.values())
-    typical = {task for task, _ in typical_workload(counts.elements(), coverage=coverage)}
+    typical = {task for task, _ in typical_workload(counts, coverage=coverage)}
     return tuple((task, count / total) for task, count in counts.items() if task not in typical)
 
 

@@ -245,6 +245,19 @@ class Reservation:
 
 
 @dataclass(frozen=True)
+class RuntimeSamples:
+    """How long finished work actually ran, in seconds (ascending), per bucket of similar work,
+    and the bucket of each workload by id: the start estimates draw running work's remaining
+    time from its bucket ``draws`` times, with a generator seeded by ``seed``. A workload in no
+    bucket runs to its max runtime."""
+
+    buckets: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    bucket_of: Mapping[str, str] = field(default_factory=dict)
+    seed: int = 0
+    draws: int = 64
+
+
+@dataclass(frozen=True)
 class ClusterSnapshot:
     nodes: tuple[NodeState, ...]
     quotas: tuple[Quota, ...] = ()
@@ -254,6 +267,8 @@ class ClusterSnapshot:
     # One empty node of each shape the schedulable nodes have: a replica larger than all of
     # them waits as never_fits, however much is free (none given: not checked).
     node_shapes: tuple[NodeState, ...] = ()
+    # What similar work actually ran, for the start estimates (none: max runtimes only).
+    runtimes: RuntimeSamples = field(default_factory=RuntimeSamples)
 
 
 @dataclass(frozen=True)
@@ -303,12 +318,25 @@ class Preemption:
 
 
 @dataclass(frozen=True)
+class StartRange:
+    """An estimated start: the most likely (the median of the draws) and the 80% interval
+    around it; ``high`` None: a tenth of the draws or more never free enough."""
+
+    likely: datetime
+    low: datetime
+    high: datetime | None
+
+
+@dataclass(frozen=True)
 class PendingReason:
     request_id: str
     code: str
     message: str
     queue_position: int
+    # The most likely start, and the 80% interval around it (high None: no upper bound known).
     estimated_start: datetime | None
+    estimated_start_low: datetime | None = None
+    estimated_start_high: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,13 @@ import numpy as np
 from .backfill import Backfill, Shadow
 from .capacity import SettledCapacity
 from .eligibility import ineligibility, preference_score
-from .estimates import Estimator
+from .estimates import EstimateQuery, Estimator
 from .explain import (
     CAPACITY_CODES,
     PendingCode,
     capacity_shortfall,
     class_label,
+    never_fits,
     no_eligible_node,
 )
 from .fragmentation import rare_workload, typical_workload
@@ -39,6 +40,7 @@ from .model import (
     ReplicaPlacement,
     Request,
     RunningWorkload,
+    StartRange,
     TaintEffect,
     TaskType,
 )
@@ -52,6 +54,7 @@ from .quota import (
     validate_request,
 )
 from .reservations import ReservationBook
+from .running_ends import RunningEnds
 from .victims import eviction_cost
 
 
@@ -92,14 +95,17 @@ def schedule(
     return _Cycle(snapshot=snapshot, running=running, now=now, policy=policy).run(pending)
 
 
-def _never_fits(request: Request, too_large: dict[str, list[str]]) -> _Failure:
-    label = " or ".join(request.gpu_classes) if request.needs_gpu else class_label("")
-    why = " ".join(m for messages in too_large.values() for m in messages)
-    return _Failure(
-        PendingCode.NEVER_FITS,
-        f"{label}: no schedulable node can hold one replica, even empty: {why} It waits until"
-        " such a node joins the cluster.",
-        "",
+def pending_reason(
+    request_id: str, failure: _Failure, position: int, estimate: StartRange | None
+) -> PendingReason:
+    return PendingReason(
+        request_id=request_id,
+        code=failure.code.value,
+        message=failure.message,
+        queue_position=position,
+        estimated_start=estimate.likely if estimate else None,
+        estimated_start_low=estimate.low if estimate else None,
+        estimated_start_high=estimate.high if estimate else None,
     )
 
 
@@ -159,6 +165,8 @@ class _Cycle:
         self.backfill = Backfill(
             cluster=self.cluster, settled=self.settled, running=self.running, now=now
         )
+        # Off for a what-if's last request: only its estimate would use its shadow.
+        self.plans_shadows = True
         self.preemptor = Preemptor(
             cluster=self.cluster,
             ledger=self.ledger,
@@ -172,48 +180,57 @@ class _Cycle:
         )
 
     def run(self, pending: Sequence[Request]) -> Decisions:
+        ordered, demands = self.begin(pending)
+        admissions: list[Admission] = []
+        self.failures: list[tuple[Request, _Failure]] = []
+        for request, demand in zip(ordered, demands, strict=True):
+            outcome = self.decide(request, demand)
+            if isinstance(outcome, Admission):
+                admissions.append(outcome)
+            else:
+                self.failures.append((request, outcome))
+        return Decisions(
+            admissions=tuple(admissions),
+            preemptions=tuple(self.preemptor.preemptions),
+            pending=tuple(self._explain(self.failures)),
+            standings=self.ledger.standings(),
+        )
+
+    def begin(
+        self, pending: Sequence[Request], *, mix: Counter[TaskType] | None = None
+    ) -> tuple[list[Request], list[Demand]]:
+        """Drain, order the queue, choose the placement policy's workload mix (``mix``: that
+        of the whole queue and running work, when ``pending`` is part of it, as a what-if's)."""
         if self.policy.preemption:
             self._drain()
-        shares = dominant_shares(
+        self.shares = dominant_shares(
             ledger=self.ledger,
             nodes=self.snapshot.nodes,
             weights=dict(self.snapshot.tenant_weights),
         )
-        ordered = queue_order(pending=pending, shares=shares)
+        ordered = queue_order(pending=pending, shares=self.shares)
         demands = [Demand.of(r) for r in ordered]
-        tasks = [task_type(d) for d in demands] + [
-            task_type(Demand.of(w.request)) for w in self.running.values()
-        ]
+        if mix is None:
+            mix = Counter(task_type(d) for d in demands)
+            mix.update(task_type(Demand.of(w.request)) for w in self.running.values())
         self.placement = make_policy(
             name=self.policy.placement,
             seed=self.policy.seed,
-            workload=self.policy.target_workload or typical_workload(tasks),
-            rare_workload=rare_workload(tasks),
+            workload=self.policy.target_workload or typical_workload(mix),
+            rare_workload=rare_workload(mix),
         )
-        admissions: list[Admission] = []
-        failures: list[tuple[Request, _Failure]] = []
-        for request, demand in zip(ordered, demands, strict=True):
-            errors = validate_request(request=request, quotas=self._tenant_quotas[request.tenant])
-            if errors:
-                text = " ".join(m for messages in errors.values() for m in messages)
-                failures.append((request, _Failure(PendingCode.INVALID, text, "")))
-                continue
-            too_large = larger_than_any_node(request, self.snapshot.node_shapes)
-            if too_large:
-                failures.append((request, _never_fits(request, too_large)))
-                continue
-            outcome = self._admit(request, demand)
-            if isinstance(outcome, Admission):
-                admissions.append(outcome)
-            else:
-                failures.append((request, outcome))
-        pending_reasons = self._explain(failures)
-        return Decisions(
-            admissions=tuple(admissions),
-            preemptions=tuple(self.preemptor.preemptions),
-            pending=tuple(pending_reasons),
-            standings=self.ledger.standings(),
-        )
+        return ordered, demands
+
+    def decide(self, request: Request, demand: Demand) -> Admission | _Failure:
+        """Admit one request now, in queue order, or say why it waits."""
+        errors = validate_request(request=request, quotas=self._tenant_quotas[request.tenant])
+        if errors:
+            text = " ".join(m for messages in errors.values() for m in messages)
+            return _Failure(PendingCode.INVALID, text, "")
+        too_large = larger_than_any_node(request, self.snapshot.node_shapes)
+        if too_large:
+            return _Failure(PendingCode.NEVER_FITS, never_fits(request, too_large), "")
+        return self._admit(request, demand)
 
     def _drain(self) -> None:
         """Empty the capacity of reservations about to open of others' preemptible work,
@@ -326,7 +343,8 @@ class _Cycle:
                     if admitted is not None:
                         return admitted
         first = failures[0]
-        if first.code in CAPACITY_CODES and self.backfill.shadow(first.gpu_class) is None:
+        planned = self.backfill.shadow(first.gpu_class)
+        if first.code in CAPACITY_CODES and self.plans_shadows and planned is None:
             self._plan_shadow(request, demand, first.gpu_class)
         return first
 
@@ -440,30 +458,43 @@ class _Cycle:
         code, text = capacity_shortfall(shape=shape, gpu_class=label, fitting=fitting, free=free)
         return _Failure(code, text, gpu_class)
 
-    def _explain(self, failures: list[tuple[Request, _Failure]]) -> list[PendingReason]:
-        estimator = Estimator(
+    def estimator(self) -> Estimator:
+        """Start estimates for what waits: made once admissions are over."""
+        return Estimator(
             cluster=self.cluster,
             ledger=self.ledger,
             backfill=self.backfill,
             reservations=self.reservations,
             eligible=self._eligible_nodes,
-            now=self.now,
+            ends=RunningEnds(
+                running=self.running.values(), samples=self.snapshot.runtimes, now=self.now
+            ),
         )
-        reasons = []
+
+    def _explain(self, failures: list[tuple[Request, _Failure]]) -> list[PendingReason]:
+        estimator = self.estimator()
+        queries = []
         ahead: Counter[str] = Counter()
-        for position, (request, failure) in enumerate(failures, start=1):
+        drawn = bool(self.snapshot.runtimes.buckets)
+        for request, failure in failures:
             need = request.gpu_milli_per_replica * request.smallest_gang
             needed = ahead[failure.gpu_class] + need
-            estimate = estimator.estimate(request, failure.code, failure.gpu_class, needed)
+            # With run-time samples, a request that takes several classes starts on the first
+            # that frees enough; max runtimes alone keep the point estimate's first class.
+            also = tuple(
+                (other, ahead[other] + need)
+                for other in request.gpu_classes
+                if other != failure.gpu_class and failure.gpu_class and drawn
+            )
+            queries.append(EstimateQuery(request, failure.code, failure.gpu_class, needed, also))
             if failure.code in CAPACITY_CODES or failure.code == PendingCode.PRIORITY:
                 ahead[failure.gpu_class] += need
-            reasons.append(
-                PendingReason(
-                    request_id=request.id,
-                    code=failure.code.value,
-                    message=failure.message,
-                    queue_position=position,
-                    estimated_start=estimate,
-                )
+                for other, _ in also:
+                    ahead[other] += need
+        estimates = estimator.estimate_all(queries)
+        return [
+            pending_reason(request.id, failure, position, estimate)
+            for position, ((request, failure), estimate) in enumerate(
+                zip(failures, estimates, strict=True), start=1
             )
-        return reasons
+        ]

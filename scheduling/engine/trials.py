@@ -4,7 +4,8 @@ and the check every alternative passes (``alternatives``).
 A trial is the request, optionally at a later instant (the cluster as it will be once running
 work past its max runtime has ended) and optionally with one quota replaced (as a granted
 quota request would leave it). ``cycle_answers`` makes an ``AnswerOf`` from the real
-``schedule``; any other ``AnswerOf`` (the what-if's cheaper state) must answer the same.
+``schedule``, a full cycle per answer; ``kept_answers`` from the state the last cycle kept
+(``what_if``), which answers the same for a fraction of the cost.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .model import (
     RunningWorkload,
 )
 from .schedule import schedule
+from .what_if import CycleEnd, WhatIf, what_if
 
 
 @dataclass(frozen=True)
@@ -160,3 +162,42 @@ def cycle_answers(
         return answer_in(decisions, request_id=request.id, nodes=state.nodes)
 
     return answer_of
+
+
+def kept_answers(end: CycleEnd, *, now: datetime) -> AnswerOf:
+    """An ``AnswerOf`` on the state a cycle kept (``what_if``), a request with the id of a
+    waiting one tried in its place. A later instant or another quota changes that state as
+    ``cycle_answers`` changes the cycle's; the blocked heads ahead keep the shadows they
+    planned when it was kept."""
+
+    def answer_of(
+        request: Request, *, at: datetime | None = None, quota: Quota | None = None
+    ) -> Answer:
+        state = end.without(request.id)
+        if at is not None:
+            snapshot, running = cluster_at(state.snapshot, state.running, at=at)
+            state = dataclasses.replace(state, snapshot=snapshot, running=running)
+        if quota is not None:
+            state = dataclasses.replace(state, snapshot=with_quota(state.snapshot, quota))
+        [answer] = what_if(state, [request], now=at or now)
+        return answer_of_what_if(answer)
+
+    return answer_of
+
+
+def answer_of_what_if(answer: WhatIf) -> Answer:
+    """A what-if's answer as an ``Answer``."""
+    if answer.admitted:
+        return Answer(
+            admitted=True,
+            gpu_class=answer.gpu_class,
+            pool=answer.pools[0] if answer.pools else "",
+            replicas=len(answer.placements),
+        )
+    pending = answer.pending
+    return Answer(
+        admitted=False,
+        code=pending.code,
+        message=pending.message,
+        estimated_start=pending.estimated_start,
+    )

@@ -3,7 +3,7 @@ the simulated cluster's storage. One module per concern; every model and validat
 here, where migrations and the rest of the code find them."""
 
 from .inventory import GpuClass, Node, NodePool, PriorityTier
-from .operations import ProvisioningRecord, SchedulerState
+from .operations import CycleEndState, ProvisioningRecord, SchedulerState
 from .quotas import QuotaGrant, QuotaRequest
 from .reservations import Reservation, ReservationRule
 from .simulator import SimulatedNodeState, SimulatedObject
@@ -18,13 +18,14 @@ from .validators import (
     image_reference_validator,
     mig_profile_validator,
 )
-from .workloads import Placement, Workload, WorkloadEvent
+from .workloads import Placement, Workload, WorkloadEvent, WorkloadLogTail
 
 __all__ = [
     "ENV_MAX_BYTES",
     "ENV_MAX_VARIABLES",
     "ENV_VALUE_MAX",
     "IMAGE_MAX",
+    "CycleEndState",
     "GpuClass",
     "ImageReferenceValidator",
     "Node",
@@ -41,6 +42,7 @@ __all__ = [
     "SimulatedObject",
     "Workload",
     "WorkloadEvent",
+    "WorkloadLogTail",
     "env_validator",
     "gpu_class_name_validator",
     "image_reference_validator",

@@ -58,3 +58,17 @@ class SchedulerState(models.Model):
 
     def __str__(self) -> str:
         return f"last cycle {self.last_cycle_at}: {self.last_cycle_ms:.0f} ms"
+
+
+class CycleEndState(models.Model):
+    """The one row of what the last cycle left for what-ifs: `engine.CycleEnd` pickled (the
+    engine's own dataclasses; only the cycle writes it), kept apart from SchedulerState so
+    that reading the cycle's figures never loads it."""
+
+    decided_at = models.DateTimeField()
+    # The cluster it was decided on (see `services.what_if_state`): another means it changed.
+    fingerprint = models.CharField(max_length=100)
+    state = models.BinaryField()
+
+    def __str__(self) -> str:
+        return f"cycle end state of {self.decided_at}"

@@ -80,7 +80,17 @@ class Workload(models.Model):
     pending_code = models.CharField(max_length=32, blank=True)
     pending_message = models.CharField(max_length=500, blank=True)
     queue_position = models.PositiveIntegerField(null=True, blank=True)
+    # The most likely start and the 80% interval around it (high None: no upper bound known).
     estimated_start = models.DateTimeField(null=True, blank=True)
+    estimated_start_low = models.DateTimeField(null=True, blank=True)
+    estimated_start_high = models.DateTimeField(null=True, blank=True)
+    # The first estimate it got in the queue, kept with its actual start (its first admission)
+    # to show operators how good the estimates are.
+    first_estimate_at = models.DateTimeField(null=True, blank=True)
+    first_estimate = models.DateTimeField(null=True, blank=True)
+    first_estimate_low = models.DateTimeField(null=True, blank=True)
+    first_estimate_high = models.DateTimeField(null=True, blank=True)
+    first_estimate_actual = models.DateTimeField(null=True, blank=True)
     idle_since = models.DateTimeField(null=True, blank=True)
     idle_warned_at = models.DateTimeField(null=True, blank=True)
     # Its GPUs as monitoring last saw them while it ran (0-1; None: unknown), for the
@@ -104,7 +114,13 @@ class Workload(models.Model):
 
     class Meta:
         ordering = ["-submitted_at"]
-        indexes = [models.Index(fields=["state", "submitted_at"], name="workload_state_submitted")]
+        indexes = [
+            models.Index(fields=["state", "submitted_at"], name="workload_state_submitted"),
+            # The run times the start estimates draw from: the latest finished work.
+            models.Index(fields=["finished_at"], name="workload_finished"),
+            # The estimates' calibration over a period of actual starts.
+            models.Index(fields=["first_estimate_actual"], name="workload_estimate_actual"),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="workload_name_unique"),
         ]
@@ -180,3 +196,28 @@ class WorkloadEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%H:%M:%S} {self.kind}: {self.message}"
+
+
+class WorkloadLogTail(models.Model):
+    """The last lines of one replica's log, kept when the portal deletes the workload's cluster
+    objects (the cluster deletes their logs with them), so that its logs outlive them."""
+
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="log_tails")
+    replica = models.PositiveSmallIntegerField()
+    # [[ISO 8601 time, text], ...], oldest first, at most PORTAL_LOGS_KEPT_LINES lines and
+    # PORTAL_LOGS_KEPT_BYTES bytes of text.
+    lines = models.JSONField(default=list, blank=True)
+    # The log was longer than what was kept: its beginning is lost.
+    truncated = models.BooleanField(default=False)
+    captured_at = models.DateTimeField()
+    # Why nothing was kept: the cluster's error when the log was read (empty: it was read).
+    failure = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["workload", "replica"]
+        constraints = [
+            models.UniqueConstraint(fields=["workload", "replica"], name="log_tail_per_replica")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workload} #{self.replica}: {len(self.lines)} lines kept"

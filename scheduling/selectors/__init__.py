@@ -8,18 +8,27 @@ requires an operator.
 - catalog: GPU classes, priority tiers, GPU pools and their capacity
 - reservations: an organization's reservations, the pools' timelines, a pool's load over a
   window with its shortfalls and the nearest windows that fit
+- capacity: the capacity calendar of the next days and the windows where a block of GPUs fits
 - operators: operators' reads across tenants for the operator API (pools, nodes, grants,
   reservations and quota requests)
 - cluster: operators' view of the cluster node by node, the queue across tenants, the GPU
   work the insights judge
 - metrics: operators' figures for /metrics
+- estimates: the run times start estimates draw from, and how well the estimates held
 - logs: a workload's container logs, from the cluster
 - prices: what use would cost at the catalog's prices (asked of billing through an extension
   point)
-- alternatives: what would unblock a pending workload, tried on the engine on demand
 """
 
-from .alternatives import QuotaPrefill, ShownAlternative, workload_alternatives
+from .capacity import (
+    CALENDAR_HOURS,
+    LEVELS,
+    BlockAsk,
+    CapacityCalendar,
+    ProposedWindow,
+    block_windows,
+    capacity_ahead,
+)
 from .catalog import (
     class_capacities,
     gpu_class_list,
@@ -40,7 +49,8 @@ from .cluster import (
     gpu_workloads_waiting,
     queue_across_tenants,
 )
-from .logs import TAIL_MAX, log_text, workload_log_lines
+from .estimates import ClassCalibration, estimate_calibration, runtime_samples
+from .logs import TAIL_MAX, KeptTail, WorkloadLogs, log_text, workload_logs
 from .metrics import (
     PendingCount,
     ReservationUse,
@@ -106,27 +116,36 @@ from .workloads import (
 )
 
 __all__ = [
+    "CALENDAR_HOURS",
+    "LEVELS",
     "NEEDS_GPU",
     "SEARCH_SPAN",
     "TAIL_MAX",
+    "BlockAsk",
+    "CapacityCalendar",
+    "ClassCalibration",
     "FreeDay",
     "GpuCell",
+    "KeptTail",
     "MigUse",
     "PendingCount",
     "PoolOverview",
     "PoolTimeline",
-    "QuotaPrefill",
+    "ProposedWindow",
     "QuotaUse",
     "ReservationUse",
     "ReservedBlock",
     "Shortfall",
-    "ShownAlternative",
     "UsagePrices",
     "WorkloadClock",
+    "WorkloadLogs",
+    "block_windows",
     "calendar_days",
+    "capacity_ahead",
     "class_capacities",
     "cluster_capacity",
     "cluster_overview",
+    "estimate_calibration",
     "gpu_class_for_operator",
     "gpu_class_list",
     "gpu_workloads_seen",
@@ -170,16 +189,16 @@ __all__ = [
     "reservations_for_operator",
     "reservations_in_use",
     "reservations_on_record",
+    "runtime_samples",
     "shortfalls",
     "tier_for_operator",
     "tier_list",
     "usage_prices",
-    "workload_alternatives",
     "workload_cancel_permitted",
     "workload_clock",
     "workload_events",
     "workload_get",
     "workload_list",
-    "workload_log_lines",
+    "workload_logs",
     "workloads_as_shown",
 ]

@@ -13,8 +13,12 @@
 - operators: what operators do to running work and nodes
 - reconciler: finishing the work of lost tasks
 - timeline: the workload's events as its users read them
+- what_if: what the scheduler would do with a submission, writing nothing (what_if_state:
+  the state each cycle keeps for it)
+- alternatives: what would unblock a pending workload, tried on the what-if's state on demand
 """
 
+from .alternatives import QuotaPrefill, ShownAlternative, workload_alternatives
 from .cycle import CycleResult, scheduling_cycle_request, scheduling_cycle_run
 from .following import idle_and_runtime_check, workloads_sync
 from .inventory import cluster_description_apply, inventory_sync
@@ -78,15 +82,20 @@ from .submission import (
     workload_submit,
     workloads_submit,
 )
+from .what_if import WhatIfReport, WorkloadWhatIf, workloads_what_if
 
 __all__ = [
     "BATCH_MAX",
     "CycleResult",
     "GrantKey",
     "QuotaAsk",
+    "QuotaPrefill",
     "Reconciled",
     "ReservationRequest",
+    "ShownAlternative",
+    "WhatIfReport",
     "WorkloadRequest",
+    "WorkloadWhatIf",
     "cluster_description_apply",
     "cluster_manifests",
     "cluster_provision",
@@ -124,6 +133,7 @@ __all__ = [
     "setting_delete",
     "setting_save",
     "simulated_node_fail",
+    "workload_alternatives",
     "workload_cancel",
     "workload_end",
     "workload_launch",
@@ -137,4 +147,5 @@ __all__ = [
     "workloads_launch_give_up",
     "workloads_submit",
     "workloads_sync",
+    "workloads_what_if",
 ]

@@ -8,20 +8,45 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 
 from portal import clock
 from portal.db import rows_update
-from portal.events import Event, publish
+from portal.events import Event, ExtensionPoint, holds_collect, publish
+from tenants.models import Organization
 
-from .. import engine, metrics
-from ..cycle_inputs import cycle_inputs, default_policy
-from ..models import GpuClass, Node, Placement, SchedulerState, Workload, WorkloadEvent
-from ..specs_from_models import WorkloadRow
+from .. import engine, metrics, selectors
+from ..models import (
+    GpuClass,
+    Node,
+    NodePool,
+    Placement,
+    PriorityTier,
+    QuotaGrant,
+    Reservation,
+    SchedulerState,
+    Workload,
+    WorkloadEvent,
+)
+from ..specs_from_models import (
+    WorkloadRow,
+    engine_nodes,
+    engine_quotas,
+    engine_request,
+    engine_reservations,
+    engine_running,
+    gpu_tolerations,
+    placement_row,
+    schedulable_shapes,
+    topology_levels,
+    workload_rows,
+)
 from .lifecycle import workloads_evict
 from .quotas import quota_increases_apply
 from .timeline import workload_event
+from .what_if_state import cycle_end_keep
 
 # Any stable 64-bit number: the PostgreSQL advisory lock that lets one cycle run at a time.
 CYCLE_LOCK_KEY = 7_340_501_206
@@ -62,12 +87,55 @@ ADMISSION_FIELDS = [
     "pending_message",
     "queue_position",
     "estimated_start",
+    "estimated_start_low",
+    "estimated_start_high",
+    "first_estimate_actual",
     "objects_deleted_at",
     "teardown_due_at",
 ]
-PENDING_FIELDS = ["pending_code", "pending_message", "queue_position", "estimated_start"]
-# What it writes of one still waiting for the same reason, whose place in the queue moved.
-QUEUE_FIELDS = ["queue_position", "estimated_start"]
+# A waiting workload's place and estimate, and the first estimate it got (kept once made).
+QUEUE_FIELDS = [
+    "queue_position",
+    "estimated_start",
+    "estimated_start_low",
+    "estimated_start_high",
+    "first_estimate_at",
+    "first_estimate",
+    "first_estimate_low",
+    "first_estimate_high",
+]
+PENDING_FIELDS = ["pending_code", "pending_message", *QUEUE_FIELDS]
+
+
+def _held(rows: list[WorkloadRow]) -> tuple[list[WorkloadRow], list[tuple]]:
+    """Split the pending workloads into those the engine weighs and those another app's check
+    holds for now (a spent hard-stop budget: scheduling knows nothing of money), each with its
+    reason. The checks are asked once for all the projects that wait."""
+    if not rows:
+        return rows, []
+    holds = holds_collect(
+        ExtensionPoint.PENDING_HOLD,
+        projects={row.project.pk: row.project.organization_id for row in rows},
+    )
+    if not holds:
+        return rows, []
+    weighed, held = [], []
+    for row in rows:
+        hold = holds.get(row.project.pk)
+        if hold is None:
+            weighed.append(row)
+            continue
+        code, message = hold
+        # Out of the queue while held: no place in it, no estimated start.
+        reason = engine.PendingReason(
+            request_id=str(row.pk),
+            code=code,
+            message=message,
+            queue_position=None,  # type: ignore[arg-type]
+            estimated_start=None,
+        )
+        held.append((row, reason))
+    return weighed, held
 
 
 def _written(pk, **fields) -> Workload:
@@ -78,6 +146,10 @@ def _written(pk, **fields) -> Workload:
     for name, value in fields.items():
         setattr(workload, name, value)
     return workload
+
+
+def _active_placements():
+    return Placement.objects.filter(ended_at__isnull=True).select_related("node")
 
 
 def scheduling_cycle_request() -> bool:
@@ -109,6 +181,98 @@ def _collector_paused():
             gc.enable()
 
 
+@dataclass(frozen=True)
+class CycleInputs:
+    """What a cycle reads: the engine's snapshot, queue and running work, and the rows they
+    were made of."""
+
+    snapshot: engine.ClusterSnapshot
+    requests: list[engine.Request]
+    running: list[engine.RunningWorkload]
+    pending: list[WorkloadRow]
+    held: list[tuple]
+    active: list[WorkloadRow]
+    ready_nodes: list[Node]
+    pools: list[NodePool]
+
+
+def default_policy() -> engine.Policy:
+    return engine.Policy(
+        placement=settings.PORTAL_PLACEMENT_POLICY,
+        reclaim_after=timedelta(seconds=settings.PORTAL_RECLAIM_AFTER_SECONDS),
+        reservation_lead_time=timedelta(seconds=settings.PORTAL_RESERVATION_LEAD_SECONDS),
+    )
+
+
+def cycle_inputs(*, now) -> CycleInputs:
+    """Read the cluster, the queue and the running work as the engine takes them (reads
+    only: the cycle and a what-if without a kept state both start here)."""
+    pools = list(NodePool.objects.select_related("gpu_class"))
+    tolerations = gpu_tolerations(pools)
+    placements = list(_active_placements())
+    by_workload: dict = {}
+    for placement in placements:
+        by_workload.setdefault(placement.workload_id, []).append(placement)
+    related = {"classes": GpuClass.objects.in_bulk(), "tiers": PriorityTier.objects.in_bulk()}
+    active = workload_rows(Workload.objects.filter(state__in=Workload.ACTIVE_STATES), **related)
+    # A requeued workload whose old objects are still due for deletion waits for them to
+    # go (placed again at once, the late teardown would delete its new objects), and an
+    # evicted one for its backoff.
+    waiting = Workload.objects.filter(
+        Q(requeue_not_before__isnull=True) | Q(requeue_not_before__lte=now),
+        state=Workload.State.PENDING,
+        teardown_due_at__isnull=True,
+    )
+    pending, held = _held(workload_rows(waiting.order_by("submitted_at", "pk"), **related))
+    ready_nodes = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
+    snapshot = engine.ClusterSnapshot(
+        nodes=engine_nodes(ready_nodes, placements),
+        # Seeded by the cycle's time: the same cycle draws the same estimates.
+        runtimes=selectors.runtime_samples(
+            workloads=[*pending, *active], now=now, seed=int(now.timestamp())
+        ),
+        quotas=engine_quotas(
+            QuotaGrant.objects.select_related("organization", "project", "gpu_class")
+        ),
+        topology_levels=topology_levels(pools) or ("rack", "block"),
+        tenant_weights={
+            slug: float(weight)
+            for slug, weight in Organization.objects.values_list("slug", "fair_share_weight")
+        },
+        node_shapes=schedulable_shapes(ready_nodes),
+        reservations=engine_reservations(
+            Reservation.objects.filter(
+                state__in=Reservation.SCHEDULED_STATES, ends_at__gt=now
+            ).select_related("organization", "project", "gpu_class", "pool")
+        ),
+    )
+    return CycleInputs(
+        snapshot=snapshot,
+        requests=[engine_request(w, tolerations=tolerations) for w in pending],
+        running=[
+            engine_running(w, by_workload.get(w.pk, []), tolerations=tolerations) for w in active
+        ],
+        pending=pending,
+        held=held,
+        active=active,
+        ready_nodes=ready_nodes,
+        pools=pools,
+    )
+
+
+def cycle_decide(
+    loaded: CycleInputs, *, now, policy: engine.Policy | None = None
+) -> tuple[engine.Decisions, engine.CycleEnd]:
+    """The engine's decisions on what a cycle read, and the state they leave for what-ifs."""
+    return engine.schedule_keeping(
+        snapshot=loaded.snapshot,
+        pending=loaded.requests,
+        running=loaded.running,
+        now=now,
+        policy=policy or default_policy(),
+    )
+
+
 @_collector_paused()
 def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
     """Load a snapshot, let the engine decide, persist admissions, preemptions and pending
@@ -122,28 +286,21 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
         now = clock.now()
         # Increases (a quota package's period) count exactly from their start to their end.
         quota_increases_apply(now=now)
-        inputs = cycle_inputs(now=now)
-        held, pools, ready_nodes = inputs.held, inputs.pools, inputs.ready_nodes
-        decisions = engine.schedule(
-            snapshot=inputs.snapshot,
-            pending=inputs.requests,
-            running=inputs.running,
-            now=now,
-            policy=policy or default_policy(),
-        )
+        loaded = cycle_inputs(now=now)
+        decisions, end = cycle_decide(loaded, now=now, policy=policy)
+        held, pending, active = loaded.held, loaded.pending, loaded.active
         if held:
             reasons = tuple(reason for _, reason in held)
             decisions = dataclasses.replace(decisions, pending=(*decisions.pending, *reasons))
-        workloads = {
-            str(w.pk): w for w in [*inputs.pending, *inputs.active, *(row for row, _ in held)]
-        }
+        workloads = {str(w.pk): w for w in [*pending, *active, *(row for row, _ in held)]}
         _persist(
             decisions,
             workloads=workloads,
-            nodes={node.name: node for node in ready_nodes},
-            classes={pool.gpu_class.name: pool.gpu_class for pool in pools if pool.gpu_class},
+            nodes={node.name: node for node in loaded.ready_nodes},
+            classes={p.gpu_class.name: p.gpu_class for p in loaded.pools if p.gpu_class},
             now=now,
         )
+        cycle_end_keep(end)
         elapsed = (clock.monotonic() - started) * 1000
         SchedulerState.objects.update_or_create(
             pk=1,
@@ -213,8 +370,9 @@ def _persist(
     admitted: list[Workload] = []
     placements: list[Placement] = []
     for admission in decisions.admissions:
+        row = workloads[admission.request_id]
         workload = _written(
-            workloads[admission.request_id].pk,
+            row.pk,
             state=Workload.State.ADMITTED,
             admitted_at=now,
             gpu_class=classes.get(admission.gpu_class),
@@ -223,21 +381,22 @@ def _persist(
             pending_message="",
             queue_position=None,
             estimated_start=None,
+            estimated_start_low=None,
+            estimated_start_high=None,
+            # The first admission after its first estimate is the start that estimate is
+            # judged against.
+            first_estimate_actual=row.first_estimate_actual
+            or (now if row.first_estimate_at is not None else None),
             objects_deleted_at=None,
             teardown_due_at=None,
         )
         admitted.append(workload)
         placements.extend(
-            Placement(
+            placement_row(
                 workload=workload,
                 replica=index,
+                placement=placement,
                 node=nodes[placement.node],
-                gpu_indices=list(placement.gpu_indices),
-                gpu_milli=placement.gpu_milli,
-                mig_profile=placement.mig_profile or "",
-                mig_count=placement.mig_count,
-                cpu_milli=placement.cpu_milli,
-                memory_mib=placement.memory_mib,
                 started_at=now,
             )
             for index, placement in enumerate(admission.placements)
@@ -261,15 +420,40 @@ def _persist(
     for reason in decisions.pending:
         row = workloads[reason.request_id]
         why = {"pending_code": reason.code, "pending_message": reason.message[:500]}
-        place = {"queue_position": reason.queue_position, "estimated_start": reason.estimated_start}
+        place = _place(row, reason, now=now)
         if (row.pending_code, row.pending_message) != tuple(why.values()):
             workload = _written(row.pk, **why, **place)
             changed.append(workload)
             events.append(
                 workload_event(workload, "pending", reason.message, at=now, code=reason.code)
             )
-        elif (row.queue_position, row.estimated_start) != tuple(place.values()):
+        elif any(getattr(row, name) != value for name, value in place.items()):
             moved.append(_written(row.pk, **place))
     rows_update(changed, PENDING_FIELDS)
     rows_update(moved, QUEUE_FIELDS)
     WorkloadEvent.objects.bulk_create(events, batch_size=BATCH)
+
+
+def _place(row: WorkloadRow, reason: engine.PendingReason, *, now) -> dict:
+    """A waiting workload's QUEUE_FIELDS: its place and estimate; its first estimate is the
+    one it had, or this one if it had none yet."""
+    first = {
+        "first_estimate_at": row.first_estimate_at,
+        "first_estimate": row.first_estimate,
+        "first_estimate_low": row.first_estimate_low,
+        "first_estimate_high": row.first_estimate_high,
+    }
+    if row.first_estimate_at is None and reason.estimated_start is not None:
+        first = {
+            "first_estimate_at": now,
+            "first_estimate": reason.estimated_start,
+            "first_estimate_low": reason.estimated_start_low,
+            "first_estimate_high": reason.estimated_start_high,
+        }
+    return {
+        "queue_position": reason.queue_position,
+        "estimated_start": reason.estimated_start,
+        "estimated_start_low": reason.estimated_start_low,
+        "estimated_start_high": reason.estimated_start_high,
+        **first,
+    }

@@ -36,6 +36,7 @@ from ..selectors import workload_cancel_permitted
 from ..specs_from_models import (
     workload_spec,
 )
+from .log_tails import workload_log_tails_keep
 from .timeline import workload_event, workload_event_record
 
 logger = logging.getLogger(__name__)
@@ -278,10 +279,13 @@ def _manifests_of(workload: Workload) -> list[dict]:
 
 
 def workload_objects_delete(*, workload_id, backend: ClusterBackend) -> None:
-    """Delete the workload's Kubernetes objects (already gone is fine)."""
+    """Delete the workload's Kubernetes objects (already gone is fine); an ended workload's
+    logs go with them, so the tail of each replica's log is kept first."""
     workload = _workload_for_cluster(workload_id)
     if workload is None:
         return
+    if workload.is_final and workload.launched_at and workload.objects_deleted_at is None:
+        workload_log_tails_keep(workload=workload, backend=backend)
     manifests_delete(backend, _manifests_of(workload))
     Workload.objects.filter(pk=workload.pk).update(
         objects_deleted_at=clock.now(), teardown_due_at=None

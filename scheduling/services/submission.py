@@ -4,7 +4,7 @@ queued for the next scheduling cycle."""
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -86,6 +86,9 @@ def request_default(field: str):
     return next(f.default for f in dataclasses.fields(WorkloadRequest) if f.name == field)
 
 
+# A name no workload takes: …/workloads/what-if/ is the what-if, not a workload.
+RESERVED_NAME = "what-if"
+
 # Workloads per batch submission (a job array): enough for a sweep, few enough that one request
 # stays short (25 take about 80 ms; bench/RESULTS.md, api_load).
 BATCH_MAX = 100
@@ -156,6 +159,8 @@ def _catalog_errors(
     workload: Workload, request: WorkloadRequest, catalog: _Catalog
 ) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
+    if workload.name == RESERVED_NAME:
+        errors["name"] = [f"{RESERVED_NAME!r} is the what-if's address: choose another name."]
     if workload.tier_id is None:
         errors["tier"] = [f"Unknown priority tier {request.tier!r}."]
     if workload.kind in Workload.GPU_KINDS and not workload.needs_gpu:
@@ -180,11 +185,11 @@ def _catalog_errors(
     return errors
 
 
-def _workload_errors(
+def _input_errors(
     workload: Workload, request: WorkloadRequest, catalog: _Catalog
 ) -> dict[str, list[str]]:
-    """Why the workload cannot be accepted, field by field, from the first check it fails:
-    the catalog, the fields' own validators, then the engine (quota and node sizes)."""
+    """What is wrong with the input, field by field, from the first check it fails: the
+    catalog, then the fields' own validators."""
     errors = _catalog_errors(workload, request, catalog)
     if errors:
         return errors
@@ -197,6 +202,11 @@ def _workload_errors(
         )
     except ValidationError as error:
         return error.message_dict
+    return {}
+
+
+def _engine_refusal(workload: Workload, catalog: _Catalog) -> dict[str, list[str]]:
+    """Why the engine would never admit a well-formed request (quota limits, node sizes)."""
     return engine.validate_request(
         # As the cycle builds it: GPU work tolerates the GPU pools' taints, CPU-only work none,
         # so that what no node of the cluster could ever take is refused now.
@@ -231,6 +241,50 @@ def _insert(workloads: list[Workload], *, field_of: Callable[[int, str], str]) -
         ) from error
 
 
+@dataclass(frozen=True)
+class Checked:
+    """A submission's workloads, well-formed, and what the engine refuses of them (field errors
+    under their submission's field names)."""
+
+    workloads: list[Workload]
+    refusals: dict[str, list[str]]
+    at: datetime
+
+
+def submission_checked(
+    *,
+    caller: Caller,
+    project: Project,
+    requests: Sequence[WorkloadRequest],
+    field_of: Callable[[int, str], str],
+) -> Checked:
+    """Authorize and validate a submission without writing: bad input raises a field-level
+    ValidationError; what the engine would refuse comes back as refusals."""
+    authorize(caller=caller, organization=project.organization, action=Action.WORKLOAD_SUBMIT)
+    catalog = _Catalog.load(project=project, requests=requests)
+    now = clock.now()
+    workloads: list[Workload] = []
+    errors: dict[str, list[str]] = {}
+    refusals: dict[str, list[str]] = {}
+    names: set[str] = set()
+    for index, request in enumerate(requests):
+        workload = _workload_of(
+            request, caller=caller, project=project, tier=catalog.tiers.get(request.tier), now=now
+        )
+        problems = _input_errors(workload, request, catalog)
+        if request.name in names:
+            problems.setdefault("name", []).append(f"{request.name!r} is asked for twice.")
+        names.add(request.name)
+        errors.update({field_of(index, field): messages for field, messages in problems.items()})
+        if not problems:
+            refused = _engine_refusal(workload, catalog)
+            refusals.update({field_of(index, field): texts for field, texts in refused.items()})
+        workloads.append(workload)
+    if errors:
+        raise ValidationError(errors)
+    return Checked(workloads=workloads, refusals=refusals, at=now)
+
+
 def _submit(
     *,
     caller: Caller,
@@ -241,24 +295,12 @@ def _submit(
     """Validate every request and queue them all, or none: one read of the catalog, quotas
     and nodes, and one insert of the workloads, their timeline and audit events, however
     many. The other apps' submission checks may refuse any of them."""
-    authorize(caller=caller, organization=project.organization, action=Action.WORKLOAD_SUBMIT)
-    catalog = _Catalog.load(project=project, requests=requests)
-    now = clock.now()
-    workloads: list[Workload] = []
-    errors: dict[str, list[str]] = {}
-    names: set[str] = set()
-    for index, request in enumerate(requests):
-        workload = _workload_of(
-            request, caller=caller, project=project, tier=catalog.tiers.get(request.tier), now=now
-        )
-        problems = _workload_errors(workload, request, catalog)
-        if request.name in names:
-            problems.setdefault("name", []).append(f"{request.name!r} is asked for twice.")
-        names.add(request.name)
-        errors.update({field_of(index, field): messages for field, messages in problems.items()})
-        workloads.append(workload)
-    if errors:
-        raise ValidationError(errors)
+    checked = submission_checked(
+        caller=caller, project=project, requests=requests, field_of=field_of
+    )
+    if checked.refusals:
+        raise ValidationError(checked.refusals)
+    workloads, now = checked.workloads, checked.at
     checks_run(
         ExtensionPoint.WORKLOAD_SUBMISSION, caller=caller, project=project, workloads=workloads
     )

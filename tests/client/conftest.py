@@ -112,6 +112,29 @@ def logged_in(gpuctl, live_server, secret):
     return live_server.url
 
 
+@pytest.fixture
+def operator_secret(demo):
+    from django.contrib.auth import get_user_model
+
+    from tenants.permissions import Caller
+    from tenants.services import operator_token_issue
+
+    ops = get_user_model().objects.get(email="ops@example.com")
+    return operator_token_issue(caller=Caller(user=ops), name="gpuctl")[1]
+
+
+@pytest.fixture
+def as_operator(gpuctl, live_server, operator_secret):
+    """gpuctl logged in with the operator token, in a context of its own."""
+    result = gpuctl("login", live_server.url, "--token", operator_secret, "--context", "ops")
+    assert result.exit_code == 0, result.output
+
+    def run(*args: str):
+        return gpuctl(*args, "--context", "ops")
+
+    return run
+
+
 def cycle() -> None:
     """One scheduling cycle, then what its tasks do: stop the preempted, launch the admitted."""
     from scheduling import services

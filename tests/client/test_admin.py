@@ -11,29 +11,6 @@ from .conftest import as_json, cycle, job_file, ordered, tomorrow_at
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def operator_secret(demo):
-    from django.contrib.auth import get_user_model
-
-    from tenants.permissions import Caller
-    from tenants.services import operator_token_issue
-
-    ops = get_user_model().objects.get(email="ops@example.com")
-    return operator_token_issue(caller=Caller(user=ops), name="gpuctl")[1]
-
-
-@pytest.fixture
-def as_operator(gpuctl, live_server, operator_secret):
-    """gpuctl logged in with the operator token, in a context of its own."""
-    result = gpuctl("login", live_server.url, "--token", operator_secret, "--context", "ops")
-    assert result.exit_code == 0, result.output
-
-    def run(*args: str):
-        return gpuctl(*args, "--context", "ops")
-
-    return run
-
-
 def submitted_order(gpuctl) -> str:
     """An order of alice's for tomorrow, submitted: it waits for an operator."""
     result = ordered(gpuctl, "-o", "json", "--context", "acme", item="h100-80gb-reserved")

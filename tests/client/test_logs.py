@@ -117,3 +117,18 @@ def test_follow_asks_again_when_the_portal_ends_its_answer_until_the_workload_en
     lines = followed.stdout.splitlines()
     assert (followed.exit_code, time.monotonic() - started >= 3) == (0, True), followed.output
     assert lines and len(set(lines)) == len(lines)
+
+
+def test_the_logs_of_a_job_torn_down_are_its_kept_tail_said_so_on_stderr(gpuctl, running):
+    advance(120)  # past its end: the sync ends it and removes its containers
+    result = gpuctl("logs", running, "--replica", "0")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1].endswith("training finished in 120s")
+    assert "Its containers were removed: the last lines kept at" in result.stderr
+
+
+def test_following_a_torn_down_job_prints_its_kept_tail_and_ends(gpuctl, running):
+    advance(120)
+    result = gpuctl("logs", running, "--replica", "0", "-f")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1].endswith("training finished in 120s")

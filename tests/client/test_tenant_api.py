@@ -176,3 +176,16 @@ def test_a_token_is_issued_with_its_secret_once_then_revoked(gpuctl, logged_in):
 def test_the_catalog_lists_answer_as_tables_and_as_json(gpuctl, logged_in, command):
     assert as_json(gpuctl(command, "-o", "json"))
     assert gpuctl(command).exit_code == 0
+
+
+def test_capacity_shows_each_pools_free_gpus_and_where_a_block_fits(gpuctl, logged_in):
+    shown = gpuctl("capacity", "--pool", "dgx-h100", "--gpus", "8", "--length", "2").stdout
+    assert ("dgx-h100" in shown, "8 H100-80GB on one node in dgx-h100: from" in shown) == (
+        True,
+        True,
+    )
+
+
+def test_capacity_as_json_is_the_apis_calendar(gpuctl, logged_in):
+    calendar = as_json(gpuctl("capacity", "--hours", "24", "-o", "json"))
+    assert {len(pool["free"]) for pool in calendar["pools"]} == {24}

@@ -4,8 +4,9 @@ as a job array), list, get, why, events, cancel, wait; the errors and their exit
 import json
 
 import pytest
+import yaml
 
-from .conftest import advance, cycle, job_file
+from .conftest import advance, as_json, cycle, job_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -240,3 +241,36 @@ def test_why_links_a_quota_request_for_the_missing_gpus_to_the_form_filled_in(
     ask = next(a for a in pending["alternatives"] if a["kind"] == "quota_request")
     line = f"ask for 8 more: {logged_in}{ask['quota_request']['form_url']}"
     assert (ask["quota_request"]["amount"], line in gpuctl("why", "too-big").stdout) == (8, True)
+
+
+def test_submit_check_prints_what_would_happen_and_submits_nothing(gpuctl, logged_in, job):
+    cycle()
+    result = gpuctl("submit", "--check", "-f", job())
+    assert result.exit_code == 0, result.output
+    assert "admitted" in result.stdout and "H100-80GB" in result.stdout
+    listed = json.loads(gpuctl("ls", "-o", "json").stdout)
+    assert "train-small" not in [w["name"] for w in listed]
+
+
+def test_submit_check_answers_in_json_with_the_apis_fields(gpuctl, logged_in, job):
+    cycle()
+    report = as_json(gpuctl("submit", "--check", "-f", job(), "-o", "json"))
+    (answer,) = report["workloads"]
+    assert (answer["name"], answer["outcome"], answer["gpu_class"]) == (
+        "train-small",
+        "admitted",
+        "H100-80GB",
+    )
+    assert report["basis"]["source"] == "last_cycle"
+
+
+def test_submit_check_of_a_job_array_answers_each_workload(gpuctl, logged_in, job):
+    cycle()
+    result = gpuctl("submit", "--check", "-f", job(), "--set", "array=3", "-o", "yaml")
+    assert result.exit_code == 0, result.output
+    report = yaml.safe_load(result.stdout)
+    assert [w["name"] for w in report["workloads"]] == [
+        "train-small-0",
+        "train-small-1",
+        "train-small-2",
+    ]

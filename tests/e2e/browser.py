@@ -17,6 +17,20 @@ def signed_in(page, email: str, password: str):
     return page
 
 
+def l4_inference_form(page, *, name: str, gpus: str):
+    """The workloads page's submit form, filled in for a batch inference job on L4 (the
+    filters above the table share its field names, hence the form by its image field)."""
+    page.goto("/orgs/acme/projects/ai-dev/workloads/")
+    form = page.locator("form:has(input[name=image])")
+    form.locator("input[name=name]").fill(name)
+    form.locator("input[name=image]").fill("nvcr.io/nvidia/pytorch:25.01-py3")
+    form.locator("select[name=kind]").select_option("batch-inference")
+    form.locator("select[name=tier]").select_option("batch")
+    form.locator("select[name=gpu_class]").select_option("L4")
+    form.locator("input[name=gpus]").fill(gpus)
+    return form
+
+
 def l4_training_submitted(*, user, organization, project, name: str, runtime_seconds: int):
     """The demo's simulated cluster, provisioned for ``project``, 4 L4 granted to
     ``organization`` and a one-GPU training ``name`` submitted by ``user``: its backend."""

@@ -6,7 +6,7 @@ import pytest
 
 from tenants.models import ApiToken, Project
 
-from .browser import ARTIFACTS, l4_training_submitted, signed_in
+from .browser import ARTIFACTS, l4_inference_form, l4_training_submitted, signed_in
 
 pytestmark = pytest.mark.e2e
 
@@ -57,14 +57,7 @@ def test_a_member_submits_a_gpu_workload_and_sees_it_queued(mia, acme, ai_dev, s
         organization=acme, gpu_class=GpuClass.objects.get(name="L4"), guarantee=4, limit=4
     )
     page = sign_in("mia@acme.example")
-    page.goto("/orgs/acme/projects/ai-dev/workloads/")
-    form = page.locator("form:has(input[name=image])")  # the filters above share field names
-    form.locator("input[name=name]").fill("resnet-eval")
-    form.locator("input[name=image]").fill("nvcr.io/nvidia/pytorch:25.01-py3")
-    form.locator("select[name=kind]").select_option("batch-inference")
-    form.locator("select[name=tier]").select_option("batch")
-    form.locator("select[name=gpu_class]").select_option("L4")
-    form.locator("input[name=gpus]").fill("1")
+    form = l4_inference_form(page, name="resnet-eval", gpus="1")
     form.locator("input[name=replicas]").fill("2")
     page.click("button:has-text('Submit')")
     page.wait_for_selector("text=Workload resnet-eval submitted")

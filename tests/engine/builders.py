@@ -19,6 +19,7 @@ from scheduling.engine import (
     Request,
     Reservation,
     RunningWorkload,
+    RuntimeSamples,
     schedule,
 )
 
@@ -108,6 +109,7 @@ def cycle(
     node_shapes: Sequence[NodeState] = (),
     tenant_weights: Mapping[str, float] | None = None,
     placement: str = "bestfit",
+    runtimes: RuntimeSamples | None = None,
     **policy_fields,
 ) -> Decisions:
     tenants = {r.tenant for r in pending} | {w.request.tenant for w in running}
@@ -127,6 +129,7 @@ def cycle(
         reservations=tuple(reservations),
         node_shapes=tuple(node_shapes),
         tenant_weights=dict(tenant_weights or {}),
+        runtimes=runtimes or RuntimeSamples(),
     )
     return schedule(
         snapshot=snapshot,

@@ -20,6 +20,7 @@ from scheduling.engine import (
     Decisions,
     NodeSelectorRequirement,
     NodeState,
+    PendingReason,
     PreferredAffinity,
     Quota,
     ReplicaPlacement,
@@ -42,13 +43,24 @@ TENANTS = tuple(f"t{i}" for i in range(6))
 MIG = "mig-1g.10gb"
 
 
+def _locked_repr(pending: tuple[PendingReason, ...]) -> str:
+    """The pending reasons' repr without the range's bounds, which came later (with max
+    runtimes only, as every locked cycle has, both bounds equal the estimate)."""
+    reasons = [
+        f"PendingReason(request_id={p.request_id!r}, code={p.code!r}, message={p.message!r},"
+        f" queue_position={p.queue_position!r}, estimated_start={p.estimated_start!r})"
+        for p in pending
+    ]
+    return f"({reasons[0]},)" if len(reasons) == 1 else f"({', '.join(reasons)})"
+
+
 def decisions_digest(decisions: Decisions) -> str:
     """A short fingerprint of every admission, placement, preemption and pending reason (not
     of the quota standings the cycle leaves, which follow from them), in the text the
     decisions' repr had when the fingerprints were locked."""
     decided = (
         f"Decisions(admissions={decisions.admissions!r}, preemptions={decisions.preemptions!r},"
-        f" pending={decisions.pending!r})"
+        f" pending={_locked_repr(decisions.pending)})"
     )
     return hashlib.sha256(decided.encode()).hexdigest()[:16]
 

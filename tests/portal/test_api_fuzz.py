@@ -36,14 +36,18 @@ MAX_EXAMPLES = 10
 # of an item not offered or for a period in the past, a budget for a project the organization
 # does not have; a time past the booking horizon or outside the years 2000 to 2100, and a
 # usage period outside them (portal.bounds: no format states a range of dates) or that starts
-# after it ends; a replica the workload does not have; a single sign-on provider the portal is not
-# configured with; a webhook URL whose host does not resolve or resolves to a refused address.
+# after it ends; a capacity calendar from the past or beyond its 14 days, of a pool or class
+# the cluster does not have, or a block's window longer than the calendar; a replica the
+# workload does not have; a single sign-on provider the portal is not
+# configured with; a webhook URL whose host does not resolve or resolves to a refused address;
+# a submission's rules in its what-if too.
 # The operator API's too: an organization, project or GPU class named that does not exist, a
 # limit below the guarantee, a reason of spaces only, a tier value another tier has, a credit
 # note over what the invoice leaves, an amount granted below one or an end already past. Every
 # other status stays checked.
 RULES_BEYOND_THE_SCHEMA = [
     "budgets_set",
+    "capacity_calendar",
     "invitations_accept",
     "invitations_create",
     "operator_credits_grant",
@@ -69,6 +73,8 @@ RULES_BEYOND_THE_SCHEMA = [
     "workload_logs",
     "workloads_submit",
     "workloads_submit_batch",
+    "workloads_what_if",
+    "workloads_what_if_batch",
 ]
 ACCEPTED = ["2xx", "400", "401", "403", "404", "409", "429"]
 

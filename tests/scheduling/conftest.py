@@ -164,3 +164,21 @@ def over_quota(quotas, actors, submit, cycle, acme):
     submit(name="second", gpus=8)
     cycle()
     return actors
+
+
+def simulated_runtime(seconds: int) -> dict:
+    return {"env": {"SIMULATED_RUNTIME_SECONDS": str(seconds)}}
+
+
+@pytest.fixture
+def recorded_history(submit, cycle, advance):
+    """Six 8-GPU jobs of an hour on 64 H100s, then two of 48 GPUs each that queue: the
+    second waits for the first."""
+    for n in range(6):
+        submit(name=f"short-{n}", gpus=8, **simulated_runtime(3600))
+    submit(name="big-1", gpus=8, replicas=6, **simulated_runtime(7200))
+    submit(name="big-2", gpus=8, replicas=6, **simulated_runtime(3600))
+    for _ in range(16):
+        cycle()
+        advance(1200)
+    assert not Workload.objects.exclude(state=Workload.State.SUCCEEDED).exists()

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from scheduling.models import Node, Workload
@@ -40,6 +42,18 @@ def test_a_workload_page_shows_its_placements_and_timeline(operator_client, subm
     page = operator_client.get(f"/admin/scheduling/workload/{workload.pk}/change/")
     assert page.status_code == 200
     assert b"dgx-h100" in page.content
+
+
+def test_a_torn_down_workloads_page_shows_what_was_kept_of_its_logs(
+    operator_client, submit, cycle, advance
+):
+    workload = submit(env={"SIMULATED_RUNTIME_SECONDS": "120"})
+    cycle()
+    advance(200)  # it ended, and the status sync deleted its objects
+    page = operator_client.get(f"/admin/scheduling/workload/{workload.pk}/change/")
+    assert b"Workload log tails" in page.content
+    kept = re.findall(rb'field-lines_kept">\s*<p>(\d+)</p>', page.content)
+    assert kept == [b"15"]  # its 2 first lines, 11 of progress, its 2 of summary
 
 
 def test_draining_a_node_from_admin_requeues_its_workload(operator_client, submit, cycle):

@@ -3,7 +3,7 @@ from datetime import timedelta
 import pytest
 
 from portal import clock
-from portal.templatetags.console import duration
+from portal.templatetags.console import duration, start_range
 from scheduling import selectors, services
 from scheduling.api.serializers import WorkloadSubmitInput
 from scheduling.forms import WorkloadSubmitForm
@@ -100,6 +100,26 @@ def test_the_detail_page_says_why_a_workload_waits(signed_in, mia, submit, cycle
     page = signed_in(mia).get(f"{PAGE}next/").content.decode()
     assert "Waiting:" in page
     assert Workload.objects.get(name="next").pending_message[:30] in page
+
+
+def test_the_detail_page_gives_the_estimated_start_as_a_range(signed_in, mia, submit, cycle):
+    submit(name="big", gpus=8, replicas=8, max_runtime=timedelta(hours=2))
+    submit(name="next", gpus=8)
+    cycle()
+    waiting = Workload.objects.get(name="next")
+    Workload.objects.filter(pk=waiting.pk).update(
+        estimated_start_low=waiting.estimated_start - timedelta(minutes=50),
+        estimated_start_high=waiting.estimated_start + timedelta(hours=3),
+    )
+    page = signed_in(mia).get(f"{PAGE}next/").content.decode()
+    assert (
+        start_range(
+            waiting.estimated_start,
+            waiting.estimated_start - timedelta(minutes=50),
+            waiting.estimated_start + timedelta(hours=3),
+        )
+        in page
+    )
 
 
 def test_the_detail_page_says_work_on_borrowed_capacity_may_be_reclaimed(
@@ -504,8 +524,10 @@ def test_the_reservations_page_reads_in_a_fixed_number_of_queries(
             ),
         )
     client = signed_in(alice)
-    # 12: the timeline reads the nodes and the reservations once, not once per pool.
-    with django_assert_num_queries(12):
+    # 18: the timeline reads the nodes and the reservations once, not once per pool; the
+    # capacity calendar the caller's role, the nodes, the placements (none here: so no
+    # workloads nor projects), the GPU classes, the tiers and the reservations.
+    with django_assert_num_queries(18):
         client.get(RESERVATIONS)
 
 

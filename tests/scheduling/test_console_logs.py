@@ -7,7 +7,7 @@ import pytest
 
 from portal import clock
 from scheduling import services
-from scheduling.models import Workload
+from scheduling.models import Workload, WorkloadLogTail
 from tenants.permissions import Caller
 
 from ..roles import READING
@@ -82,10 +82,27 @@ def test_an_ended_job_shows_its_last_lines_and_the_pane_stops_asking(running, cl
     assert not POLL.search(fragment)
 
 
-def test_once_the_containers_are_removed_the_pane_says_the_logs_are_gone(running, client, cluster):
+def _removed(running, cluster) -> None:
     workload = Workload.objects.get(name="train-1")
     services.workload_cancel(caller=Caller(user=running["owner"]), workload=workload)
     services.workload_objects_delete(workload_id=workload.pk, backend=cluster)
+
+
+def test_once_the_containers_are_removed_the_pane_shows_the_kept_tail_and_says_so(
+    running, client, cluster
+):
+    _removed(running, cluster)
+    client.force_login(running["viewer"])
+    fragment = _pane(client)
+    assert len(_lines(fragment)) == 5 and not POLL.search(fragment)
+    assert "Its containers were removed: the last lines of its logs, kept at" in fragment
+
+
+def test_once_the_containers_are_removed_with_nothing_kept_the_pane_says_the_logs_are_gone(
+    running, client, cluster
+):
+    _removed(running, cluster)
+    WorkloadLogTail.objects.all().delete()  # as before tails were kept
     client.force_login(running["member"])
     fragment = _pane(client)
     assert "their logs with them" in fragment and not POLL.search(fragment)

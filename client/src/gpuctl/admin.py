@@ -4,13 +4,10 @@ from collections.abc import Callable, Sequence
 
 import click
 
+from . import admin_settings
 from .output import Column, show_object, stdout
-from .resources import actor, body, lister
+from .resources import actor, body, getter, lister, operator
 from .session import Session, scoped
-
-
-def operator(rest: str):
-    return lambda session: f"operator/{rest}"
 
 
 def reason(help: str = "Why (the organization reads it).") -> Callable:
@@ -22,13 +19,18 @@ ORGANIZATION = click.option("--organization", help="Only this organization's (it
 
 @click.group()
 def admin():
-    """Operate the portal (a staff operator's token): pools and nodes, decisions on orders,
-    reservations and quota requests, quota grants, invoices and credits, the queue, insights."""
+    """Operate the portal (a staff operator's token): pools and nodes, GPU classes and priority
+    tiers, decisions on orders, reservations and quota requests, quota grants, invoices, credit
+    notes and credits, the queue, insights."""
+
+
+for command in admin_settings.COMMANDS:
+    admin.add_command(command)
 
 
 @admin.group()
 def nodes():
-    """The cluster's nodes: list, cordon, uncordon, drain."""
+    """The cluster's nodes: list, get, cordon, uncordon, drain."""
 
 
 nodes.add_command(
@@ -47,6 +49,7 @@ nodes.add_command(
         empty="No nodes.",
     )
 )
+nodes.add_command(getter("get", "Show a node (by name).", operator("nodes/")))
 nodes.add_command(
     actor("cordon", "Cordon a node: nothing new is placed on it.", operator("nodes/"), "cordon")
 )
@@ -300,7 +303,7 @@ def quota_grant_remove(session: Session, **fields):
 
 @admin.group()
 def invoices():
-    """Every organization's invoices: list, issue, void."""
+    """Every organization's invoices: list, issue, void, correct with a credit note."""
 
 
 invoices.add_command(
@@ -335,6 +338,20 @@ invoices.add_command(
         operator("invoices/"),
         "void",
         options=[reason()],
+    )
+)
+
+invoices.add_command(
+    actor(
+        "credit-note",
+        "Correct an issued or paid invoice with a credit note of --amount before tax, issued"
+        " at once in the same numbering.",
+        operator("invoices/"),
+        "credit-notes",
+        options=[
+            click.option("--amount", required=True, help="Credited before tax, e.g. 120.00"),
+            reason("What the credit note corrects (the organization reads it)."),
+        ],
     )
 )
 

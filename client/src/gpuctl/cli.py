@@ -170,9 +170,9 @@ def completion(shell):
 
 
 def _register() -> None:
-    from . import admin, tenant, workloads
+    from . import admin, tenant, webhooks, workloads
 
-    for module in (workloads, tenant):
+    for module in (workloads, tenant, webhooks):
         for command in module.COMMANDS:
             cli.add_command(command)
     cli.add_command(admin.admin)

@@ -1,7 +1,9 @@
 """`gpuctl logs`: a workload's container logs, printed as they come with -f. The portal ends a
 followed answer after a while (PORTAL_LOGS_FOLLOW_MAX_SECONDS) even when the workload still
 runs; gpuctl then asks again from a little before, skipping the lines it printed, for as long
-as the workload is admitted or running (as `kubectl logs -f` follows a pod to its end)."""
+as the workload is admitted or running (as `kubectl logs -f` follows a pod to its end). After
+its containers were removed, the portal answers the tail it kept of them, and gpuctl says so on
+stderr."""
 
 import re
 import time
@@ -10,7 +12,7 @@ from contextlib import suppress
 
 import click
 
-from .errors import ApiError
+from .errors import ApiError, stderr
 from .session import Session, scoped, workload_path
 
 # How long ago (30s, 10m, 2h, 1d), or a time with its UTC offset: what the API takes.
@@ -47,8 +49,10 @@ def _print(session: Session, name: str, params: dict, *, recent: deque, overlap:
     already printed. How many new lines it printed."""
     printed = 0
     path = workload_path(session, name, "logs/")
-    with session.api.stream_lines(path, **params) as lines:
-        for line in lines:
+    with session.api.stream_lines(path, **params) as response:
+        if response.headers.get("X-Logs-Source") == "kept-tail" and not overlap:
+            _kept_note(response.headers)
+        for line in response.iter_lines():
             if overlap and line in recent:
                 continue
             overlap = False
@@ -56,6 +60,19 @@ def _print(session: Session, name: str, params: dict, *, recent: deque, overlap:
             recent.append(line)
             printed += 1
     return printed
+
+
+def _kept_note(headers) -> None:
+    """On stderr, so that the lines stay the log's: they are the tail kept at teardown."""
+    cut = (
+        "; the beginning of a longer log is lost"
+        if headers.get("X-Logs-Truncated") == "true"
+        else ""
+    )
+    stderr.print(
+        f"[dim]Its containers were removed: the last lines kept at "
+        f"{headers.get('X-Logs-Kept-At', '?')}{cut}.[/]"
+    )
 
 
 def _follow(session: Session, name: str, params: dict) -> None:

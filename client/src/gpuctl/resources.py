@@ -15,6 +15,11 @@ def org(rest: str) -> PathOf:
     return lambda session: session.org_path(rest)
 
 
+def operator(rest: str) -> PathOf:
+    """A path of the operator API (`/api/v1/operator/`)."""
+    return lambda session: f"operator/{rest}"
+
+
 def lister(
     name: str,
     help: str,

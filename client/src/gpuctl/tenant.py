@@ -150,6 +150,47 @@ def reservation_timeline(session: Session, days):
         stdout.print(f"[bold]{pool['pool']}[/] ({pool['capacity']} {kind}) free per day: {free}")
 
 
+# -- Capacity calendar ----------------------------------------------------------------------
+
+CAPACITY_COLUMNS = [
+    ("POOL", "pool"),
+    ("GPU CLASS", "gpu_class"),
+    ("GPUS", "schedulable"),
+    ("FREE NOW", lambda p: p["free"][0]),
+    ("LEAST FREE", lambda p: min(p["free"])),
+    ("MOST ON ONE NODE NOW", lambda p: p["largest_on_node"][0]),
+    ("FIRST HOUR ALL FREE", lambda p: _first_all_free(p)),
+]
+
+
+def _first_all_free(pool: dict) -> int | None:
+    """Hours from the calendar's start until every GPU of the pool is free (None: never)."""
+    return next((h for h, free in enumerate(pool["free"]) if free == pool["schedulable"]), None)
+
+
+@click.command("capacity")
+@click.option("--pool", help="Only this pool.")
+@click.option("--gpu-class", help="Only the pools of this class.")
+@click.option("--from", "from_", help="Start (ISO 8601 with offset; default: now).")
+@click.option("--hours", type=int, help="Hours covered (default 336: 14 days).")
+@click.option("--gpus", type=int, help="Find the earliest windows with this many GPUs together.")
+@click.option("--level", type=click.Choice(["node", "rack"]), help="Together on: (default node).")
+@click.option("--length", type=int, help="Hours the block must stay free (default 1).")
+@scoped()
+def capacity(session: Session, from_, **query):
+    """Free, reserved and busy GPUs of each pool per hour ahead, and where a block fits."""
+    calendar = session.api.get(session.org_path("capacity-calendar/"), **query, **{"from": from_})
+    if session.output != "table":
+        show_object(calendar, session.output)
+        return
+    stdout.print(f"From {calendar['start']}, {calendar['hours']} hours:")
+    show_list(calendar["pools"], "table", CAPACITY_COLUMNS, empty="No GPU pools.")
+    for window in calendar["windows"]:
+        stdout.print(f"{window['sentence']} ({window['starts_at']} to {window['ends_at']})")
+    if query.get("gpus") and not calendar["windows"]:
+        stdout.print("No window in the calendar fits that block.")
+
+
 # -- Tokens ---------------------------------------------------------------------------------
 
 TOKEN_COLUMNS = [
@@ -190,6 +231,7 @@ COMMANDS = [
     quotas,
     quota_requests,
     reservations,
+    capacity,
     tokens,
     *billing.COMMANDS,
 ]

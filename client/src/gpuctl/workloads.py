@@ -2,6 +2,7 @@
 
 import time
 from contextlib import suppress
+from datetime import datetime
 
 import click
 from rich.live import Live
@@ -61,19 +62,79 @@ TARGET = click.option(
 TIMEOUT = click.option("--timeout", type=float, help="Give up after this many seconds.")
 
 
+def where(answer: dict) -> str:
+    if answer["outcome"] != "admitted":
+        return answer["gpu_class"]
+    return f"{answer['gpu_class']} in {', '.join(answer['pools'])}: {', '.join(answer['nodes'])}"
+
+
+def cost(answer: dict) -> str:
+    priced = answer["cost"]
+    if not priced:
+        return "-"
+    return f"{priced['amount']} {priced['currency']}" + ("/hour" if priced["per"] == "hour" else "")
+
+
+def start(answer: dict) -> str | None:
+    if answer["outcome"] == "admitted":
+        return "now"
+    return (answer["pending"] or {}).get("estimated_start")  # refused: none
+
+
+def why_not(answer: dict) -> str:
+    if answer["outcome"] == "refused":
+        return " ".join(text for texts in answer["refusal"].values() for text in texts)
+    if answer["outcome"] == "waits":
+        pending = answer["pending"]
+        return f"{pending['message']} (#{pending['queue_position']} in queue)"
+    return f"would preempt {answer['preempts']} running" if answer["preempts"] else ""
+
+
+CHECK_COLUMNS = [
+    ("NAME", "name"),
+    ("OUTCOME", "outcome"),
+    ("WHERE", where),
+    ("START", start),
+    ("COST", cost),
+    ("REASON", why_not),
+]
+
+
+def _check(session: Session, bodies: list[dict]) -> None:
+    """What the scheduler would do with them: the what-if endpoints, nothing submitted."""
+    if len(bodies) == 1:
+        report = session.api.post(session.project_path("workloads/what-if/"), bodies[0])
+    else:
+        path = session.project_path("workload-batches/what-if/")
+        report = session.api.post(path, {"workloads": bodies})
+    if session.output != "table":
+        machine(report, session.output)
+        return
+    stdout.print(table(report["workloads"], CHECK_COLUMNS))
+    basis = report["basis"]
+    if basis and basis["note"]:
+        stderr.print(f"{basis['note']} Answered from a fresh read of the cluster.")
+
+
 @click.command()
 @click.option("-f", "--file", "path", required=True, help="The job file (YAML; - for stdin).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a field.")
+@click.option(
+    "--check", is_flag=True, help="Only say what the scheduler would do with it; submit nothing."
+)
 @click.option("--wait", is_flag=True, help="Wait until the workloads run (or --for done).")
 @TARGET
 @TIMEOUT
 @INTERVAL
 @scoped(project=True)
-def submit(session: Session, path, overrides, wait, target, timeout, interval):
+def submit(session: Session, path, overrides, check, wait, target, timeout, interval):
     """Submit the workload of a job file (a job array through the batch endpoint)."""
     project, bodies = jobfile.load(path, overrides)
     if project and not session.project_flag:  # --project wins over the file's project
         session.target.project = project
+    if check:
+        _check(session, bodies)
+        return
     if len(bodies) == 1:
         created = [session.api.post(session.project_path("workloads/"), bodies[0])]
     else:
@@ -118,6 +179,31 @@ def ls(session: Session, state, kind, tier, name, watch, interval, timeout):
             live.update(table(read(), COLUMNS), refresh=True)
 
 
+def start_range(pending: dict) -> str:
+    """A waiting workload's estimated start as people read it: "likely 2026-12-03 10:00
+    (between 09:10 and 13:40)" (UTC); a bound on another day names its date."""
+    if not pending.get("estimated_start"):
+        return "-"
+    likely, low, high = (
+        datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+        for value in (
+            pending["estimated_start"],
+            pending.get("estimated_start_low"),
+            pending.get("estimated_start_high"),
+        )
+    )
+
+    def at(moment: datetime) -> str:
+        return moment.strftime("%H:%M" if moment.date() == likely.date() else "%Y-%m-%d %H:%M")
+
+    text = f"likely {likely:%Y-%m-%d %H:%M} UTC"
+    if low is None or low == likely == high:
+        return text
+    if high is None:
+        return f"{text} (not before {at(low)})"
+    return f"{text} (between {at(low)} and {at(high)})"
+
+
 @click.command()
 @click.argument("name")
 @scoped(project=True)
@@ -125,6 +211,8 @@ def get(session: Session, name):
     """Show one workload: its request, state, placements and times."""
     workload = session.api.get(workload_path(session, name))
     show_object(workload, session.output)
+    if session.output == "table" and workload["pending"]:
+        stdout.print(f"estimated start: {start_range(workload['pending'])}")
     if session.output == "table" and workload["placements"]:
         placements = [("REPLICA", "replica"), ("NODE", "node"), ("GPUS", "gpu_indices")]
         stdout.print(table(workload["placements"], placements, title="placements"))
@@ -164,7 +252,7 @@ def why(session: Session, name):
     elif pending:
         stdout.print(f"{name} is pending: {pending['message']} [{pending['code']}]")
         stdout.print(f"  queue position: {cell(pending['queue_position'])}")
-        stdout.print(f"  estimated start: {cell(pending['estimated_start'])}")
+        stdout.print(f"  estimated start: {start_range(pending)}")
         if pending.get("alternatives"):
             stdout.print("What would unblock it (tried on the scheduler as the cluster is now):")
             for alternative in pending["alternatives"]:

@@ -15,6 +15,7 @@ from django.db import transaction
 from billing import services as billing
 from billing.models import CancellationCharge, CatalogItem, Order
 from portal import clock
+from portal.management.demo_history import HISTORY_SPAN, demo_history_seed
 from scheduling import services as scheduling
 from scheduling.backends import get_backend
 from scheduling.models import GpuClass, PriorityTier, QuotaGrant, Workload
@@ -60,6 +61,7 @@ class Command(BaseCommand):
         self._cluster()
         self._quotas(acme)
         self._workloads(acme, member)
+        demo_history_seed()
         self._reservations(acme, owner_caller, Caller(user=operator))
         self._catalog(Caller(user=operator))
         self._order(acme, owner_caller, Caller(user=operator))
@@ -169,6 +171,7 @@ class Command(BaseCommand):
                     hourly * 8 * 730 * Decimal("0.7"),
                 )
             )
+        since = clock.now() - HISTORY_SPAN - timedelta(days=2)
         for item_slug, item_name, kind, tier, price in offers:
             if CatalogItem.objects.filter(slug=item_slug).exists():
                 continue
@@ -182,13 +185,16 @@ class Command(BaseCommand):
                     mig_profile=profile,
                     tier=tier,
                     quantity=8 if kind == "quota_package" else 1,
-                    active_from=clock.now() - timedelta(days=1),
+                    active_from=since,
                 ),
             )
+            # In force since before the demo's recorded days, so that all of it is priced.
             billing.price_version_add(
                 caller=operator_caller,
                 item=item,
                 unit_price=price.quantize(Decimal("0.0001")),
+                effective_from=since,
+                now=since,
             )
 
     def _order(self, acme, owner_caller, operator_caller):

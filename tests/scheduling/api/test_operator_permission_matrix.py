@@ -78,6 +78,7 @@ OPERATIONS = {
     ),
     "queue": ("get", f"{OP}/queue/", None, 200),
     "insights": ("get", f"{OP}/insights/", None, 200),
+    "estimate calibration": ("get", f"{OP}/estimates/calibration/?days=7", None, 200),
 }
 
 

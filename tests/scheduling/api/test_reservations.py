@@ -9,6 +9,7 @@ from scheduling.models import Reservation
 from tenants.permissions import Caller
 
 from ...roles import MANAGING
+from ..capacity import reserve_h100
 
 pytestmark = pytest.mark.django_db
 
@@ -154,16 +155,12 @@ def clock_at_local(*, hour: int, zone) -> datetime:
 
 
 def reserve(user, organization, *, starts_at: datetime, hours: int, gpus: int = 8):
-    return services.reservations_request(
-        caller=Caller(user=user),
-        organization=organization,
-        request=services.ReservationRequest(
-            gpu_class="H100-80GB",
-            gpus=gpus,
-            starts_at=starts_at,
-            ends_at=starts_at + timedelta(hours=hours),
-            pool="dgx-h100",
-        ),
+    return reserve_h100(
+        user,
+        organization,
+        starts_at=starts_at,
+        ends_at=starts_at + timedelta(hours=hours),
+        gpus=gpus,
     )
 
 

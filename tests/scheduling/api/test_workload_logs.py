@@ -7,7 +7,7 @@ import pytest
 
 from portal import clock
 from scheduling import services
-from scheduling.models import Workload
+from scheduling.models import Workload, WorkloadLogTail
 from tenants.permissions import Caller
 
 from ...roles import READING
@@ -132,10 +132,11 @@ def test_a_refusal_is_json_even_to_a_client_that_accepts_text(ready, submit, api
     assert response.json()["error"]["code"] == "workload_not_started"
 
 
-def test_the_logs_of_a_workload_whose_containers_were_removed_are_gone(running, api_as, cluster):
+def test_the_logs_of_a_workload_removed_with_nothing_kept_are_gone(running, api_as, cluster):
     workload = Workload.objects.get(name="train-1")
     services.workload_cancel(caller=Caller(user=running["owner"]), workload=workload)
     services.workload_objects_delete(workload_id=workload.pk, backend=cluster)
+    WorkloadLogTail.objects.all().delete()  # as before tails were kept
     response = _logs(api_as(running["member"]))
     assert (response.status_code, response.json()["error"]["code"]) == (409, "logs_gone")
 

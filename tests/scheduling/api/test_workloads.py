@@ -1,3 +1,5 @@
+from datetime import timedelta
+
 import pytest
 
 from scheduling.models import Workload
@@ -219,6 +221,19 @@ def test_a_waiting_workload_shows_why_and_its_queue_position(ready, submit, cycl
     pending = api_as(ready["member"]).get(f"{URL}next/").json()["pending"]
     assert (pending["code"], pending["queue_position"]) == ("quota", 1)
     assert pending["message"] == "H100-80GB: 64 of 64 in use by acme, 8 more requested"
+
+
+def test_a_waiting_workload_shows_its_estimated_start_as_a_range(ready, submit, cycle, api_as):
+    submit(name="big", gpus=8, replicas=8, max_runtime=timedelta(hours=2))
+    submit(name="next", gpus=8)
+    cycle()
+    pending = api_as(ready["member"]).get(f"{URL}next/").json()["pending"]
+    assert (
+        pending["estimated_start_low"]
+        == pending["estimated_start"]
+        == pending["estimated_start_high"]
+        is not None
+    )
 
 
 def test_an_admitted_workload_shows_its_placements(ready, submit, cycle, api_as):

@@ -1,5 +1,5 @@
 """What would unblock a pending workload: the engine's alternatives (`engine.alternatives`),
-computed on demand for the one workload shown, on the state the next cycle would weigh.
+computed on demand for the one workload shown, on the state the last cycle kept (the what-if's).
 
 Too costly for every pending workload each cycle (a state load and up to
 `engine.alternatives.MAX_TRIALS` engine runs each), so only the workload a page, the API's
@@ -18,12 +18,13 @@ from django.core.cache import cache
 from portal import clock
 from tenants.permissions import Action, Caller, authorize
 
-from ..cycle_inputs import cycle_inputs, default_policy
 from ..engine.alternatives import Alternative, alternatives
 from ..engine.model import MILLI_PER_GPU
-from ..engine.trials import AnswerOf, cycle_answers
-from ..models import SchedulerState, Workload
-from .prices import usage_prices
+from ..engine.trials import kept_answers
+from ..models import NodePool, SchedulerState, Workload
+from ..selectors.prices import usage_prices
+from ..specs_from_models import engine_request, gpu_tolerations
+from .what_if import cycle_end_now
 
 # How long a workload's alternatives are reused within one cycle: a page refreshing every
 # 5 s, or `gpuctl wait` polling, asks the engine once.
@@ -137,22 +138,17 @@ def _shown(alternative: Alternative, workload: Workload) -> ShownAlternative:
 
 
 def _computed(workload: Workload, *, now: datetime) -> tuple[ShownAlternative, ...]:
-    inputs = cycle_inputs(now=now)
-    request = next((r for r in inputs.requests if r.id == str(workload.pk)), None)
-    if request is None:
+    end, _ = cycle_end_now(now=now)
+    waited = workload.submitted_at > end.decided_at or end.waits(str(workload.pk))
+    if not waited:
         return ()  # held by another app's check, or in its eviction backoff: nothing to try
-    answer_of: AnswerOf = cycle_answers(
-        snapshot=inputs.snapshot,
-        pending=inputs.requests,
-        running=inputs.running,
-        now=now,
-        policy=default_policy(),
-    )
+    request = engine_request(workload, tolerations=gpu_tolerations(NodePool.objects.all()))
+    answer_of = kept_answers(end, now=now)
     found = alternatives(
         request=request,
         waiting=answer_of(request),
-        snapshot=inputs.snapshot,
-        running=inputs.running,
+        snapshot=end.snapshot,
+        running=end.running,
         now=now,
         answer_of=answer_of,
         may_shrink=may_shrink(workload.kind),

@@ -1,9 +1,9 @@
-"""`selectors.workload_alternatives`: the engine's alternatives for the one workload shown, by
+"""`services.workload_alternatives`: the engine's alternatives for the one workload shown, by
 the portal's rule for less GPU, computed once per cycle."""
 
 import pytest
 
-from scheduling import selectors
+from scheduling import selectors, services
 from tenants.permissions import Caller
 
 pytestmark = pytest.mark.django_db
@@ -19,7 +19,7 @@ def four_h100_free(submit, cycle):
 
 
 def _kinds(workload, user) -> dict[str, str]:
-    shown = selectors.workload_alternatives(caller=Caller(user=user), workload=workload)
+    shown = services.workload_alternatives(caller=Caller(user=user), workload=workload)
     return {a.kind: a.change for a in shown}
 
 
@@ -41,8 +41,8 @@ def test_a_second_look_within_the_same_cycle_asks_the_engine_no_more(
     waiting_for_h100, ai_dev, mia, django_assert_num_queries
 ):
     workload = selectors.workload_get(caller=Caller(user=mia), project=ai_dev, name="waits")
-    first = selectors.workload_alternatives(caller=Caller(user=mia), workload=workload)
+    first = services.workload_alternatives(caller=Caller(user=mia), workload=workload)
     # The caller's role, and the last cycle's time for the key: no state, no engine.
     with django_assert_num_queries(2):
-        again = selectors.workload_alternatives(caller=Caller(user=mia), workload=workload)
+        again = services.workload_alternatives(caller=Caller(user=mia), workload=workload)
     assert (again, bool(first)) == (first, True)

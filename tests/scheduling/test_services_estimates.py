@@ -1,0 +1,118 @@
+"""Start estimates in the cycle: the range is stored, each workload's first estimate is kept
+with its actual start, and running work's remaining time is drawn from what similar finished
+work ran."""
+
+from datetime import timedelta
+
+import pytest
+
+from portal import clock
+from scheduling import selectors, services
+from scheduling.models import Workload
+
+pytestmark = pytest.mark.django_db
+
+HOURS_2 = timedelta(hours=2)
+
+
+@pytest.fixture
+def full_for_two_hours(submit, cycle):
+    """Eight one-node gangs with a two-hour max runtime fill all 64 H100 GPUs."""
+    workloads = [submit(name=f"fill-{n}", gpus=8, max_runtime=HOURS_2) for n in range(8)]
+    cycle()
+    return workloads
+
+
+def _end(workloads) -> None:
+    for workload in workloads:
+        services.workload_end(workload_id=workload.pk, state="Succeeded", reason="done")
+
+
+def test_a_waiting_workload_stores_its_estimated_range(full_for_two_hours, submit, cycle):
+    waiting = submit(name="waiting", gpus=8)
+    cycle()
+    waiting.refresh_from_db()
+    full_for_two_hours[0].refresh_from_db()
+    first_end = full_for_two_hours[0].admitted_at + HOURS_2
+    assert (
+        waiting.estimated_start_low
+        == waiting.estimated_start
+        == waiting.estimated_start_high
+        == first_end
+    )
+
+
+def test_the_first_estimate_is_recorded_when_it_enters_the_queue(full_for_two_hours, submit, cycle):
+    waiting = submit(name="waiting", gpus=8)
+    cycle()
+    waiting.refresh_from_db()
+    assert waiting.first_estimate_at is not None
+    assert waiting.first_estimate == waiting.estimated_start
+
+
+def test_the_first_estimate_is_kept_while_later_ones_change(full_for_two_hours, submit, cycle):
+    waiting = submit(name="waiting", gpus=8)
+    cycle()
+    waiting.refresh_from_db()
+    first = waiting.first_estimate
+    # The running work will run longer than it said: the next estimate is later.
+    Workload.objects.filter(name__startswith="fill-").update(max_runtime=HOURS_2 * 2)
+    cycle()
+    waiting.refresh_from_db()
+    assert waiting.first_estimate == first != waiting.estimated_start
+
+
+def test_the_actual_start_is_recorded_when_an_estimated_workload_is_admitted(
+    full_for_two_hours, submit, cycle
+):
+    waiting = submit(name="waiting", gpus=8)
+    cycle()
+    clock.advance(seconds=1800)
+    _end(full_for_two_hours[:1])
+    cycle()
+    waiting.refresh_from_db()
+    assert waiting.first_estimate_actual == waiting.admitted_at is not None
+
+
+def test_work_admitted_at_once_records_no_estimate(submit, cycle):
+    at_once = submit(name="at-once", gpus=8)
+    cycle()
+    at_once.refresh_from_db()
+    assert (at_once.first_estimate, at_once.first_estimate_actual) == (None, None)
+
+
+def _finished(submit, name: str, *, hours: float, **fields) -> Workload:
+    """A workload that ran ``hours`` from its admission and succeeded."""
+    workload = submit(name=name, **fields)
+    ended = clock.now()
+    Workload.objects.filter(pk=workload.pk).update(
+        state=Workload.State.SUCCEEDED,
+        admitted_at=ended - timedelta(hours=hours),
+        finished_at=ended,
+    )
+    return workload
+
+
+def test_runtime_samples_come_from_similar_finished_work(submit):
+    for n in range(10):
+        _finished(submit, f"done-{n}", hours=n + 1, gpus=8)
+    running = submit(name="running", gpus=8)
+    samples = selectors.runtime_samples(workloads=[running], now=clock.now(), seed=1)
+    bucket = samples.bucket_of[str(running.pk)]
+    assert samples.buckets[bucket] == tuple(float(h * 3600) for h in range(1, 11))
+
+
+def test_a_bucket_with_too_few_runs_gives_way_to_a_coarser_one(submit):
+    for n in range(10):
+        _finished(submit, f"done-{n}", hours=1, gpus=8)
+    running = submit(name="running", gpus=4)
+    samples = selectors.runtime_samples(workloads=[running], now=clock.now(), seed=1)
+    assert samples.bucket_of[str(running.pk)] == f"{running.project.organization.slug}/training"
+
+
+def test_cancelled_work_gives_no_runtime_sample(submit):
+    for n in range(10):
+        workload = _finished(submit, f"done-{n}", hours=1, gpus=8)
+        Workload.objects.filter(pk=workload.pk).update(state=Workload.State.CANCELLED)
+    samples = selectors.runtime_samples(workloads=[], now=clock.now(), seed=1)
+    assert samples.buckets == {}
