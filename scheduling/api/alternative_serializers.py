@@ -20,7 +20,7 @@ class QuotaPrefillOutput(serializers.Serializer):
     )
 
     def get_form_url(self, prefill) -> str:
-        organization = self.context["workload"].project.organization.slug
+        organization = self.context["organization_slug"]
         return f"{reverse('workloads:quotas', args=[organization])}?{prefill.query}"
 
 
@@ -81,6 +81,6 @@ class WorkloadDetailOutput(WorkloadOutput):
         pending = super().get_pending(workload)
         if pending is None:
             return None
-        context = {**self.context, "workload": workload}
+        context = {**self.context, "organization_slug": workload.project.organization.slug}
         shown = AlternativeOutput(self.context["alternatives"], many=True, context=context)
         return {**pending, "alternatives": shown.data}

@@ -18,7 +18,7 @@
 - alternatives: what would unblock a pending workload, tried on the what-if's state on demand
 """
 
-from .alternatives import QuotaPrefill, ShownAlternative, workload_alternatives
+from .alternatives import QuotaPrefill, ShownAlternative
 from .cycle import CycleResult, scheduling_cycle_request, scheduling_cycle_run
 from .following import idle_and_runtime_check, workloads_sync
 from .inventory import cluster_description_apply, inventory_sync
@@ -82,7 +82,7 @@ from .submission import (
     workload_submit,
     workloads_submit,
 )
-from .what_if import WhatIfReport, WorkloadWhatIf, workloads_what_if
+from .what_if import WhatIfReport, WorkloadWhatIf, workload_alternatives, workloads_what_if
 
 __all__ = [
     "BATCH_MAX",

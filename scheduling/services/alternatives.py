@@ -1,11 +1,8 @@
-"""What would unblock a pending workload: the engine's alternatives (`engine.alternatives`),
-computed on demand for the one workload shown, on the state the last cycle kept (the what-if's).
-
-Too costly for every pending workload each cycle (a state load and up to
-`engine.alternatives.MAX_TRIALS` engine runs each), so only the workload a page, the API's
-detail or `gpuctl why` shows; kept for a short while per cycle, since the state they depend on
-moves only with cycles and submissions.
-"""
+"""What would unblock a waiting workload: the engine's alternatives (`engine.alternatives`),
+each tried by a what-if on the state the last cycle kept, as the portal shows them (with their
+cost at the catalog's prices and a quota request's prefilled form). ``what_if`` asks for them:
+for a what-if's waiting answer, and for the one pending workload a page, the API's detail or
+`gpuctl why` shows."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -13,22 +10,13 @@ from decimal import Decimal
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.core.cache import cache
-
-from portal import clock
-from tenants.permissions import Action, Caller, authorize
 
 from ..engine.alternatives import Alternative, alternatives
-from ..engine.model import MILLI_PER_GPU
+from ..engine.model import MILLI_PER_GPU, Request
 from ..engine.trials import kept_answers
-from ..models import NodePool, SchedulerState, Workload
+from ..engine.what_if import CycleEnd
+from ..models import Workload
 from ..selectors.prices import usage_prices
-from ..specs_from_models import engine_request, gpu_tolerations
-from .what_if import cycle_end_now
-
-# How long a workload's alternatives are reused within one cycle: a page refreshing every
-# 5 s, or `gpuctl wait` polling, asks the engine once.
-CACHE_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -100,7 +88,7 @@ def _costs(alternative: Alternative, workload: Workload) -> tuple[Decimal | None
     return (prices.cost(**priced, span=runtime) if runtime else None), hourly
 
 
-def _shown(alternative: Alternative, workload: Workload) -> ShownAlternative:
+def _shown(alternative: Alternative, workload: Workload, *, waits_because: str) -> ShownAlternative:
     variant = alternative.request
     cost, cost_per_hour = _costs(alternative, workload)
     prefill = None
@@ -111,9 +99,7 @@ def _shown(alternative: Alternative, workload: Workload) -> ShownAlternative:
             resource=increase.resource,
             mig_profile=increase.mig_profile or "",
             amount=increase.amount,
-            reason=f"{workload.project.slug}/{workload.name} waits: {workload.pending_message}"[
-                :1000
-            ],
+            reason=f"{workload.project.slug}/{workload.name} waits: {waits_because}"[:1000],
         )
     return ShownAlternative(
         kind=alternative.kind.value,
@@ -137,12 +123,11 @@ def _shown(alternative: Alternative, workload: Workload) -> ShownAlternative:
     )
 
 
-def _computed(workload: Workload, *, now: datetime) -> tuple[ShownAlternative, ...]:
-    end, _ = cycle_end_now(now=now)
-    waited = workload.submitted_at > end.decided_at or end.waits(str(workload.pk))
-    if not waited:
-        return ()  # held by another app's check, or in its eviction backoff: nothing to try
-    request = engine_request(workload, tolerations=gpu_tolerations(NodePool.objects.all()))
+def alternatives_shown(
+    end: CycleEnd, request: Request, workload: Workload, *, now: datetime, waits_because: str
+) -> tuple[ShownAlternative, ...]:
+    """The alternatives of ``request`` (``workload``'s, waiting for ``waits_because``), tried
+    by what-ifs on the state a cycle kept, soonest start first."""
     answer_of = kept_answers(end, now=now)
     found = alternatives(
         request=request,
@@ -153,20 +138,4 @@ def _computed(workload: Workload, *, now: datetime) -> tuple[ShownAlternative, .
         answer_of=answer_of,
         may_shrink=may_shrink(workload.kind),
     )
-    return tuple(_shown(a, workload) for a in found)
-
-
-def workload_alternatives(*, caller: Caller, workload: Workload) -> tuple[ShownAlternative, ...]:
-    """The alternatives of a pending workload, soonest start first (none for one not pending)."""
-    authorize(
-        caller=caller, organization=workload.project.organization, action=Action.WORKLOAD_VIEW
-    )
-    if workload.state != Workload.State.PENDING:
-        return ()
-    cycle = SchedulerState.objects.filter(pk=1).values_list("last_cycle_at", flat=True).first()
-    key = f"scheduling:alternatives:{workload.pk}:{cycle.isoformat() if cycle else ''}"
-    shown = cache.get(key)
-    if shown is None:
-        shown = _computed(workload, now=clock.now())
-        cache.set(key, shown, CACHE_SECONDS)
-    return shown
+    return tuple(_shown(a, workload, waits_because=waits_because) for a in found)

@@ -4,7 +4,7 @@ the real engine (``cycle_answers``), and each admitted when submitted as offered
 from dataclasses import replace
 from datetime import timedelta
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from scheduling.engine import ClusterSnapshot, Policy, Reservation, schedule
@@ -14,7 +14,14 @@ from scheduling.engine.alternatives import (
     QuotaIncrease,
     alternatives,
 )
-from scheduling.engine.trials import answer_in, cluster_at, cycle_answers, with_quota
+from scheduling.engine.trials import (
+    answer_in,
+    cluster_at,
+    cycle_answers,
+    kept_answers,
+    with_quota,
+)
+from scheduling.engine.what_if import schedule_keeping
 
 from .builders import NOW, node, on, quota, request, running
 
@@ -258,13 +265,8 @@ def clusters(draw):
     return _snapshot(nodes, quotas=quotas, reservations=reservations), work, job
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
-@given(clusters())
-def test_each_alternative_offered_is_admitted_or_starts_as_offered_when_submitted(case):
+def _each_offered_starts_as_offered(case, answer_of) -> None:
     snapshot, work, job = case
-    answer_of = cycle_answers(
-        snapshot=snapshot, pending=[job], running=work, now=NOW, policy=POLICY
-    )
     waiting = answer_of(job)
     if waiting.admitted:
         return
@@ -280,3 +282,25 @@ def test_each_alternative_offered_is_admitted_or_starts_as_offered_when_submitte
     for alternative in found:
         submitted = _as_submitted(alternative, snapshot, [job], work)
         assert submitted.start(now=alternative.not_before or NOW) == alternative.start
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(clusters())
+def test_each_alternative_offered_is_admitted_or_starts_as_offered_when_submitted(case):
+    snapshot, work, job = case
+    answer_of = cycle_answers(
+        snapshot=snapshot, pending=[job], running=work, now=NOW, policy=POLICY
+    )
+    _each_offered_starts_as_offered(case, answer_of)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(clusters())
+def test_each_alternative_tried_on_the_kept_state_starts_as_offered_when_submitted(case):
+    """What the portal offers: alternatives tried by what-ifs on the state a cycle kept."""
+    snapshot, work, job = case
+    _, end = schedule_keeping(
+        snapshot=snapshot, pending=[job], running=work, now=NOW, policy=POLICY
+    )
+    assume(end.settled)
+    _each_offered_starts_as_offered(case, kept_answers(end, now=NOW))
