@@ -148,13 +148,19 @@ def runtime_samples(
     return RuntimeSamples(buckets=buckets, bucket_of={r.id: r.tenant for r in work}, seed=seed)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def state_arguments(description: str) -> argparse.ArgumentParser:
+    """A parser of what ``build`` and the policy take: the benchmarks on this state share it."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--nodes", type=int, default=1_000)
     parser.add_argument("--pending", type=int, default=10_000)
     parser.add_argument("--tenants", type=int, default=100)
     parser.add_argument("--policy", default="fgd_small_first")
     parser.add_argument("--seed", type=int, default=42)
+    return parser
+
+
+def main() -> None:
+    parser = state_arguments(__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="cycles timed; the median counts")
     parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
     parser.add_argument(

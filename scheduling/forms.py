@@ -234,6 +234,12 @@ class QuotaRequestForm(forms.Form):
             (project.slug, project.name) for project in projects
         ]
 
+    @classmethod
+    def prefill(cls, query) -> dict[str, str]:
+        """The form's initial values given in a query string (the rest ignored); it validates
+        them only once submitted."""
+        return {name: query[name] for name in cls.base_fields if name in query}
+
     def as_ask(self) -> QuotaAsk:
         data = self.cleaned_data
         return QuotaAsk(

@@ -122,6 +122,7 @@ def workload_detail(request, org_slug: str, project_slug: str, name: str):
             "clock": selectors.workload_clock(workload, now=clock.now()),
             "can_cancel": can_cancel,
             "log_pane_lines": LOG_PANE_LINES,
+            "alternatives": services.workload_alternatives(caller=caller, workload=workload),
         },
     )
 
@@ -321,6 +322,8 @@ def quotas(request, org_slug: str):
     can_ask = role_allows(organization.my_role, Action.QUOTA_REQUEST)
     form = QuotaRequestForm(
         request.POST or None,
+        # A workload's alternative links here with the missing amount filled in.
+        initial=QuotaRequestForm.prefill(request.GET),
         classes=selectors.gpu_class_list(),
         projects=tenant_selectors.project_list(caller=caller, organization=organization),
     )

@@ -240,6 +240,8 @@ SPECTACULAR_SETTINGS = {
         "OrderOutputStateEnum": "billing.models.Order.State",
         "QuotaRequestOutputStateEnum": "scheduling.models.QuotaRequest.State",
         "ReservationOutputStateEnum": "scheduling.models.Reservation.State",
+        # The workload list's and the workload detail's outputs share it.
+        "WorkloadOutputStateEnum": "scheduling.models.Workload.State",
         "ScopeEnum": "tenants.models.ApiToken.TENANT_SCOPES",
     },
     # A PATCH body's required fields stay required (members: `role`), as the views demand.

@@ -18,6 +18,7 @@ from scheduling.models import QuotaGrant, QuotaRequest, Reservation, Workload
 from tenants.lookups import organization_of, project_of
 from tenants.permissions import caller_of
 
+from .alternative_serializers import WorkloadDetailOutput
 from .filters import WorkloadFilter
 from .serializers import (
     GpuClassOutput,
@@ -120,11 +121,13 @@ class WorkloadBatchApi(ApiView):
 
 
 class WorkloadDetailApi(ApiView):
-    @extend_schema(operation_id="workloads_retrieve", responses=WorkloadOutput)
+    @extend_schema(operation_id="workloads_retrieve", responses=WorkloadDetailOutput)
     def get(self, request, org_slug: str, project_slug: str, name: str):
+        caller = caller_of(request)
         project = project_of(request, org_slug, project_slug)
-        workload = selectors.workload_get(caller=caller_of(request), project=project, name=name)
-        return Response(WorkloadOutput(workload).data)
+        workload = selectors.workload_get(caller=caller, project=project, name=name)
+        shown = services.workload_alternatives(caller=caller, workload=workload)
+        return Response(WorkloadDetailOutput(workload, context={"alternatives": shown}).data)
 
 
 class WorkloadCancelApi(ApiView):

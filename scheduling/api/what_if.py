@@ -12,6 +12,7 @@ from scheduling import services
 from tenants.lookups import project_of
 from tenants.permissions import caller_of
 
+from .alternative_serializers import AlternativeOutput
 from .serializers import PendingOutput, WorkloadBatchInput, WorkloadSubmitInput
 
 
@@ -50,6 +51,11 @@ class WorkloadWhatIfOutput(serializers.Serializer):
         help_text="Why submitting it would be refused, by field (or by the check's code).",
     )
     cost = WhatIfCostOutput(allow_null=True, help_text="At the catalog's prices; null: unpriced.")
+    alternatives = AlternativeOutput(
+        many=True,
+        help_text="When it would wait: what would unblock it, variants the engine has tried "
+        "that start it sooner (each alone, not with the rest of a batch).",
+    )
 
 
 class WhatIfBasisOutput(serializers.Serializer):
@@ -67,7 +73,7 @@ class WhatIfOutput(serializers.Serializer):
     workloads = WorkloadWhatIfOutput(many=True)
 
 
-def _data(report: services.WhatIfReport) -> dict:
+def _data(report: services.WhatIfReport, *, organization_slug: str) -> dict:
     rows = []
     for item in report.workloads:
         answer = item.answer
@@ -84,10 +90,12 @@ def _data(report: services.WhatIfReport) -> dict:
                 "pending": answer.pending if answer else None,
                 "refusal": item.refusal,
                 "cost": asdict(item.cost) if item.cost else None,
+                "alternatives": item.alternatives,
             }
         )
     basis = asdict(report.basis) if report.basis else None
-    return WhatIfOutput({"basis": basis, "workloads": rows}).data
+    context = {"organization_slug": organization_slug}
+    return WhatIfOutput({"basis": basis, "workloads": rows}, context=context).data
 
 
 WHAT_IF = (
@@ -109,7 +117,7 @@ class _WhatIfApi(ApiView):
         report = services.workloads_what_if(
             caller=caller_of(request), project=project, requests=requests, batch=self.batch
         )
-        return Response(_data(report))
+        return Response(_data(report, organization_slug=project.organization.slug))
 
 
 def _documented(*, operation_id: str, body, what: str):

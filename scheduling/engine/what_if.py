@@ -53,6 +53,17 @@ class CycleEnd:
     decided_at: datetime
     settled: bool  # it admitted and evicted nothing: the next cycle decides the same
 
+    def waits(self, request_id: str) -> bool:
+        """Whether the cycle left ``request_id`` waiting (weighed, not admitted)."""
+        return bool((self.waiting.ids == request_id.encode()).any())
+
+    def without(self, request_id: str) -> CycleEnd:
+        """The state as if ``request_id`` were not waiting, for a variant of it tried in its
+        place: its shadow gone. (The waiting queue stays: a request never counts one with its
+        own id and submit time ahead of it.)"""
+        heads = tuple(head for head in self.heads if head[0].id != request_id)
+        return dataclasses.replace(self, heads=heads)
+
 
 @dataclass(frozen=True)
 class WhatIf:

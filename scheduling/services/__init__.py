@@ -15,8 +15,10 @@
 - timeline: the workload's events as its users read them
 - what_if: what the scheduler would do with a submission, writing nothing (what_if_state:
   the state each cycle keeps for it)
+- alternatives: what would unblock a pending workload, tried on the what-if's state on demand
 """
 
+from .alternatives import QuotaPrefill, ShownAlternative
 from .cycle import CycleResult, scheduling_cycle_request, scheduling_cycle_run
 from .following import idle_and_runtime_check, workloads_sync
 from .inventory import cluster_description_apply, inventory_sync
@@ -80,15 +82,17 @@ from .submission import (
     workload_submit,
     workloads_submit,
 )
-from .what_if import WhatIfReport, WorkloadWhatIf, workloads_what_if
+from .what_if import WhatIfReport, WorkloadWhatIf, workload_alternatives, workloads_what_if
 
 __all__ = [
     "BATCH_MAX",
     "CycleResult",
     "GrantKey",
     "QuotaAsk",
+    "QuotaPrefill",
     "Reconciled",
     "ReservationRequest",
+    "ShownAlternative",
     "WhatIfReport",
     "WorkloadRequest",
     "WorkloadWhatIf",
@@ -129,6 +133,7 @@ __all__ = [
     "setting_delete",
     "setting_save",
     "simulated_node_fail",
+    "workload_alternatives",
     "workload_cancel",
     "workload_end",
     "workload_launch",

@@ -8,22 +8,28 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 
+from portal import clock
 from portal.errors import Conflict
 from portal.events import ExtensionPoint, checks_run
 from tenants.models import Project
-from tenants.permissions import Caller
+from tenants.permissions import Action, Caller, authorize
 
 from .. import engine
-from ..models import NodePool, Workload
+from ..models import NodePool, SchedulerState, Workload
 from ..selectors.prices import usage_prices
 from ..specs_from_models import engine_request, gpu_tolerations
+from .alternatives import ShownAlternative, alternatives_shown
 from .cycle import cycle_decide, cycle_inputs
 from .submission import WorkloadRequest, submission_checked
 from .what_if_state import cycle_end_fresh
 
 HOUR = timedelta(hours=1)
+# How long a pending workload's alternatives are reused within one cycle: a page refreshing
+# every 5 s, or `gpuctl wait` polling, asks the engine once.
+ALTERNATIVES_CACHE_SECONDS = 60
 
 
 class Outcome:
@@ -57,6 +63,7 @@ class WorkloadWhatIf:
     answer: engine.WhatIf | None  # None when refused
     refusal: dict[str, list[str]]
     cost: Cost | None
+    alternatives: tuple[ShownAlternative, ...] = ()  # what would unblock it, if it waits
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,7 @@ def workloads_what_if(
     }
     asked = [w for index, w in enumerate(workloads) if not refused[index]]
     answers: dict[str, engine.WhatIf] = {}
+    unblocking: dict[str, tuple[ShownAlternative, ...]] = {}
     basis = None
     if asked:
         end, basis = cycle_end_now(now=checked.at)
@@ -114,6 +122,17 @@ def workloads_what_if(
         requests_asked = [engine_request(w, tolerations=tolerations) for w in asked]
         answered = engine.what_if(end, requests_asked, now=checked.at)
         answers = {a.request_id: a for a in answered}
+        unblocking = {
+            request.id: alternatives_shown(
+                end,
+                request,
+                workload,
+                now=checked.at,
+                waits_because=answers[request.id].pending.message,
+            )
+            for request, workload in zip(requests_asked, asked, strict=True)
+            if not answers[request.id].admitted
+        }
     prices = usage_prices(organization_id=project.organization_id, at=checked.at)
     report = []
     for index, workload in enumerate(workloads):
@@ -129,6 +148,7 @@ def workloads_what_if(
                 answer=answer,
                 refusal=refused[index],
                 cost=_cost(workload, answer, prices),
+                alternatives=unblocking.get(str(workload.pk), ()),
             )
         )
     return WhatIfReport(workloads=report, basis=basis)
@@ -176,4 +196,32 @@ def _cost(workload: Workload, answer: engine.WhatIf | None, prices) -> Cost | No
         amount=amount,
         currency=settings.PORTAL_CURRENCY,
         per="run" if workload.max_runtime else "hour",
+    )
+
+
+def workload_alternatives(*, caller: Caller, workload: Workload) -> tuple[ShownAlternative, ...]:
+    """What would unblock a pending workload, soonest start first (none for one not pending,
+    nor for one the last cycle did not weigh: held by another app's check, or in its eviction
+    backoff). Kept per cycle for a short while."""
+    authorize(
+        caller=caller, organization=workload.project.organization, action=Action.WORKLOAD_VIEW
+    )
+    if workload.state != Workload.State.PENDING:
+        return ()
+    cycle = SchedulerState.objects.filter(pk=1).values_list("last_cycle_at", flat=True).first()
+    key = f"scheduling:alternatives:{workload.pk}:{cycle.isoformat() if cycle else ''}"
+    shown = cache.get(key)
+    if shown is None:
+        shown = _alternatives_now(workload, now=clock.now())
+        cache.set(key, shown, ALTERNATIVES_CACHE_SECONDS)
+    return shown
+
+
+def _alternatives_now(workload: Workload, *, now: datetime) -> tuple[ShownAlternative, ...]:
+    end, _ = cycle_end_now(now=now)
+    if workload.submitted_at <= end.decided_at and not end.waits(str(workload.pk)):
+        return ()
+    request = engine_request(workload, tolerations=gpu_tolerations(NodePool.objects.all()))
+    return alternatives_shown(
+        end, request, workload, now=now, waits_because=workload.pending_message
     )

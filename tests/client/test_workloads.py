@@ -224,6 +224,25 @@ def test_the_files_project_beats_the_contexts_and_the_flag_beats_the_file(gpuctl
     assert workload(gpuctl, "train-here")["project"] == "ai-dev"
 
 
+def test_why_lists_what_would_unblock_a_pending_workload(gpuctl, logged_in, job):
+    gpuctl("submit", "-f", job(), "--set", "name=too-big", "--set", "replicas=5")
+    cycle()
+    result = gpuctl("why", "too-big")
+    assert "What would unblock it" in result.stdout
+    assert "4 GPUs per replica instead of 8: starts now on dgx-h100" in result.stdout
+
+
+def test_why_links_a_quota_request_for_the_missing_gpus_to_the_form_filled_in(
+    gpuctl, logged_in, job
+):
+    gpuctl("submit", "-f", job(), "--set", "name=too-big", "--set", "replicas=5")
+    cycle()
+    pending = json.loads(gpuctl("why", "too-big", "-o", "json").stdout)["pending"]
+    ask = next(a for a in pending["alternatives"] if a["kind"] == "quota_request")
+    line = f"ask for 8 more: {logged_in}{ask['quota_request']['form_url']}"
+    assert (ask["quota_request"]["amount"], line in gpuctl("why", "too-big").stdout) == (8, True)
+
+
 def test_submit_check_prints_what_would_happen_and_submits_nothing(gpuctl, logged_in, job):
     cycle()
     result = gpuctl("submit", "--check", "-f", job())

@@ -1,4 +1,5 @@
-"""What the browser tests share besides fixtures: signing in, and where screenshots go."""
+"""What the browser tests share besides fixtures: signing in, the demo's waiting workload, and
+where screenshots go."""
 
 from pathlib import Path
 
@@ -61,3 +62,29 @@ def l4_training_submitted(*, user, organization, project, name: str, runtime_sec
         ),
     )
     return backend
+
+
+def too_big_waits() -> None:
+    """On the demo's data, after a first cycle, acme's owner submits ``too-big`` (five 8-GPU
+    replicas: 40 H100s, 8 over what acme's limit leaves) and a cycle leaves it waiting on
+    quota."""
+    from scheduling import services
+    from tenants.models import Project
+    from tenants.permissions import Caller
+
+    project = Project.objects.get(slug="ai-dev")
+    services.scheduling_cycle_run()
+    services.workload_submit(
+        caller=Caller(user=project.organization.memberships.get(role="owner").user),
+        project=project,
+        request=services.WorkloadRequest(
+            name="too-big",
+            kind="training",
+            tier="training",
+            image="nvcr.io/nvidia/pytorch:25.01-py3",
+            gpu_classes=("H100-80GB",),
+            gpus=8,
+            replicas=5,
+        ),
+    )
+    services.scheduling_cycle_run()

@@ -16,7 +16,7 @@ import pytest
 from django.conf import settings
 
 from ..factories import h100_reservation_offered
-from .browser import ARTIFACTS, signed_in
+from .browser import ARTIFACTS, signed_in, too_big_waits
 
 pytestmark = pytest.mark.e2e
 
@@ -761,27 +761,9 @@ def test_a_live_refresh_keeps_the_keyboard_focus_where_it_was(demo, open_as):
 def test_a_waiting_workload_shows_why_and_the_quota_numbers_behind_it(demo, open_as):
     """The demo's acme holds 16 of its 48 H100s (32 guaranteed); a 40-GPU job cannot fit its
     limit: its page says why, and the quota page shows the numbers that say so."""
-    from scheduling import services
     from scheduling.models import Workload
-    from tenants.models import Project
-    from tenants.permissions import Caller
 
-    project = Project.objects.get(slug="ai-dev")
-    services.scheduling_cycle_run()
-    services.workload_submit(
-        caller=Caller(user=project.organization.memberships.get(role="owner").user),
-        project=project,
-        request=services.WorkloadRequest(
-            name="too-big",
-            kind="training",
-            tier="training",
-            image="nvcr.io/nvidia/pytorch:25.01-py3",
-            gpu_classes=("H100-80GB",),
-            gpus=8,
-            replicas=5,
-        ),
-    )
-    services.scheduling_cycle_run()
+    too_big_waits()
     waiting = Workload.objects.get(name="too-big")
     page = open_as("alice@acme.example", demo)
     page.goto("/orgs/acme/projects/ai-dev/workloads/too-big/")

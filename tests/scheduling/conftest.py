@@ -146,6 +146,26 @@ def operator_client(client, django_user_model):
     return client
 
 
+@pytest.fixture
+def waiting_for_h100(quotas, actors, full_h100, submit, cycle):
+    """Every H100 is taken: a 4-GPU job ``waits``, while the A100 nodes have room for it."""
+    submit(name="waits", gpus=4)
+    cycle()
+    return actors
+
+
+@pytest.fixture
+def over_quota(quotas, actors, submit, cycle, acme):
+    """acme may hold 8 H100s and holds them (``first``): ``second``, 8 more, waits on quota."""
+    QuotaGrant.objects.filter(
+        organization=acme, gpu_class__name="H100-80GB", resource=QuotaGrant.Resource.GPUS
+    ).update(guarantee=8, limit=8)
+    submit(name="first", gpus=8)
+    submit(name="second", gpus=8)
+    cycle()
+    return actors
+
+
 def simulated_runtime(seconds: int) -> dict:
     return {"env": {"SIMULATED_RUNTIME_SECONDS": str(seconds)}}
 

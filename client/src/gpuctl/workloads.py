@@ -111,6 +111,8 @@ def _check(session: Session, bodies: list[dict]) -> None:
         machine(report, session.output)
         return
     stdout.print(table(report["workloads"], CHECK_COLUMNS))
+    for workload in report["workloads"]:
+        unblocking(session, workload["name"], workload["alternatives"])
     basis = report["basis"]
     if basis and basis["note"]:
         stderr.print(f"{basis['note']} Answered from a fresh read of the cluster.")
@@ -218,11 +220,41 @@ def get(session: Session, name):
         stdout.print(table(workload["placements"], placements, title="placements"))
 
 
+def unblocking(session: Session, what: str, alternatives: list[dict] | None) -> None:
+    """Print what would unblock ``what``: the alternatives the scheduler has tried."""
+    if not alternatives:
+        return
+    stdout.print(f"What would unblock {what} (tried on the scheduler as the cluster is now):")
+    for alternative in alternatives:
+        stdout.print(f"  - {alternative_line(alternative, server=session.api.url)}")
+
+
+def alternative_line(alternative: dict, *, server: str) -> str:
+    """One alternative in words: what changes, when it starts, where, what it costs, and for
+    a quota request the console's form filled in (on ``server``)."""
+    if alternative["admitted"] and not alternative["not_before"]:
+        start = "starts now"
+    else:
+        start = f"starts {cell(alternative['start'])}"
+    line = f"{alternative['change']}: {start}"
+    if alternative["pool"]:
+        line += f" on {alternative['pool']}"
+    if alternative["cost"] is not None:
+        line += f", {alternative['cost']} {alternative['currency']} over its max runtime"
+    elif alternative["cost_per_hour"] is not None:
+        line += f", {alternative['cost_per_hour']} {alternative['currency']} an hour"
+    ask = alternative["quota_request"]
+    if ask:
+        line += f"; ask for {ask['amount']} more: {server}{ask['form_url']}"
+    return line
+
+
 @click.command()
 @click.argument("name")
 @scoped(project=True)
 def why(session: Session, name):
-    """Why a workload waits: the scheduler's reason, its queue position and estimated start."""
+    """Why a workload waits: the scheduler's reason, its queue position and estimated start,
+    and what would unblock it (alternatives the scheduler has tried)."""
     workload = session.api.get(workload_path(session, name))
     pending = workload["pending"]
     answer = {"name": name, "state": workload["state"], "pending": pending}
@@ -232,6 +264,7 @@ def why(session: Session, name):
         stdout.print(f"{name} is pending: {pending['message']} [{pending['code']}]")
         stdout.print(f"  queue position: {cell(pending['queue_position'])}")
         stdout.print(f"  estimated start: {start_range(pending)}")
+        unblocking(session, "it", pending.get("alternatives"))
     else:
         since = workload["finished_at"] or workload["started_at"] or workload["admitted_at"]
         why_not = f" ({workload['status_reason']})" if workload["status_reason"] else ""

@@ -94,6 +94,24 @@ def test_with_its_quota_in_use_it_waits_for_quota_first_in_the_queue(ready, api_
     assert answer["pending"]["queue_position"] == 1
 
 
+def test_waiting_on_quota_it_offers_a_quota_request_with_the_form_filled_in(over_quota, api_as):
+    body = {**BODY, "replicas": 1}
+    (answer,) = ask(api_as, over_quota, body)["workloads"]
+    offered = next(a for a in answer["alternatives"] if a["kind"] == "quota_request")
+    prefill = offered["quota_request"]
+    assert (prefill["gpu_class"], prefill["amount"], prefill["form_url"][:18]) == (
+        "H100-80GB",
+        8,
+        "/orgs/acme/quotas/",
+    )
+
+
+def test_an_answer_that_would_start_now_offers_no_alternatives(ready, api_as, cycle):
+    cycle()
+    (answer,) = ask(api_as, ready)["workloads"]
+    assert (answer["outcome"], answer["alternatives"]) == ("admitted", [])
+
+
 def test_a_higher_tier_would_preempt_and_learns_only_how_many(ready, api_as, full_h100):
     body = {**BODY, "kind": "inference", "tier": "inference-prod", "replicas": 1}
     (answer,) = ask(api_as, ready, body)["workloads"]
