@@ -13,8 +13,8 @@ from django.conf import settings
 
 from ..engine.alternatives import Alternative, alternatives
 from ..engine.model import MILLI_PER_GPU, Request
-from ..engine.trials import kept_answers
-from ..engine.what_if import CycleEnd
+from ..engine.trials import answer_of_what_if, kept_answers
+from ..engine.what_if import CycleEnd, WhatIf
 from ..models import Workload
 from ..selectors.prices import usage_prices
 
@@ -124,14 +124,21 @@ def _shown(alternative: Alternative, workload: Workload, *, waits_because: str) 
 
 
 def alternatives_shown(
-    end: CycleEnd, request: Request, workload: Workload, *, now: datetime, waits_because: str
+    end: CycleEnd,
+    request: Request,
+    workload: Workload,
+    *,
+    now: datetime,
+    waits_because: str,
+    waiting: WhatIf | None = None,
 ) -> tuple[ShownAlternative, ...]:
     """The alternatives of ``request`` (``workload``'s, waiting for ``waits_because``), tried
-    by what-ifs on the state a cycle kept, soonest start first."""
+    by what-ifs on the state a cycle kept, soonest start first. ``waiting``: the what-if's
+    answer for the request alone, when already asked."""
     answer_of = kept_answers(end, now=now)
     found = alternatives(
         request=request,
-        waiting=answer_of(request),
+        waiting=answer_of_what_if(waiting) if waiting else answer_of(request),
         snapshot=end.snapshot,
         running=end.running,
         now=now,

@@ -129,6 +129,8 @@ def workloads_what_if(
                 workload,
                 now=checked.at,
                 waits_because=answers[request.id].pending.message,
+                # Asked alone, its answer is the one a variant must beat; in a batch, not.
+                waiting=answers[request.id] if len(asked) == 1 else None,
             )
             for request, workload in zip(requests_asked, asked, strict=True)
             if not answers[request.id].admitted
