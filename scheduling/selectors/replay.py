@@ -309,6 +309,12 @@ def span_parse(text: str) -> timedelta:
     return int(match[1]) * unit
 
 
+def _tenth(waits, field: str) -> float | None:
+    """A wait in minutes to a tenth, as the page and the table show it (None: none)."""
+    minutes = getattr(waits, field) if waits else None
+    return None if minutes is None else round(minutes, 1)
+
+
 def comparison_rows(report: ReplayReport) -> list[tuple[str, str, object, object]]:
     """The report's figures side by side: (section, what, current, proposed)."""
     current, proposed = report.current, report.proposed
@@ -321,10 +327,11 @@ def comparison_rows(report: ReplayReport) -> list[tuple[str, str, object, object
     for before in current.waits:
         after = waits.get((before.organization, before.tier))
         what = f"{before.organization} / {before.tier}"
-        rows.append(
-            ("Wait, median (min)", what, before.median_minutes, after and after.median_minutes)
-        )
-        rows.append(("Wait, p95 (min)", what, before.p95_minutes, after and after.p95_minutes))
+        for label, field in (
+            ("Wait, median (min)", "median_minutes"),
+            ("Wait, p95 (min)", "p95_minutes"),
+        ):
+            rows.append((label, what, _tenth(before, field), _tenth(after, field)))
         if before.never_started or (after and after.never_started):
             rows.append(
                 (
