@@ -49,6 +49,7 @@ from scheduling.engine import (  # noqa: E402
     RuntimeSamples,
     StartRange,
     calibration,
+    interval_scale,
     schedule,
 )
 from scheduling.engine.running_ends import runtime_samples  # noqa: E402
@@ -121,7 +122,10 @@ def read_trace_pods(
 class Replay:
     """The trace's pods through the engine, a cycle at every arrival and every end."""
 
-    def __init__(self, *, nodes, pods: list[TracePod], classes: list[str], draws: int) -> None:
+    def __init__(
+        self, *, nodes, pods: list[TracePod], classes: list[str], draws: int, conformal: bool
+    ) -> None:
+        self.conformal = conformal
         self.nodes = {n.name: n for n in nodes}
         self.classes = classes
         self.draws = draws
@@ -130,7 +134,9 @@ class Replay:
         self.running: dict[str, RunningWorkload] = {}
         self.finished: deque[tuple[str, str, int, float]] = deque(maxlen=SAMPLES_MAX)
         self.ends: list[tuple[float, str]] = []
-        self.estimated: dict[str, tuple[StartRange, StartRange]] = {}
+        self.estimated: dict[str, tuple[StartRange, StartRange, StartRange]] = {}
+        # The unstretched range of each pod judged, with its actual start.
+        self.raw: list[tuple[StartRange, datetime]] = []
         # Per pod judged: its id, the range, the point and its actual start.
         self.judged: list[tuple[str, StartRange, StartRange, datetime]] = []
 
@@ -152,6 +158,9 @@ class Replay:
             seed=int(at),
         )
         samples = RuntimeSamples(samples.buckets, samples.bucket_of, samples.seed, self.draws)
+        # As the portal's cycle: the draws' intervals stretched by how those of the estimates
+        # judged so far held (each judged unstretched: ``self.raw``).
+        scale = interval_scale(self.raw) if self.conformal else 1.0
         running = list(self.running.values())
         pending = sorted(self.pending.values(), key=lambda r: (r.submitted_at, r.id))
         policy = Policy(placement="bestfit", preemption=False)
@@ -176,12 +185,12 @@ class Replay:
                 point = point_of[reason.request_id]
                 if reason.estimated_start is None or point.estimated_start is None:
                     continue
+                raw = StartRange(
+                    reason.estimated_start, reason.estimated_start_low, reason.estimated_start_high
+                )
                 self.estimated[reason.request_id] = (
-                    StartRange(
-                        reason.estimated_start,
-                        reason.estimated_start_low,
-                        reason.estimated_start_high,
-                    ),
+                    raw,
+                    raw.stretched(scale, now=now),
                     StartRange(point.estimated_start, point.estimated_start, point.estimated_start),
                 )
         for admission in decided.admissions:
@@ -196,8 +205,9 @@ class Replay:
                 self._take(placement, sign=-1)
             heapq.heappush(self.ends, (at + self.pods[request.id].runs, request.id))
             if request.id in self.estimated:
-                ranged, point = self.estimated.pop(request.id)
+                raw, ranged, point = self.estimated.pop(request.id)
                 self.judged.append((request.id, ranged, point, now))
+                self.raw.append((raw, now))
 
     def end(self, request_id: str) -> None:
         workload = self.running.pop(request_id)
@@ -254,6 +264,9 @@ def main() -> None:
     parser.add_argument("--compress", type=float, default=20.0, help="arrivals this much faster")
     parser.add_argument("--draws", type=int, default=64)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--no-conformal", action="store_true", help="the draws' intervals, not stretched"
+    )
     parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
     args = parser.parse_args()
 
@@ -273,7 +286,9 @@ def main() -> None:
         classes=classes,
     )
     started = time.perf_counter()
-    replay = Replay(nodes=nodes, pods=pods, classes=classes, draws=args.draws)
+    replay = Replay(
+        nodes=nodes, pods=pods, classes=classes, draws=args.draws, conformal=not args.no_conformal
+    )
     replay.run(pods)
     ranged = figures([(r, actual) for _, r, _, actual in replay.judged])
     point = figures([(p, actual) for _, _, p, actual in replay.judged])
@@ -286,6 +301,7 @@ def main() -> None:
         "draws": args.draws,
         "estimated": len(replay.judged),
         "never_started": len(replay.pending),
+        "conformal": not args.no_conformal,
         "range_within_80": ranged["within_80"],
         "range_median_error_s": ranged["median_error_s"],
         "point_within": point["within_80"],

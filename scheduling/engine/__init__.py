@@ -6,7 +6,7 @@ keeps), ``validate_request`` at submission, and the capacity views for the conso
 """
 
 from .capacity import FragmentationView, PoolCapacity, fragmentation, pool_capacity
-from .estimates import Calibration, calibration
+from .estimates import Calibration, calibration, interval_scale
 from .explain import PendingCode
 from .fragmentation import typical_workload
 from .model import (
@@ -71,6 +71,7 @@ __all__ = [
     "WhatIf",
     "calibration",
     "fragmentation",
+    "interval_scale",
     "pool_capacity",
     "quota_capacity",
     "schedule",

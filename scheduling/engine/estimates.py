@@ -236,3 +236,32 @@ def calibration(judged: Sequence[tuple[StartRange, datetime]]) -> Calibration:
         within=inside / len(judged),
         median_error_seconds=float(np.median(errors)),
     )
+
+
+# Fewer judged estimates than this: too few to stretch the intervals by.
+SCALE_MIN_JUDGED = 30
+# However many estimates missed, intervals are stretched at most this much.
+SCALE_MAX = 10.0
+
+
+def interval_scale(judged: Sequence[tuple[StartRange, datetime]], *, target: float = 0.8) -> float:
+    """The stretch of the intervals' sides about their most likely start that would have
+    made ``target`` of the ``judged`` estimates (each with its actual start) hold it: split
+    conformal prediction, each miss measured in its own side's widths. 1 with too few."""
+    if len(judged) < SCALE_MIN_JUDGED:
+        return 1.0
+    widths = []
+    for estimate, actual in judged:
+        if actual >= estimate.likely:
+            if estimate.high is None:
+                widths.append(0.0)  # no upper bound: any later start is inside
+                continue
+            side, off = estimate.high - estimate.likely, actual - estimate.likely
+        else:
+            side, off = estimate.likely - estimate.low, estimate.likely - actual
+        if side.total_seconds() > 0:
+            widths.append(off / side)
+        else:
+            widths.append(0.0 if not off else SCALE_MAX)
+    scale = float(np.quantile(widths, target, method="higher"))
+    return min(SCALE_MAX, max(scale, 1 / SCALE_MAX))

@@ -255,6 +255,10 @@ class RuntimeSamples:
     bucket_of: Mapping[str, str] = field(default_factory=dict)
     seed: int = 0
     draws: int = 64
+    # How far each interval's sides are stretched about its most likely start so that it
+    # holds as often as it says (``estimates.interval_scale``, from recent estimates judged
+    # against their actual starts); 1: as the draws give it.
+    interval_scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -325,6 +329,17 @@ class StartRange:
     likely: datetime
     low: datetime
     high: datetime | None
+
+    def stretched(self, scale: float, *, now: datetime) -> StartRange:
+        """Its sides ``scale`` times as wide about the most likely start (``low`` not before
+        ``now``): ``estimates.interval_scale``."""
+        if scale == 1:
+            return self
+        return StartRange(
+            likely=self.likely,
+            low=max(now, self.likely - scale * (self.likely - self.low)),
+            high=None if self.high is None else self.likely + scale * (self.high - self.likely),
+        )
 
 
 @dataclass(frozen=True)

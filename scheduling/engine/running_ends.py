@@ -60,6 +60,7 @@ class RunningEnds:
         self, *, running: Iterable[RunningWorkload], samples: RuntimeSamples, now: datetime
     ) -> None:
         self._now = now
+        self._scale = samples.interval_scale
         workloads = self.workloads = sorted(running, key=lambda w: w.request.id)
         self._row = {w.request.id: i for i, w in enumerate(workloads)}
         draws = samples.draws if samples.buckets else 1
@@ -154,7 +155,7 @@ class RunningEnds:
                 likely=self._at(likely),
                 low=self._at(low),
                 high=self._at(high) if math.isfinite(high) else None,
-            )
+            ).stretched(self._scale, now=self._now)
         return ranges
 
     def _at(self, seconds: float) -> datetime:
