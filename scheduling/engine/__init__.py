@@ -36,6 +36,7 @@ from .model import (
 from .policies import PLACEMENT_POLICIES
 from .quota import QuotaLedger, quota_capacity, validate_request
 from .schedule import schedule
+from .victims import lost_since
 from .what_if import CycleEnd, WhatIf, schedule_keeping, what_if
 
 __all__ = [
@@ -71,6 +72,7 @@ __all__ = [
     "WhatIf",
     "calibration",
     "fragmentation",
+    "lost_since",
     "pool_capacity",
     "quota_capacity",
     "schedule",
