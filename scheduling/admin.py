@@ -105,7 +105,16 @@ class NodeAdmin(ReadOnlyAdmin):
 
 @admin.register(PriorityTier)
 class PriorityTierAdmin(SettingAdmin):
-    list_display = ["name", "value", "preemptible", "idle_warn_after", "idle_stop_after"]
+    list_display = [
+        "name",
+        "value",
+        "preemptible",
+        "idle_warn_after",
+        "idle_stop_after",
+        "min_run_time",
+        "notice_seconds",
+        "max_evictions",
+    ]
 
 
 @admin.register(QuotaGrant)

@@ -2,7 +2,14 @@
 the simulated cluster's storage. One module per concern; every model and validator is named
 here, where migrations and the rest of the code find them."""
 
-from .inventory import DEFAULT_NOTICE_SECONDS, GpuClass, Node, NodePool, PriorityTier
+from .inventory import (
+    DEFAULT_NOTICE_SECONDS,
+    NOTICE_MAX_SECONDS,
+    GpuClass,
+    Node,
+    NodePool,
+    PriorityTier,
+)
 from .operations import CycleEndState, ProvisioningRecord, SchedulerState
 from .quotas import QuotaGrant, QuotaRequest
 from .reservations import Reservation, ReservationRule
@@ -27,6 +34,7 @@ __all__ = [
     "ENV_VALUE_MAX",
     "IMAGE_MAX",
     "CycleEndState",
+    "NOTICE_MAX_SECONDS",
     "Eviction",
     "GpuClass",
     "ImageReferenceValidator",

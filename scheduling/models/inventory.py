@@ -118,10 +118,10 @@ class PriorityTier(models.Model):
     class Meta:
         ordering = ["-value"]
 
+    def __str__(self) -> str:
+        return self.name
+
     @property
     def notice(self) -> int:
         """The notice its evicted work gets, in seconds."""
         return DEFAULT_NOTICE_SECONDS if self.notice_seconds is None else self.notice_seconds
-
-    def __str__(self) -> str:
-        return self.name

@@ -5,11 +5,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from portal import clock
-from django.core.exceptions import ValidationError
-
 from portal.errors import Conflict, Forbidden
 from tenants.permissions import Action, Caller, caller_role, role_allows
 
@@ -18,6 +17,7 @@ from ..models import Eviction, Placement, PriorityTier, Workload
 from .timeline import workload_event
 
 _MILLI = Decimal(engine.model.MILLI_PER_GPU)
+_THOUSANDTH = Decimal("0.001")  # a milli-GPU for a second: lost work is exact at this scale
 
 
 def _replica_amounts(workload: Workload) -> tuple[int, int]:
@@ -71,7 +71,7 @@ def evictions_record(
             max(int((now - max(at, since or at)).total_seconds()), 0)
             for at in running.get(workload.pk, ())
         )
-        lost = Decimal(milli * seconds) / _MILLI
+        lost = (Decimal(milli * seconds) / _MILLI).quantize(_THOUSANDTH)
         notice = tiers[workload.tier_id].notice
         records.append(
             Eviction(
