@@ -138,4 +138,3 @@ def test_the_victim_with_a_recent_checkpoint_is_the_one_evicted(
     globex_serving()
     cycle()
     assert EVICTED.get() == saved
-
