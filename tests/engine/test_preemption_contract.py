@@ -3,6 +3,9 @@ its work; checkpoints make a victim cheaper (it loses only the work since the la
 
 from datetime import timedelta
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from scheduling.engine import lost_since
 
 from .builders import NOW, cycle, node, on, request, running
@@ -95,3 +98,19 @@ def test_a_checkpoint_from_before_a_restart_does_not_count():
     started = NOW - timedelta(minutes=10)
     since = lost_since(started_at=started, now=NOW, last_checkpoint=NOW - timedelta(hours=2))
     assert since == started
+
+
+@given(
+    ran=st.integers(min_value=0, max_value=10**6),
+    checkpoint_ago=st.none() | st.integers(min_value=0, max_value=2 * 10**6),
+    interval=st.none() | st.integers(min_value=1, max_value=10**5),
+)
+def test_work_is_lost_since_a_time_between_the_start_and_now(ran, checkpoint_ago, interval):
+    started = NOW - timedelta(seconds=ran)
+    since = lost_since(
+        started_at=started,
+        now=NOW,
+        last_checkpoint=None if checkpoint_ago is None else NOW - timedelta(seconds=checkpoint_ago),
+        checkpoint_interval=None if interval is None else timedelta(seconds=interval),
+    )
+    assert started <= since <= NOW

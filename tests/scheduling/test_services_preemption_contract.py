@@ -9,7 +9,7 @@ import pytest
 
 from portal import clock
 from scheduling import services
-from scheduling.models import Eviction, Placement, PriorityTier, Workload
+from scheduling.models import Eviction, Placement, PriorityTier, SimulatedObject, Workload
 from tenants.permissions import Caller
 
 from .conftest import simulated_runtime
@@ -138,3 +138,24 @@ def test_the_victim_with_a_recent_checkpoint_is_the_one_evicted(
     globex_serving()
     cycle()
     assert EVICTED.get() == saved
+
+
+def test_the_simulated_cluster_launches_pods_with_their_tiers_notice(submit, cycle):
+    training_tier(notice_seconds=120)
+    workload = submit(name="train-1", gpus=8)
+    cycle()
+    job = SimulatedObject.objects.get(name=workload.name, kind="Job").manifest
+    assert job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 120
+
+
+def test_an_evicted_workload_is_metered_up_to_its_eviction_not_through_its_notice(
+    running_h100, globex_serving, cycle
+):
+    training_tier(notice_seconds=600)
+    globex_serving()
+    cycle()
+    eviction = Eviction.objects.get()
+    ended = set(
+        Placement.objects.filter(workload=eviction.workload).values_list("ended_at", flat=True)
+    )
+    assert ended == {eviction.at}
