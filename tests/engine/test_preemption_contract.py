@@ -3,6 +3,7 @@ its work; checkpoints make a victim cheaper (it loses only the work since the la
 
 from datetime import timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -48,28 +49,21 @@ def test_work_below_its_tiers_eviction_cap_is_still_a_candidate():
     assert evicted(running(capped, on("a", *range(8)))) == ["capped"]
 
 
-def test_the_victim_with_a_recent_checkpoint_is_preferred_to_one_without():
+@pytest.mark.parametrize(
+    "checkpoints",
+    [
+        {"last_checkpoint": NOW - timedelta(minutes=2)},
+        {"checkpoint_interval": timedelta(minutes=30)},
+    ],
+    ids=["reported", "declared-interval"],
+)
+def test_a_victim_that_checkpoints_is_preferred_to_a_younger_one_that_does_not(checkpoints):
     assert evicted(
         running(request("bare", gpus=4), on("a", 0, 1, 2, 3), started_minutes_ago=60),
         running(
-            request("saved", gpus=4),
-            on("a", 4, 5, 6, 7),
-            started_minutes_ago=600,
-            last_checkpoint=NOW - timedelta(minutes=2),
+            request("saved", gpus=4), on("a", 4, 5, 6, 7), started_minutes_ago=605, **checkpoints
         ),
     ) == ["saved"]
-
-
-def test_a_declared_checkpoint_interval_makes_a_victim_cheaper():
-    assert evicted(
-        running(request("bare", gpus=4), on("a", 0, 1, 2, 3), started_minutes_ago=60),
-        running(
-            request("periodic", gpus=4),
-            on("a", 4, 5, 6, 7),
-            started_minutes_ago=605,
-            checkpoint_interval=timedelta(minutes=30),
-        ),
-    ) == ["periodic"]
 
 
 def test_work_is_lost_since_the_last_interval_checkpoint():

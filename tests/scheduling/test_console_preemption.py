@@ -14,15 +14,6 @@ from .test_console import FORM, PAGE
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def signed_in(client, quotas, ai_dev):
-    def sign_in(user):
-        client.force_login(user)
-        return client
-
-    return sign_in
-
-
 def test_a_member_declares_a_checkpoint_interval_from_the_console(signed_in, mia):
     signed_in(mia).post(PAGE, {**FORM, "checkpoint_interval_minutes": "30"})
     assert Workload.objects.get(name="train-1").checkpoint_interval == timedelta(minutes=30)

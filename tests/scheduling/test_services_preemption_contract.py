@@ -33,6 +33,20 @@ def running_h100(submit, cycle, advance):
     return workloads
 
 
+@pytest.fixture
+def evicted(running_h100, globex_serving, cycle):
+    """globex's production service evicts one of them, the training tier's contract set first:
+    the eviction's record."""
+
+    def evict(**contract) -> Eviction:
+        training_tier(**contract)
+        globex_serving()
+        cycle()
+        return Eviction.objects.get()
+
+    return evict
+
+
 def lost_since(workload: Workload, since) -> Decimal:
     """What the eviction now costs ``workload`` since ``since`` (or each replica's start)."""
     now = clock.now()
@@ -66,27 +80,16 @@ def test_work_evicted_as_often_as_its_tiers_cap_is_spared(running_h100, globex_s
     assert not EVICTED.exists()
 
 
-def test_an_eviction_records_the_notice_of_the_victims_tier(running_h100, globex_serving, cycle):
-    training_tier(notice_seconds=120)
-    globex_serving()
-    cycle()
-    assert Eviction.objects.get().notice_seconds == 120
+def test_an_eviction_records_the_notice_of_the_victims_tier(evicted):
+    assert evicted(notice_seconds=120).notice_seconds == 120
 
 
-def test_without_a_tier_notice_an_eviction_records_kubernetes_default(
-    running_h100, globex_serving, cycle
-):
-    globex_serving()
-    cycle()
-    assert Eviction.objects.get().notice_seconds == 30
+def test_without_a_tier_notice_an_eviction_records_kubernetes_default(evicted):
+    assert evicted().notice_seconds == 30
 
 
-def test_an_eviction_without_checkpoints_loses_the_gpu_seconds_since_the_start(
-    running_h100, globex_serving, cycle
-):
-    globex_serving()
-    cycle()
-    eviction = Eviction.objects.get()
+def test_an_eviction_without_checkpoints_loses_the_gpu_seconds_since_the_start(evicted):
+    eviction = evicted()
     assert eviction.gpu_seconds_lost == lost_since(eviction.workload, None)
 
 
@@ -104,25 +107,16 @@ def test_an_eviction_loses_only_the_gpu_seconds_since_the_reported_checkpoint(
     assert (eviction.lost_since, eviction.gpu_seconds_lost) == (checkpoint, Decimal(8 * 300))
 
 
-def test_an_eviction_counts_lost_work_in_the_metered_unit_per_class(
-    running_h100, globex_serving, cycle
-):
-    globex_serving()
-    cycle()
-    eviction = Eviction.objects.get()
+def test_an_eviction_counts_lost_work_in_the_metered_unit_per_class(evicted):
+    eviction = evicted()
     assert (eviction.gpu_class.name, eviction.resource_seconds_lost) == (
         "H100-80GB",
         int(lost_since(eviction.workload, None)),
     )
 
 
-def test_the_victims_timeline_shows_the_notice_and_the_work_lost(
-    running_h100, globex_serving, cycle
-):
-    training_tier(notice_seconds=120)
-    globex_serving()
-    cycle()
-    eviction = Eviction.objects.get()
+def test_the_victims_timeline_shows_the_notice_and_the_work_lost(evicted):
+    eviction = evicted(notice_seconds=120)
     event = eviction.workload.events.get(kind="preempted")
     assert (event.data["notice_seconds"], event.data["gpu_seconds_lost"]) == (
         120,
@@ -148,13 +142,8 @@ def test_the_simulated_cluster_launches_pods_with_their_tiers_notice(submit, cyc
     assert job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 120
 
 
-def test_an_evicted_workload_is_metered_up_to_its_eviction_not_through_its_notice(
-    running_h100, globex_serving, cycle
-):
-    training_tier(notice_seconds=600)
-    globex_serving()
-    cycle()
-    eviction = Eviction.objects.get()
+def test_an_evicted_workload_is_metered_up_to_its_eviction_not_through_its_notice(evicted):
+    eviction = evicted(notice_seconds=600)
     ended = set(
         Placement.objects.filter(workload=eviction.workload).values_list("ended_at", flat=True)
     )

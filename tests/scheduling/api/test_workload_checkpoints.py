@@ -9,6 +9,7 @@ from portal import clock
 from scheduling.models import Workload
 
 from .conftest import SUBMITTING
+from .test_workloads import BODY
 
 pytestmark = pytest.mark.django_db
 
@@ -70,30 +71,14 @@ def test_a_pending_workload_cannot_report_a_checkpoint(ready, submit, api_as):
 
 
 def test_a_submission_declares_its_checkpoint_interval(ready, api_as):
-    body = {
-        "name": "train-1",
-        "kind": "training",
-        "tier": "training",
-        "image": "nvcr.io/nvidia/pytorch:25.01-py3",
-        "gpu_classes": ["H100-80GB"],
-        "gpus": 8,
-        "checkpoint_interval_seconds": 1800,
-    }
+    body = {**BODY, "checkpoint_interval_seconds": 1800}
     answer = api_as(ready["member"]).post(URL, body, format="json").json()
     assert answer["checkpoint_interval_seconds"] == 1800
     assert Workload.objects.get(name="train-1").checkpoint_interval == timedelta(minutes=30)
 
 
 def test_a_checkpoint_interval_under_a_minute_is_a_field_error(ready, api_as):
-    body = {
-        "name": "train-1",
-        "kind": "training",
-        "tier": "training",
-        "image": "nvcr.io/nvidia/pytorch:25.01-py3",
-        "gpu_classes": ["H100-80GB"],
-        "gpus": 8,
-        "checkpoint_interval_seconds": 5,
-    }
+    body = {**BODY, "checkpoint_interval_seconds": 5}
     response = api_as(ready["member"]).post(URL, body, format="json")
     assert "checkpoint_interval_seconds" in response.json()["error"]["fields"]
 
