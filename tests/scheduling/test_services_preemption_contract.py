@@ -12,6 +12,7 @@ from scheduling import services
 from scheduling.models import Eviction, Placement, PriorityTier, SimulatedObject, Workload
 from tenants.permissions import Caller
 
+from ..factories import UserFactory
 from .conftest import simulated_runtime
 
 pytestmark = pytest.mark.django_db
@@ -148,3 +149,10 @@ def test_an_evicted_workload_is_metered_up_to_its_eviction_not_through_its_notic
         Placement.objects.filter(workload=eviction.workload).values_list("ended_at", flat=True)
     )
     assert ended == {eviction.at}
+
+
+def test_the_workloads_admin_page_lists_its_evictions(evicted, client):
+    eviction = evicted(notice_seconds=120)
+    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    page = client.get(f"/admin/scheduling/workload/{eviction.workload.pk}/change/")
+    assert f"{eviction.gpu_seconds_lost}" in page.content.decode()
