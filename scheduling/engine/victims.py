@@ -83,12 +83,15 @@ def lost_since(
 def work_lost(*, workload: RunningWorkload, now: datetime) -> int:
     """GPU amount times run time since the last checkpoint (``lost_since``), in milli-GPU x
     microseconds."""
-    since = lost_since(
-        started_at=workload.started_at,
-        now=now,
-        last_checkpoint=workload.last_checkpoint,
-        checkpoint_interval=workload.checkpoint_interval,
-    )
+    since = workload.started_at
+    # Most work declares no checkpoints: the cost is ranked for every candidate of every search.
+    if workload.last_checkpoint is not None or workload.checkpoint_interval:
+        since = lost_since(
+            started_at=since,
+            now=now,
+            last_checkpoint=workload.last_checkpoint,
+            checkpoint_interval=workload.checkpoint_interval,
+        )
     elapsed = max(now - since, timedelta(0)) // _MICROSECOND
     return workload.request.gpu_milli_per_replica * len(workload.placements) * elapsed
 
