@@ -11,6 +11,7 @@ from tenants.permissions import Caller, caller_of
 from . import services
 from .backends import get_backend
 from .models import (
+    Eviction,
     GpuClass,
     Node,
     NodePool,
@@ -105,7 +106,16 @@ class NodeAdmin(ReadOnlyAdmin):
 
 @admin.register(PriorityTier)
 class PriorityTierAdmin(SettingAdmin):
-    list_display = ["name", "value", "preemptible", "idle_warn_after", "idle_stop_after"]
+    list_display = [
+        "name",
+        "value",
+        "preemptible",
+        "idle_warn_after",
+        "idle_stop_after",
+        "min_run_time",
+        "notice_seconds",
+        "max_evictions",
+    ]
 
 
 @admin.register(QuotaGrant)
@@ -167,6 +177,23 @@ class WorkloadEventInline(ReadOnlyInline):
     fields = ["at", "kind", "message"]
 
 
+class EvictionInline(ReadOnlyInline):
+    """Each eviction with the notice it gave and the work it lost (the preemption contract)."""
+
+    model = Eviction
+    fk_name = "workload"
+    fields = [
+        "at",
+        "reason",
+        "notice_seconds",
+        "gpu_class",
+        "mig_profile",
+        "lost_since",
+        "gpu_seconds_lost",
+        "requeued",
+    ]
+
+
 class WorkloadLogTailInline(ReadOnlyInline):
     """What was kept of each replica's log when its objects were deleted (the lines: the logs
     endpoint and the console's log pane)."""
@@ -197,7 +224,7 @@ class WorkloadAdmin(ReadOnlyAdmin):
     list_filter = ["state", "kind", "tier", "gpu_class"]
     search_fields = ["name", "project__slug", "project__organization__slug"]
     list_select_related = ["project__organization", "tier", "gpu_class"]
-    inlines = [PlacementInline, WorkloadEventInline, WorkloadLogTailInline]
+    inlines = [PlacementInline, WorkloadEventInline, EvictionInline, WorkloadLogTailInline]
     actions = ["requeue", "stop"]
 
     @admin.action(description="Requeue: stop and queue again")
@@ -213,6 +240,23 @@ class WorkloadAdmin(ReadOnlyAdmin):
         for workload in queryset.exclude(state__in=Workload.FINAL_STATES):
             services.workload_stop_by_operator(caller=caller, workload=workload)
         self.message_user(request, "Stopped.", messages.SUCCESS)
+
+
+@admin.register(Eviction)
+class EvictionAdmin(ReadOnlyAdmin):
+    list_display = [
+        "workload",
+        "at",
+        "reason",
+        "notice_seconds",
+        "gpu_class",
+        "mig_profile",
+        "gpu_seconds_lost",
+        "requeued",
+    ]
+    list_filter = ["reason", "gpu_class", "requeued"]
+    search_fields = ["workload__name", "workload__project__organization__slug"]
+    list_select_related = ["workload__project__organization", "gpu_class"]
 
 
 @admin.register(ProvisioningRecord)

@@ -70,6 +70,14 @@ class WorkloadSubmitForm(forms.Form):
     requeue_on_eviction = forms.BooleanField(
         required=False, initial=True, label="Back to the queue if preempted"
     )
+    checkpoint_interval_minutes = forms.IntegerField(
+        **{
+            bound: seconds // 60
+            for bound, seconds in request_bounds("checkpoint_interval_seconds").items()
+        },
+        required=False,
+        help_text="It saves a checkpoint this often: preempted, it loses only the work since.",
+    )
 
     def __init__(self, *args, tiers, gpu_classes, granted: str | None, **kwargs):
         """``granted``: the class the organization's quotas grant whole GPUs of, preselected
@@ -105,6 +113,7 @@ class WorkloadSubmitForm(forms.Form):
         data = self.cleaned_data
         classes = tuple(c for c in (data["gpu_class"], data["fallback_gpu_class"]) if c)
         minutes = data["max_runtime_minutes"]
+        every = data["checkpoint_interval_minutes"]
         return WorkloadRequest(
             name=data["name"],
             kind=data["kind"],
@@ -122,6 +131,7 @@ class WorkloadSubmitForm(forms.Form):
             max_runtime=timedelta(minutes=minutes) if minutes else None,
             env=data["env"],
             requeue_on_eviction=data["requeue_on_eviction"],
+            checkpoint_interval=timedelta(minutes=every) if every else None,
         )
 
 

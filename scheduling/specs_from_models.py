@@ -148,6 +148,7 @@ def workload_spec(workload: Workload, *, placements: Iterable[Placement] = ()) -
         if workload.max_runtime
         else None,
         expires_at=expires_at,
+        notice_seconds=workload.tier.notice_seconds,
     )
 
 
@@ -321,6 +322,9 @@ class WorkloadRow(NamedTuple):
     max_runtime: timedelta | None
     preemptible: bool
     borrowed: bool
+    evictions: int
+    checkpoint_interval: timedelta | None
+    last_checkpoint_at: datetime | None
     submitted_at: datetime
     admitted_at: datetime | None
     pending_code: str
@@ -379,6 +383,9 @@ def engine_request(
         required_topology=workload.required_topology or None,
         max_runtime=workload.max_runtime,
         preemptible=workload.preemptible,
+        min_run_time=workload.tier.min_run_time or timedelta(0),
+        max_evictions=workload.tier.max_evictions,
+        evictions=workload.evictions,
     )
 
 
@@ -402,6 +409,8 @@ def engine_running(
         ),
         started_at=workload.admitted_at or workload.submitted_at,
         borrowed=workload.borrowed,
+        last_checkpoint=workload.last_checkpoint_at,
+        checkpoint_interval=workload.checkpoint_interval,
     )
 
 

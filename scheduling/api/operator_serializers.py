@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from portal.api.serializers import AwareDateTimeField, InputSerializer
 from scheduling.models import (
+    NOTICE_MAX_SECONDS,
     GpuClass,
     Node,
     NodePool,
@@ -129,6 +130,9 @@ def _seconds(duration: timedelta | None) -> int | None:
 class OperatorTierOutput(serializers.ModelSerializer):
     idle_warn_after_seconds = serializers.SerializerMethodField()
     idle_stop_after_seconds = serializers.SerializerMethodField()
+    min_run_time_seconds = serializers.SerializerMethodField(
+        help_text="Its work runs at least this long before it may be preempted (null: no minimum)."
+    )
 
     class Meta:
         model = PriorityTier
@@ -139,7 +143,17 @@ class OperatorTierOutput(serializers.ModelSerializer):
             "description",
             "idle_warn_after_seconds",
             "idle_stop_after_seconds",
+            "min_run_time_seconds",
+            "notice_seconds",
+            "max_evictions",
         ]
+        extra_kwargs = {
+            "notice_seconds": {"help_text": "SIGTERM to SIGKILL on eviction (null: 30)."},
+            "max_evictions": {"help_text": "Evictions before it is no longer a candidate."},
+        }
+
+    def get_min_run_time_seconds(self, tier: PriorityTier) -> int | None:
+        return _seconds(tier.min_run_time)
 
     def get_idle_warn_after_seconds(self, tier: PriorityTier) -> int | None:
         return _seconds(tier.idle_warn_after)
@@ -161,11 +175,20 @@ class TierUpdateInput(InputSerializer):
     idle_stop_after_seconds = serializers.IntegerField(
         min_value=60, max_value=IDLE_MAX_SECONDS, allow_null=True, required=False
     )
+    min_run_time_seconds = serializers.IntegerField(
+        min_value=1, max_value=IDLE_MAX_SECONDS, allow_null=True, required=False
+    )
+    notice_seconds = serializers.IntegerField(
+        min_value=0, max_value=NOTICE_MAX_SECONDS, allow_null=True, required=False
+    )
+    max_evictions = serializers.IntegerField(
+        min_value=1, max_value=1000, allow_null=True, required=False
+    )
 
     def changes(self) -> dict:
         """The tier's fields as sent, durations as durations."""
         changes = dict(self.validated_data)
-        for name in ("idle_warn_after", "idle_stop_after"):
+        for name in ("idle_warn_after", "idle_stop_after", "min_run_time"):
             if f"{name}_seconds" in changes:
                 seconds = changes.pop(f"{name}_seconds")
                 changes[name] = None if seconds is None else timedelta(seconds=seconds)

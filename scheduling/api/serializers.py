@@ -1,12 +1,9 @@
-import re
 from datetime import timedelta
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from portal import clock
 from portal.api.serializers import AwareDateTimeField, InputSerializer
-from portal.bounds import FIRST_YEAR, LAST_YEAR, year_in_range
 from scheduling.models import (
     ENV_MAX_BYTES,
     ENV_MAX_VARIABLES,
@@ -23,7 +20,6 @@ from scheduling.models import (
     image_reference_validator,
     mig_profile_validator,
 )
-from scheduling.selectors import TAIL_MAX
 from scheduling.services import (
     BATCH_MAX,
     QuotaAsk,
@@ -33,6 +29,10 @@ from scheduling.services import (
     request_default,
 )
 from tenants.models import SLUG_PATTERN
+
+
+def seconds_or_none(duration: timedelta | None) -> int | None:
+    return int(duration.total_seconds()) if duration else None
 
 
 class GpuClassOutput(serializers.ModelSerializer):
@@ -48,9 +48,27 @@ class GpuClassOutput(serializers.ModelSerializer):
 
 
 class PriorityTierOutput(serializers.ModelSerializer):
+    min_run_time_seconds = serializers.SerializerMethodField(
+        help_text="Its work runs at least this long before it may be preempted (null: no minimum)."
+    )
+    notice_seconds = serializers.IntegerField(
+        source="notice", read_only=True, help_text="Seconds between SIGTERM and SIGKILL."
+    )
+
     class Meta:
         model = PriorityTier
-        fields = ["name", "value", "preemptible", "description"]
+        fields = [
+            "name",
+            "value",
+            "preemptible",
+            "description",
+            "min_run_time_seconds",
+            "notice_seconds",
+            "max_evictions",
+        ]
+
+    def get_min_run_time_seconds(self, tier) -> int | None:
+        return seconds_or_none(tier.min_run_time)
 
 
 class QuotaOutput(serializers.ModelSerializer):
@@ -114,6 +132,7 @@ class WorkloadOutput(serializers.ModelSerializer):
         source="submitted_by.email", default=None, read_only=True, allow_null=True
     )
     max_runtime_seconds = serializers.SerializerMethodField()
+    checkpoint_interval_seconds = serializers.SerializerMethodField()
     pending = serializers.SerializerMethodField()
     placements = PlacementOutput(source="active_placements", many=True, read_only=True)
 
@@ -147,6 +166,8 @@ class WorkloadOutput(serializers.ModelSerializer):
             "requeue_on_eviction",
             "evictions",
             "requeue_not_before",
+            "checkpoint_interval_seconds",
+            "last_checkpoint_at",
             "pending",
             "placements",
             "submitted_by",
@@ -157,7 +178,10 @@ class WorkloadOutput(serializers.ModelSerializer):
         ]
 
     def get_max_runtime_seconds(self, workload) -> int | None:
-        return int(workload.max_runtime.total_seconds()) if workload.max_runtime else None
+        return seconds_or_none(workload.max_runtime)
+
+    def get_checkpoint_interval_seconds(self, workload) -> int | None:
+        return seconds_or_none(workload.checkpoint_interval)
 
     @extend_schema_field(PendingOutput(allow_null=True))
     def get_pending(self, workload) -> dict | None:
@@ -189,8 +213,9 @@ class EnvField(serializers.DictField):
 
 def _workload_request(validated: dict) -> WorkloadRequest:
     data = dict(validated)
-    seconds = data.pop("max_runtime_seconds", None)
-    data["max_runtime"] = timedelta(seconds=seconds) if seconds else None
+    for field in ("max_runtime", "checkpoint_interval"):
+        seconds = data.pop(f"{field}_seconds", None)
+        data[field] = timedelta(seconds=seconds) if seconds else None
     data["gpu_classes"] = tuple(data["gpu_classes"])
     data["command"] = tuple(data["command"])
     return WorkloadRequest(**data)
@@ -247,6 +272,12 @@ class WorkloadSubmitInput(InputSerializer):
         default=True,
         help_text="Back to the queue when preempted (at most PORTAL_EVICTIONS_MAX times).",
     )
+    checkpoint_interval_seconds = serializers.IntegerField(
+        **request_bounds("checkpoint_interval_seconds"),
+        required=False,
+        help_text="It saves a checkpoint this often from its start: evicted, it loses only the"
+        " work since the last one, so it is a cheaper victim.",
+    )
 
     def to_request(self) -> WorkloadRequest:
         return _workload_request(self.validated_data)
@@ -257,6 +288,14 @@ class WorkloadBatchInput(InputSerializer):
 
     def to_requests(self) -> list[WorkloadRequest]:
         return [_workload_request(item) for item in self.validated_data["workloads"]]
+
+
+class WorkloadCheckpointInput(InputSerializer):
+    at = AwareDateTimeField(
+        required=False,
+        help_text="When the checkpoint was saved (default: now); not in the future, not before"
+        " the workload started.",
+    )
 
 
 class WorkloadEventOutput(serializers.ModelSerializer):
@@ -376,61 +415,6 @@ class PoolTimelineOutput(serializers.Serializer):
 
 class TimelineQuery(serializers.Serializer):
     days = serializers.IntegerField(min_value=1, max_value=90, default=14)
-
-
-_AGO = re.compile(r"^(\d{1,6})([smhd])$")
-_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-SINCE_PATTERN = r"^(\d{1,6}[smhd]|\d{4}-\d{2}-\d{2}T.+)$"
-
-
-@extend_schema_field({"type": "string", "pattern": SINCE_PATTERN})
-class LogsSinceField(serializers.CharField):
-    """A time with its UTC offset (ISO 8601), or how long ago: `30s`, `10m`, `2h`, `1d`."""
-
-    default_error_messages = {
-        "since": "A time with its UTC offset (2026-06-01T09:00:00Z) or how long ago (30s, "
-        "10m, 2h, 1d).",
-        "range": f"A time in the years {FIRST_YEAR} to {LAST_YEAR}.",
-    }
-
-    def to_internal_value(self, data):
-        text = super().to_internal_value(data)
-        ago = _AGO.match(text)
-        if ago is None:
-            try:
-                return AwareDateTimeField().to_internal_value(text)
-            except serializers.ValidationError:
-                self.fail("since")
-        try:
-            instant = clock.now() - timedelta(seconds=int(ago[1]) * _SECONDS[ago[2]])
-        except OverflowError:  # before the year 1
-            self.fail("range")
-        if not year_in_range(instant.year):
-            self.fail("range")
-        return instant
-
-
-class WorkloadLogsQuery(serializers.Serializer):
-    replica = serializers.IntegerField(
-        min_value=0,
-        max_value=32767,
-        required=False,
-        help_text="One replica's lines (0-based). Without it, every replica's, each line"
-        " prefixed `[replica N] ` when the workload has more than one.",
-    )
-    tail = serializers.IntegerField(
-        min_value=1, max_value=TAIL_MAX, required=False, help_text="The last N lines only."
-    )
-    since = LogsSinceField(
-        required=False,
-        help_text="Lines written at or after this time: ISO 8601 with its offset"
-        " (`2026-06-01T09:00:00Z`) or how long ago (`30s`, `10m`, `2h`, `1d`).",
-    )
-    follow = serializers.BooleanField(
-        default=False,
-        help_text="Keep the answer open and stream new lines as they are written, until the"
-        " workload's containers end or PORTAL_LOGS_FOLLOW_MAX_SECONDS (300 s by default) pass.",
-    )
 
 
 class QuotaRequestOutput(serializers.ModelSerializer):

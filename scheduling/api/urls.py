@@ -58,6 +58,11 @@ urlpatterns = [
         name="workload-cancel",
     ),
     path(
+        f"{workloads}/<slug:name>/checkpoint/",
+        views.WorkloadCheckpointApi.as_view(),
+        name="workload-checkpoint",
+    ),
+    path(
         f"{workloads}/<slug:name>/logs/",
         views.WorkloadLogsApi.as_view(),
         name="workload-logs",

@@ -20,6 +20,7 @@ from tenants.permissions import caller_of
 
 from .alternative_serializers import WorkloadDetailOutput
 from .filters import WorkloadFilter
+from .log_serializers import WorkloadLogsQuery
 from .serializers import (
     GpuClassOutput,
     PoolTimelineOutput,
@@ -31,8 +32,8 @@ from .serializers import (
     ReservationOutput,
     TimelineQuery,
     WorkloadBatchInput,
+    WorkloadCheckpointInput,
     WorkloadEventOutput,
-    WorkloadLogsQuery,
     WorkloadOutput,
     WorkloadSubmitInput,
 )
@@ -137,6 +138,25 @@ class WorkloadCancelApi(ApiView):
         project = project_of(request, org_slug, project_slug)
         workload = selectors.workload_get(caller=caller, project=project, name=name)
         services.workload_cancel(caller=caller, workload=workload)
+        workload = selectors.workload_get(caller=caller, project=project, name=name)
+        return Response(WorkloadOutput(workload).data)
+
+
+class WorkloadCheckpointApi(ApiView):
+    @extend_schema(
+        operation_id="workloads_checkpoint",
+        request=WorkloadCheckpointInput,
+        responses=WorkloadOutput,
+    )
+    def post(self, request, org_slug: str, project_slug: str, name: str):
+        caller = caller_of(request)
+        project = project_of(request, org_slug, project_slug)
+        workload = selectors.workload_get(caller=caller, project=project, name=name)
+        checkpoint = WorkloadCheckpointInput(data=request.data)
+        checkpoint.is_valid(raise_exception=True)
+        services.workload_checkpoint_report(
+            caller=caller, workload=workload, at=checkpoint.validated_data.get("at")
+        )
         workload = selectors.workload_get(caller=caller, project=project, name=name)
         return Response(WorkloadOutput(workload).data)
 

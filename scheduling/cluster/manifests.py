@@ -318,6 +318,8 @@ def _pod_spec(spec: WorkloadSpec, *, restart_policy: str) -> dict:
         "containers": [_container(spec)],
         **_pool_placement(spec.pool),
     }
+    if spec.notice_seconds is not None:
+        pod_spec["terminationGracePeriodSeconds"] = spec.notice_seconds
     affinity = _affinity(spec)
     if affinity:
         pod_spec["affinity"] = affinity

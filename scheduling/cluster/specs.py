@@ -101,6 +101,9 @@ class WorkloadSpec:
     max_runtime_seconds: int | None = None
     expires_at: datetime | None = None
     port: int = 8000  # inference services listen here
+    # Seconds between SIGTERM and SIGKILL when it is stopped (its tier's notice; None:
+    # Kubernetes' default).
+    notice_seconds: int | None = None
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from .model import (
 from .policies import PLACEMENT_POLICIES
 from .quota import QuotaLedger, quota_capacity, validate_request
 from .schedule import schedule
+from .victims import lost_since
 from .what_if import CycleEnd, WhatIf, schedule_keeping, what_if
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "calibration",
     "fragmentation",
     "interval_scale",
+    "lost_since",
     "pool_capacity",
     "quota_capacity",
     "schedule",

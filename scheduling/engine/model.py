@@ -114,6 +114,11 @@ class Request:
     max_runtime: timedelta | None = None
     preemptible: bool = True
     evicted_by: tuple[str, ...] = ()
+    # Its tier's preemption contract: it runs this long before it may be preempted, and once
+    # evicted ``max_evictions`` times (None: no cap) it is no longer a candidate.
+    min_run_time: timedelta = timedelta(0)
+    max_evictions: int | None = None
+    evictions: int = 0
 
     @property
     def needs_gpu(self) -> bool:
@@ -182,6 +187,10 @@ class RunningWorkload:
     placements: tuple[ReplicaPlacement, ...]
     started_at: datetime
     borrowed: bool = False
+    # Its last checkpoint as reported, and the interval it declared it checkpoints at (from
+    # ``started_at``): evicted, it loses only the work since the later of them.
+    last_checkpoint: datetime | None = None
+    checkpoint_interval: timedelta | None = None
 
     @property
     def expected_end(self) -> datetime | None:

@@ -231,6 +231,11 @@ class Preemptor:
         other = victim.request
         if other.id in request.evicted_by or other.id in self._protected:
             return None
+        # The victim's tier contract: a minimum run time, and a cap on its evictions.
+        if self._now - victim.started_at < other.min_run_time:
+            return None
+        if other.max_evictions is not None and other.evictions >= other.max_evictions:
+            return None
         if other.preemptible and other.tier < request.tier:
             return "priority"
         if other.tenant == request.tenant:

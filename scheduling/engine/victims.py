@@ -3,8 +3,9 @@
 The cost of a victim set, compared lexicographically (lower is cheaper):
 
 1. the highest tier among the victims;
-2. the work lost: the victims' GPU amount (milli-GPU) times how long each has run, summed
-   (in milli-GPU x microseconds: integers, so sums are exact whatever the order);
+2. the work lost: the victims' GPU amount (milli-GPU) times how long each has run since its
+   last checkpoint (reported, or due by its declared interval; none: since it started),
+   summed (in milli-GPU x microseconds: integers, so sums are exact whatever the order);
 3. the number of victims.
 
 Ties. Every candidate has a canonical rank, by ``eviction_cost``: tier, then work lost, then
@@ -62,9 +63,36 @@ class Victim:
     reason: str
 
 
+def lost_since(
+    *,
+    started_at: datetime,
+    now: datetime,
+    last_checkpoint: datetime | None = None,
+    checkpoint_interval: timedelta | None = None,
+) -> datetime:
+    """Since when an eviction at ``now`` loses the work: the last checkpoint, reported or due
+    by the declared interval (counted from ``started_at``), or else the start."""
+    since = started_at
+    if checkpoint_interval:
+        since += max(now - started_at, timedelta(0)) // checkpoint_interval * checkpoint_interval
+    if last_checkpoint is not None and last_checkpoint > since:
+        since = min(last_checkpoint, now)
+    return since
+
+
 def work_lost(*, workload: RunningWorkload, now: datetime) -> int:
-    """GPU amount times run time, in milli-GPU x microseconds."""
-    elapsed = max(now - workload.started_at, timedelta(0)) // _MICROSECOND
+    """GPU amount times run time since the last checkpoint (``lost_since``), in milli-GPU x
+    microseconds."""
+    since = workload.started_at
+    # Most work declares no checkpoints: the cost is ranked for every candidate of every search.
+    if workload.last_checkpoint is not None or workload.checkpoint_interval:
+        since = lost_since(
+            started_at=since,
+            now=now,
+            last_checkpoint=workload.last_checkpoint,
+            checkpoint_interval=workload.checkpoint_interval,
+        )
+    elapsed = max(now - since, timedelta(0)) // _MICROSECOND
     return workload.request.gpu_milli_per_replica * len(workload.placements) * elapsed
 
 

@@ -2,7 +2,14 @@
 the simulated cluster's storage. One module per concern; every model and validator is named
 here, where migrations and the rest of the code find them."""
 
-from .inventory import GpuClass, Node, NodePool, PriorityTier
+from .inventory import (
+    DEFAULT_NOTICE_SECONDS,
+    NOTICE_MAX_SECONDS,
+    GpuClass,
+    Node,
+    NodePool,
+    PriorityTier,
+)
 from .operations import CycleEndState, ProvisioningRecord, SchedulerState
 from .quotas import QuotaGrant, QuotaRequest
 from .reservations import Reservation, ReservationRule
@@ -18,14 +25,17 @@ from .validators import (
     image_reference_validator,
     mig_profile_validator,
 )
-from .workloads import Placement, Workload, WorkloadEvent, WorkloadLogTail
+from .workloads import Eviction, Placement, Workload, WorkloadEvent, WorkloadLogTail
 
 __all__ = [
+    "DEFAULT_NOTICE_SECONDS",
     "ENV_MAX_BYTES",
     "ENV_MAX_VARIABLES",
     "ENV_VALUE_MAX",
     "IMAGE_MAX",
+    "NOTICE_MAX_SECONDS",
     "CycleEndState",
+    "Eviction",
     "GpuClass",
     "ImageReferenceValidator",
     "Node",

@@ -1,10 +1,15 @@
 """The GPU inventory: GPU classes, node pools, nodes, and the priority tiers work runs at."""
 
+from django.core.validators import MaxValueValidator
 from django.db import models
 
 from tenants.models import slug_validator
 
 from .validators import gpu_class_name_validator
+
+# Kubernetes' own default terminationGracePeriodSeconds, and the longest notice a tier may give.
+DEFAULT_NOTICE_SECONDS = 30
+NOTICE_MAX_SECONDS = 3600
 
 
 class GpuClass(models.Model):
@@ -90,9 +95,33 @@ class PriorityTier(models.Model):
     description = models.CharField(max_length=200, blank=True)
     idle_warn_after = models.DurationField(null=True, blank=True)
     idle_stop_after = models.DurationField(null=True, blank=True)
+    # The preemption contract (none: today's rules). Reservation drains keep to none of them:
+    # the holder bought that capacity, and its window's lead time is the notice.
+    min_run_time = models.DurationField(
+        null=True,
+        blank=True,
+        help_text="Work of this tier runs at least this long before it may be preempted.",
+    )
+    notice_seconds = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MaxValueValidator(NOTICE_MAX_SECONDS)],
+        help_text="Seconds between SIGTERM and SIGKILL when its work is evicted (the pods'"
+        " terminationGracePeriodSeconds; none: Kubernetes' 30).",
+    )
+    max_evictions = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Evicted this many times, its work is no longer a preemption candidate.",
+    )
 
     class Meta:
         ordering = ["-value"]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def notice(self) -> int:
+        """The notice its evicted work gets, in seconds."""
+        return DEFAULT_NOTICE_SECONDS if self.notice_seconds is None else self.notice_seconds

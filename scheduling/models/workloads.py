@@ -106,6 +106,10 @@ class Workload(models.Model):
     requeue_on_eviction = models.BooleanField(default=True)
     evictions = models.PositiveIntegerField(default=0)
     requeue_not_before = models.DateTimeField(null=True, blank=True)
+    # Checkpoints: declared at submission (every interval since it started) and/or reported as
+    # it runs; evicted, it loses only the work since the last one, so the engine prefers it.
+    checkpoint_interval = models.DurationField(null=True, blank=True)
+    last_checkpoint_at = models.DateTimeField(null=True, blank=True)
     # When its Kubernetes objects were deleted (None while they may exist).
     objects_deleted_at = models.DateTimeField(null=True, blank=True)
     # Since when its objects must go (it ended or was requeued) and were not yet deleted: the
@@ -221,3 +225,35 @@ class WorkloadLogTail(models.Model):
 
     def __str__(self) -> str:
         return f"{self.workload} #{self.replica}: {len(self.lines)} lines kept"
+
+
+class Eviction(models.Model):
+    """One eviction of a workload, with what the preemption contract gave it and what it lost:
+    the record credits for lost work are computed from. ``lost_since`` is its last checkpoint
+    (reported, or derived from its declared interval) or, without one, when it started; its
+    ``resource_seconds_lost`` count, as metering does, the resource's unit (whole GPUs,
+    milli-GPU of a share, MIG instances) times the seconds each replica ran since then."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="eviction_log")
+    at = models.DateTimeField()
+    reason = models.CharField(max_length=32)
+    preempted_by = models.ForeignKey(
+        Workload, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    notice_seconds = models.PositiveIntegerField()
+    gpu_class = models.ForeignKey(
+        GpuClass, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    mig_profile = models.CharField(max_length=20, blank=True)
+    lost_since = models.DateTimeField(null=True, blank=True)
+    resource_seconds_lost = models.PositiveBigIntegerField(default=0)
+    gpu_seconds_lost = models.DecimalField(max_digits=18, decimal_places=3, default=0)
+    requeued = models.BooleanField()
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["at"], name="eviction_at")]
+
+    def __str__(self) -> str:
+        return f"{self.workload} evicted at {self.at:%Y-%m-%d %H:%M:%S}"

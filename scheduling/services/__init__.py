@@ -16,10 +16,12 @@
 - what_if: what the scheduler would do with a submission, writing nothing (what_if_state:
   the state each cycle keeps for it)
 - alternatives: what would unblock a pending workload, tried on the what-if's state on demand
+- evictions: the preemption contract's record of each eviction, and reported checkpoints
 """
 
 from .alternatives import QuotaPrefill, ShownAlternative
 from .cycle import CycleResult, scheduling_cycle_request, scheduling_cycle_run
+from .evictions import evictions_record, workload_checkpoint_report
 from .following import idle_and_runtime_check, workloads_sync
 from .inventory import cluster_description_apply, inventory_sync
 from .lifecycle import (
@@ -100,6 +102,7 @@ __all__ = [
     "cluster_manifests",
     "cluster_provision",
     "cluster_reconcile",
+    "evictions_record",
     "idle_and_runtime_check",
     "inventory_sync",
     "node_cordon",
@@ -135,6 +138,7 @@ __all__ = [
     "simulated_node_fail",
     "workload_alternatives",
     "workload_cancel",
+    "workload_checkpoint_report",
     "workload_end",
     "workload_launch",
     "workload_objects_delete",

@@ -36,6 +36,7 @@ from ..selectors import workload_cancel_permitted
 from ..specs_from_models import (
     workload_spec,
 )
+from .evictions import evictions_record
 from .log_tails import workload_log_tails_keep
 from .timeline import workload_event, workload_event_record
 
@@ -176,21 +177,34 @@ def workloads_evict(
             if w.requeue_on_eviction and w.evictions < settings.PORTAL_EVICTIONS_MAX
         ]
         ended = [w for w in victims if w not in requeued]
+        now = clock.now()
+        # Recorded while the victims still hold their placements: the work they lose.
+        timeline = evictions_record(
+            victims,
+            reasons=reasons,
+            codes={key: data.get("reason", "") for key, data in event_data.items()},
+            preempted_by=preempted_by,
+            requeued=requeued,
+            now=now,
+        )
+
+        def told(workload: Workload) -> tuple[str, dict]:
+            message, contract = timeline[str(workload.pk)]
+            return message, {**event_data.get(str(workload.pk), {}), **contract}
+
         rows_update(ended, ["preempted_by"])
         _ended(
-            [(w, reasons[str(w.pk)], event_data.get(str(w.pk), {})) for w in ended],
+            [(w, *told(w)) for w in ended],
             state=Workload.State.PREEMPTED,
             worker_deletes=True,
         )
-        now = clock.now()
         events = []
         for workload in requeued:
             workload.teardown_due_at = now if workload.admitted_at is not None else None
             workload.evictions += 1
             workload.requeue_not_before = now + eviction_backoff(workload.evictions)
-            reason = reasons[str(workload.pk)]
+            reason, data = told(workload)
             _back_to_queue(workload, reason=reason)
-            data = event_data.get(str(workload.pk), {})
             back = workload.requeue_not_before.strftime("%H:%M:%S")
             events += [
                 workload_event(workload, "preempted", reason, at=now, **data),

@@ -48,6 +48,7 @@ REQUEST_BOUNDS = {
     "cpu_milli": (100, 1_000_000),
     "memory_mib": (128, 8_388_608),
     "max_runtime_seconds": (60, 30 * 24 * 3600),
+    "checkpoint_interval_seconds": (60, 30 * 24 * 3600),
 }
 
 
@@ -79,6 +80,7 @@ class WorkloadRequest:
     max_runtime: timedelta | None = None
     required_topology: str = ""
     requeue_on_eviction: bool = True
+    checkpoint_interval: timedelta | None = None
 
 
 def request_default(field: str):
@@ -152,6 +154,7 @@ def _workload_of(
         max_runtime=request.max_runtime,
         required_topology=request.required_topology,
         requeue_on_eviction=request.requeue_on_eviction,
+        checkpoint_interval=request.checkpoint_interval,
     )
 
 

@@ -56,6 +56,28 @@ def test_a_tier_is_changed_its_idle_warning_removed(as_operator):
     assert (shown["value"], shown["idle_stop_after_seconds"]) == (60, 3600)
 
 
+def test_a_tiers_preemption_contract_is_set_then_unset(as_operator):
+    args = ["admin", "tiers", "update", "dev", "--min-run-time", "600", "--notice", "90"]
+    changed = as_json(as_operator(*args, "--max-evictions", "2", "-o", "json"))
+    assert (
+        changed["min_run_time_seconds"],
+        changed["notice_seconds"],
+        changed["max_evictions"],
+    ) == (600, 90, 2)
+    unset = ["--no-min-run-time", "--default-notice", "--no-max-evictions", "-o", "json"]
+    cleared = as_json(as_operator("admin", "tiers", "update", "dev", *unset))
+    assert (
+        cleared["min_run_time_seconds"],
+        cleared["notice_seconds"],
+        cleared["max_evictions"],
+    ) == (None, None, None)
+
+
+def test_a_notice_and_its_default_together_are_bad_usage(as_operator):
+    args = ["admin", "tiers", "update", "dev", "--notice", "90", "--default-notice"]
+    assert as_operator(*args).exit_code == 2
+
+
 def test_a_tier_update_with_nothing_to_change_is_bad_usage(as_operator):
     assert as_operator("admin", "tiers", "update", "dev").exit_code == 2
 

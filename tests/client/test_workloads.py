@@ -119,6 +119,20 @@ def test_events_list_the_workloads_timeline(gpuctl, logged_in, job):
     assert [e["kind"] for e in events][:2] == ["submitted", "admitted"]
 
 
+def test_checkpoint_reports_a_running_workloads_checkpoint(gpuctl, logged_in, job):
+    gpuctl("submit", "-f", job())
+    cycle()
+    advance(10)
+    result = gpuctl("checkpoint", "train-small", "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["last_checkpoint_at"] is not None
+
+
+def test_a_job_file_declares_its_checkpoint_interval(gpuctl, logged_in, job):
+    gpuctl("submit", "-f", job(), "--set", "checkpoint_interval_seconds=1800")
+    assert workload(gpuctl, "train-small")["checkpoint_interval_seconds"] == 1800
+
+
 def test_wait_returns_once_the_workload_runs(gpuctl, logged_in, job):
     gpuctl("submit", "-f", job())
     cycle()

@@ -75,6 +75,7 @@ def running(
     gpu_class: str = "H100-80GB",
     started_minutes_ago: int = 30,
     borrowed: bool = False,
+    **fields,
 ) -> RunningWorkload:
     return RunningWorkload(
         request=workload,
@@ -82,6 +83,7 @@ def running(
         placements=placements,
         started_at=NOW - timedelta(minutes=started_minutes_ago),
         borrowed=borrowed,
+        **fields,
     )
 
 

@@ -92,6 +92,9 @@ WORKLOADS = {
         nodes=("dgx-h100-001", "dgx-h100-002", "dgx-h100-003", "dgx-h100-004"),
     ),
     "single-node fine-tuning": workload_spec(WorkloadKind.FINE_TUNING, nodes=("dgx-h100-001",)),
+    "training with a two-minute notice": workload_spec(
+        WorkloadKind.TRAINING, nodes=("dgx-h100-001",), notice_seconds=120
+    ),
     "batch inference on a MIG slice": workload_spec(
         WorkloadKind.BATCH_INFERENCE,
         gpu_resource="nvidia.com/mig-3g.40gb",

@@ -1,6 +1,8 @@
 """Every object the portal would send is valid by the Kubernetes schemas (strict, two minors)
 and by the portal's own checks; and it says what the design asks of it."""
 
+from dataclasses import replace
+
 import kubernetes_validate
 import pytest
 
@@ -284,3 +286,20 @@ def test_a_workload_without_expiry_has_no_expiry_label():
 def test_a_long_owner_address_is_cut_to_a_valid_label_value():
     value = owner_label_value(owner=f"{'a' * 62}-@example.com")
     assert value == "a" * 62
+
+
+def _pod_specs(spec) -> list[dict]:
+    primary = workload_manifests(spec)[0]
+    template = primary["spec"].get("template")
+    return [template["spec"] if template else primary["spec"]]
+
+
+@pytest.mark.parametrize("kind", list(WorkloadKind))
+def test_the_pods_get_their_tiers_notice_as_their_termination_grace_period(kind):
+    spec = WORKLOADS["training with a two-minute notice"]
+    pods = _pod_specs(replace(spec, kind=kind))
+    assert [pod["terminationGracePeriodSeconds"] for pod in pods] == [120]
+
+
+def test_without_a_tier_notice_the_pods_keep_kubernetes_default_grace_period():
+    assert "terminationGracePeriodSeconds" not in _pod_specs(WORKLOADS["training gang of 4"])[0]

@@ -136,6 +136,17 @@ def globex_serving(globex, bruno, submit):
 
 
 @pytest.fixture
+def signed_in(client, quotas, ai_dev):
+    """The console's client, signed in as the user given."""
+
+    def sign_in(user):
+        client.force_login(user)
+        return client
+
+    return sign_in
+
+
+@pytest.fixture
 def operator_client(client, django_user_model):
     """The console's client signed in as a staff operator."""
     client.force_login(

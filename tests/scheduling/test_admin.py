@@ -30,6 +30,7 @@ def operator_client(client):
         "provisioningrecord",
         "schedulerstate",
         "simulatednodestate",
+        "eviction",
     ],
 )
 def test_every_scheduling_model_has_an_operator_list(model, operator_client, submit):

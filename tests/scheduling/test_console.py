@@ -33,15 +33,6 @@ FORM = {
 }
 
 
-@pytest.fixture
-def signed_in(client, quotas, ai_dev):
-    def sign_in(user):
-        client.force_login(user)
-        return client
-
-    return sign_in
-
-
 def test_a_member_submits_a_workload_from_the_console(signed_in, mia):
     response = signed_in(mia).post(PAGE, FORM)
     workload = Workload.objects.get(name="train-1")

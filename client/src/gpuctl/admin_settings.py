@@ -21,6 +21,9 @@ TIER_COLUMNS = [
     ("PREEMPTIBLE", "preemptible"),
     ("IDLE WARN S", "idle_warn_after_seconds"),
     ("IDLE STOP S", "idle_stop_after_seconds"),
+    ("MIN RUN S", "min_run_time_seconds"),
+    ("NOTICE S", "notice_seconds"),
+    ("MAX EVICTIONS", "max_evictions"),
     ("DESCRIPTION", "description"),
 ]
 
@@ -81,11 +84,23 @@ def gpu_class_update(session: Session, name, products, mig_profiles, no_mig_prof
     _changed(session, f"operator/gpu-classes/{name}/", changes)
 
 
-def _idle(given: int | None, never: bool, option: str) -> tuple[bool, int | None]:
-    """Whether an idle duration is changed, and to what (None: no idle rule)."""
-    if given is not None and never:
-        raise click.UsageError(f"--{option}-after or --no-{option}, not both.")
-    return given is not None or never, given
+def _unset_or(
+    given: int | None, unset: bool, option: str, unset_flag: str
+) -> tuple[bool, int | None]:
+    """Whether an optional setting is changed, and to what (None: unset)."""
+    if given is not None and unset:
+        raise click.UsageError(f"--{option} or --{unset_flag}, not both.")
+    return given is not None or unset, given
+
+
+# Settings that may be unset: their option, the flag that unsets them, their API field.
+_TIER_OPTIONAL = (
+    ("idle-warn-after", "no-idle-warn", "idle_warn_after_seconds"),
+    ("idle-stop-after", "no-idle-stop", "idle_stop_after_seconds"),
+    ("min-run-time", "no-min-run-time", "min_run_time_seconds"),
+    ("notice", "default-notice", "notice_seconds"),
+    ("max-evictions", "no-max-evictions", "max_evictions"),
+)
 
 
 @tiers.command("update")
@@ -97,25 +112,23 @@ def _idle(given: int | None, never: bool, option: str) -> tuple[bool, int | None
 @click.option("--no-idle-warn", is_flag=True, help="Never warn an idle workload of the tier.")
 @click.option("--idle-stop-after", type=click.IntRange(60), help="Seconds idle before it stops.")
 @click.option("--no-idle-stop", is_flag=True, help="Never stop an idle workload of the tier.")
+@click.option("--min-run-time", type=click.IntRange(1), help="Seconds before it may be preempted.")
+@click.option("--no-min-run-time", is_flag=True, help="No minimum run time.")
+@click.option("--notice", type=click.IntRange(0, 3600), help="Seconds from SIGTERM to SIGKILL.")
+@click.option("--default-notice", is_flag=True, help="Kubernetes' default notice (30 s).")
+@click.option("--max-evictions", type=click.IntRange(1), help="Evictions before it is spared.")
+@click.option("--no-max-evictions", is_flag=True, help="No cap on evictions.")
 @scoped()
-def tier_update(
-    session: Session,
-    name,
-    idle_warn_after,
-    no_idle_warn,
-    idle_stop_after,
-    no_idle_stop,
-    **fields,
-):
+def tier_update(session: Session, name, **fields):
     """Change a priority tier: only the fields given."""
-    changes = {field: value for field, value in fields.items() if value is not None}
-    for option, given, never in (
-        ("idle-warn", idle_warn_after, no_idle_warn),
-        ("idle-stop", idle_stop_after, no_idle_stop),
-    ):
-        changed, seconds = _idle(given, never, option)
+    changes = {}
+    for option, unset_flag, field in _TIER_OPTIONAL:
+        given = fields.pop(option.replace("-", "_"))
+        unset = fields.pop(unset_flag.replace("-", "_"))
+        changed, value = _unset_or(given, unset, option, unset_flag)
         if changed:
-            changes[f"{option.replace('-', '_')}_after_seconds"] = seconds
+            changes[field] = value
+    changes.update({field: value for field, value in fields.items() if value is not None})
     _changed(session, f"operator/priority-tiers/{name}/", changes)
 
 

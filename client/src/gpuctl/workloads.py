@@ -1,4 +1,5 @@
-"""Workloads: submit from a job file, list (and watch), get, why, logs, events, cancel, wait."""
+"""Workloads: submit from a job file, list (and watch), get, why, logs, events, cancel, wait,
+and report a checkpoint."""
 
 import time
 from contextlib import suppress
@@ -282,6 +283,22 @@ def events(session: Session, name):
 
 
 @click.command()
+@click.argument("name")
+@click.option(
+    "--at",
+    type=click.DateTime(formats=["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%SZ"]),
+    help="When it was saved, with its offset (default: now).",
+)
+@scoped(project=True)
+def checkpoint(session: Session, name, at):
+    """Report that a running workload saved a checkpoint: evicted later, it loses only the work
+    since, and it is a cheaper victim."""
+    body = {"at": at.isoformat().replace("+00:00", "Z")} if at else {}
+    answer = session.api.post(workload_path(session, name, "checkpoint/"), body)
+    show_object(answer, session.output)
+
+
+@click.command()
 @click.argument("names", nargs=-1, required=True)
 @scoped(project=True)
 def cancel(session: Session, names):
@@ -327,4 +344,4 @@ def _wait(session: Session, names: list, target: str, timeout, interval) -> None
             time.sleep(interval)
 
 
-COMMANDS = [submit, ls, get, why, logs, events, cancel, wait]
+COMMANDS = [submit, ls, get, why, logs, events, checkpoint, cancel, wait]

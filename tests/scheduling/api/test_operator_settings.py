@@ -61,3 +61,28 @@ def test_a_tier_changed_to_what_it_is_audits_nothing(cluster, ops):
     description = PriorityTier.objects.get(name="batch").description
     client.patch(f"{OP}/priority-tiers/batch/", {"description": description}, format="json")
     assert not AuditEvent.objects.filter(action="prioritytier.update").exists()
+
+
+def test_a_tiers_preemption_contract_is_set_and_audited(cluster, ops):
+    _, client = ops
+    contract = {"min_run_time_seconds": 1800, "notice_seconds": 120, "max_evictions": 2}
+    response = client.patch(f"{OP}/priority-tiers/batch/", contract, format="json")
+    assert {field: response.json()[field] for field in contract} == contract
+    tier = PriorityTier.objects.get(name="batch")
+    assert (tier.min_run_time, tier.notice_seconds, tier.max_evictions) == (
+        timedelta(minutes=30),
+        120,
+        2,
+    )
+    assert AuditEvent.objects.filter(action="prioritytier.update").count() == 1
+
+
+@pytest.mark.parametrize(
+    "field", [("notice_seconds", 3601), ("max_evictions", 0), ("min_run_time_seconds", -1)]
+)
+def test_an_out_of_range_preemption_contract_is_a_field_error(cluster, ops, field):
+    _, client = ops
+    name, value = field
+    response = client.patch(f"{OP}/priority-tiers/batch/", {name: value}, format="json")
+    assert response.status_code == 400
+    assert name in response.json()["error"]["fields"]
