@@ -337,6 +337,7 @@ class WorkloadRow(NamedTuple):
     first_estimate: datetime | None
     first_estimate_low: datetime | None
     first_estimate_high: datetime | None
+    first_estimate_scale: float
     first_estimate_actual: datetime | None
 
     # The model's own rule, so that a row and its Workload never disagree.

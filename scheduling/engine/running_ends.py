@@ -30,6 +30,7 @@ def runtime_samples(
     workloads: Iterable[tuple[str, str, str, int]],
     min_runs: int,
     seed: int,
+    interval_scale: float = 1.0,
 ) -> RuntimeSamples:
     """``RuntimeSamples`` from the run times of ``finished`` work (tenant, kind, size,
     seconds), for ``workloads`` (id, tenant, kind, size): a bucket needs ``min_runs`` runs,
@@ -48,7 +49,9 @@ def runtime_samples(
             finest[similar] = next((b for b in similar if b in buckets), None)
         if finest[similar] is not None:
             bucket_of[workload_id] = finest[similar]
-    return RuntimeSamples(buckets=buckets, bucket_of=bucket_of, seed=seed)
+    return RuntimeSamples(
+        buckets=buckets, bucket_of=bucket_of, seed=seed, interval_scale=interval_scale
+    )
 
 
 class RunningEnds:

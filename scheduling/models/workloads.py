@@ -90,6 +90,8 @@ class Workload(models.Model):
     first_estimate = models.DateTimeField(null=True, blank=True)
     first_estimate_low = models.DateTimeField(null=True, blank=True)
     first_estimate_high = models.DateTimeField(null=True, blank=True)
+    # How far its interval was stretched (engine.interval_scale): undone to judge the draws.
+    first_estimate_scale = models.FloatField(default=1.0)
     first_estimate_actual = models.DateTimeField(null=True, blank=True)
     idle_since = models.DateTimeField(null=True, blank=True)
     idle_warned_at = models.DateTimeField(null=True, blank=True)

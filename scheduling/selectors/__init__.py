@@ -49,7 +49,7 @@ from .cluster import (
     gpu_workloads_waiting,
     queue_across_tenants,
 )
-from .estimates import ClassCalibration, estimate_calibration, runtime_samples
+from .estimates import ClassCalibration, estimate_calibration, interval_scale, runtime_samples
 from .logs import TAIL_MAX, KeptTail, WorkloadLogs, log_text, workload_logs
 from .metrics import (
     PendingCount,
@@ -151,6 +151,7 @@ __all__ = [
     "gpu_workloads_seen",
     "gpu_workloads_waiting",
     "gpus_borrowed_by_pool",
+    "interval_scale",
     "last_cycle_at",
     "log_text",
     "nearest_windows",

@@ -5,7 +5,7 @@ estimates held (their calibration per GPU class, for operators)."""
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from scheduling import engine
 from scheduling.engine.model import MILLI_PER_GPU, mig_profile_milli
@@ -24,6 +24,10 @@ BUCKET_MIN_RUNS = 10
 RAN_STATES = (Workload.State.SUCCEEDED, Workload.State.FAILED, Workload.State.EXPIRED)
 # Estimates judged at most, the latest first.
 CALIBRATION_MAX = 20_000
+# No floor for an interval's low end when it is unstretched.
+EARLIEST = datetime.min.replace(tzinfo=UTC)
+# Estimates the intervals' stretch is learnt from, the latest first.
+SCALE_JUDGED = 1_000
 
 
 def _size(gpus: int, gpu_milli: int, mig_profile: str, mig_count: int, replicas: int) -> int:
@@ -37,7 +41,8 @@ def _size(gpus: int, gpu_milli: int, mig_profile: str, mig_count: int, replicas:
 def runtime_samples(*, workloads: Iterable, now: datetime, seed: int) -> engine.RuntimeSamples:
     """How long the latest finished work ran (admission to end), by bucket of similar work,
     and the finest bucket with enough runs of each of ``workloads`` (Workloads or cycle rows
-    with their project's organization): one bounded query on the finished-at index."""
+    with their project's organization): one bounded query on the finished-at index; with the
+    stretch the intervals need (``interval_scale``): one more."""
     finished = (
         Workload.objects.filter(
             state__in=RAN_STATES,
@@ -73,6 +78,35 @@ def runtime_samples(*, workloads: Iterable, now: datetime, seed: int) -> engine.
         ),
         min_runs=BUCKET_MIN_RUNS,
         seed=seed,
+        interval_scale=interval_scale(now=now),
+    )
+
+
+def interval_scale(*, now: datetime) -> float:
+    """How far the draws' intervals must be stretched to hold 80% of starts, judged on the
+    latest SCALE_JUDGED first estimates of work that started within RUNTIME_SAMPLES_DAYS, each
+    unstretched by the scale it had (a low end held at its estimate's time stays there: the
+    miss it measures is an upper bound)."""
+    judged = (
+        Workload.objects.filter(
+            first_estimate_actual__gte=now - timedelta(days=RUNTIME_SAMPLES_DAYS),
+            first_estimate__isnull=False,
+            first_estimate_low__isnull=False,
+        )
+        .order_by("-first_estimate_actual")
+        .values_list(
+            "first_estimate",
+            "first_estimate_low",
+            "first_estimate_high",
+            "first_estimate_scale",
+            "first_estimate_actual",
+        )[:SCALE_JUDGED]
+    )
+    return engine.interval_scale(
+        [
+            (engine.StartRange(likely, low, high).stretched(1 / scale, now=EARLIEST), actual)
+            for likely, low, high, scale, actual in judged
+        ]
     )
 
 

@@ -103,6 +103,7 @@ QUEUE_FIELDS = [
     "first_estimate",
     "first_estimate_low",
     "first_estimate_high",
+    "first_estimate_scale",
 ]
 PENDING_FIELDS = ["pending_code", "pending_message", *QUEUE_FIELDS]
 
@@ -298,6 +299,7 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
             workloads=workloads,
             nodes={node.name: node for node in loaded.ready_nodes},
             classes={p.gpu_class.name: p.gpu_class for p in loaded.pools if p.gpu_class},
+            scale=loaded.snapshot.runtimes.interval_scale,
             now=now,
         )
         cycle_end_keep(end)
@@ -351,6 +353,7 @@ def _persist(
     workloads: dict[str, WorkloadRow],
     nodes: dict[str, Node],
     classes: dict[str, GpuClass],
+    scale: float,
     now,
 ) -> None:
     """Write the decisions: a few statements for the preemptions, the admissions and the
@@ -420,7 +423,7 @@ def _persist(
     for reason in decisions.pending:
         row = workloads[reason.request_id]
         why = {"pending_code": reason.code, "pending_message": reason.message[:500]}
-        place = _place(row, reason, now=now)
+        place = _place(row, reason, scale=scale, now=now)
         if (row.pending_code, row.pending_message) != tuple(why.values()):
             workload = _written(row.pk, **why, **place)
             changed.append(workload)
@@ -434,14 +437,15 @@ def _persist(
     WorkloadEvent.objects.bulk_create(events, batch_size=BATCH)
 
 
-def _place(row: WorkloadRow, reason: engine.PendingReason, *, now) -> dict:
+def _place(row: WorkloadRow, reason: engine.PendingReason, *, scale: float, now) -> dict:
     """A waiting workload's QUEUE_FIELDS: its place and estimate; its first estimate is the
-    one it had, or this one if it had none yet."""
+    one it had, or this one (its interval stretched by ``scale``) if it had none yet."""
     first = {
         "first_estimate_at": row.first_estimate_at,
         "first_estimate": row.first_estimate,
         "first_estimate_low": row.first_estimate_low,
         "first_estimate_high": row.first_estimate_high,
+        "first_estimate_scale": row.first_estimate_scale,
     }
     if row.first_estimate_at is None and reason.estimated_start is not None:
         first = {
@@ -449,6 +453,7 @@ def _place(row: WorkloadRow, reason: engine.PendingReason, *, now) -> dict:
             "first_estimate": reason.estimated_start,
             "first_estimate_low": reason.estimated_start_low,
             "first_estimate_high": reason.estimated_start_high,
+            "first_estimate_scale": scale,
         }
     return {
         "queue_position": reason.queue_position,

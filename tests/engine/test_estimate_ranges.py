@@ -2,12 +2,20 @@
 actually ran, the queue simulated forward per draw."""
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduling.engine import Policy, RuntimeSamples, schedule
+from scheduling.engine import (
+    Policy,
+    RuntimeSamples,
+    StartRange,
+    calibration,
+    interval_scale,
+    schedule,
+)
+from scheduling.engine.estimates import SCALE_MAX
 
 from .builders import NOW, cycle, node, on, reason, request, running
 from .scenarios import mixed_cluster
@@ -123,3 +131,64 @@ def test_the_range_always_holds_its_most_likely_start(runs, seed, busy_hours):
         assert waiting.estimated_start_low <= waiting.estimated_start
         high = waiting.estimated_start_high
         assert high is None or waiting.estimated_start <= high
+
+
+# The intervals' stretch (split conformal prediction on estimates judged so far).
+
+EARLY = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def _judged(likely_offsets: list[tuple[int, int, int, int]]):
+    """(low, likely, high, actual) minutes after NOW, as judged estimates."""
+    minute = timedelta(minutes=1)
+    return [
+        (
+            StartRange(NOW + likely * minute, NOW + low * minute, NOW + high * minute),
+            NOW + at * minute,
+        )
+        for low, likely, high, at in likely_offsets
+    ]
+
+
+def test_too_few_judged_estimates_leave_the_intervals_as_drawn():
+    assert interval_scale(_judged([(0, 10, 20, 90)] * 29)) == 1.0
+
+
+def test_intervals_missed_by_twice_their_width_are_stretched_twice():
+    # Each misses late by twice its upper side (10 min).
+    assert interval_scale(_judged([(0, 10, 20, 30)] * 40)) == 2.0
+
+
+def test_intervals_that_held_every_start_near_the_middle_shrink():
+    assert interval_scale(_judged([(0, 10, 20, 15)] * 40)) == 0.5
+
+
+def test_a_stretched_range_keeps_its_most_likely_start_and_never_starts_before_now():
+    drawn = StartRange(
+        NOW + timedelta(minutes=10), NOW + timedelta(minutes=5), NOW + timedelta(minutes=20)
+    )
+    stretched = drawn.stretched(3, now=NOW)
+    assert (stretched.likely, stretched.low, stretched.high) == (
+        drawn.likely,
+        NOW,
+        NOW + timedelta(minutes=40),
+    )
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 100), st.integers(0, 100), st.integers(0, 100), st.integers(-50, 400)
+        ),
+        min_size=30,
+        max_size=200,
+    )
+)
+def test_stretched_by_the_scale_learnt_from_them_at_least_80_percent_hold(rows):
+    judged = _judged([(likely - a, likely, likely + b, likely + at) for a, likely, b, at in rows])
+    scale = interval_scale(judged)
+    held = calibration(
+        [(estimate.stretched(scale, now=EARLY), actual) for estimate, actual in judged]
+    )
+    # Misses beyond SCALE_MAX widths are let go: the scale is capped.
+    assert held.within >= 0.8 or scale == SCALE_MAX

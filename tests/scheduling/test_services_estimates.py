@@ -116,3 +116,39 @@ def test_cancelled_work_gives_no_runtime_sample(submit):
         Workload.objects.filter(pk=workload.pk).update(state=Workload.State.CANCELLED)
     samples = selectors.runtime_samples(workloads=[], now=clock.now(), seed=1)
     assert samples.buckets == {}
+
+
+def _judged(submit, count: int, *, scale: float, missed_by: float) -> None:
+    """``count`` started workloads whose first estimate (a 10-minute upper side, stretched by
+    ``scale``) was missed late by ``missed_by`` of those sides."""
+    now = clock.now()
+    side = timedelta(minutes=10)
+    for n in range(count):
+        likely = now - timedelta(hours=1)
+        Workload.objects.filter(pk=submit(name=f"judged-{n}", gpus=1).pk).update(
+            first_estimate_at=likely - side,
+            first_estimate=likely,
+            first_estimate_low=likely - side,
+            first_estimate_high=likely + side,
+            first_estimate_scale=scale,
+            first_estimate_actual=likely + missed_by * side,
+        )
+
+
+def test_intervals_are_stretched_by_how_far_recent_estimates_missed(submit):
+    _judged(submit, 40, scale=1.0, missed_by=3)
+    assert selectors.interval_scale(now=clock.now()) == 3.0
+
+
+def test_the_stretch_learnt_counts_the_stretch_each_estimate_already_had(submit):
+    # Missed by 1.5 of sides already stretched twice: the draws' own sides missed by 3.
+    _judged(submit, 40, scale=2.0, missed_by=1.5)
+    assert selectors.interval_scale(now=clock.now()) == 3.0
+
+
+def test_the_first_estimate_keeps_the_stretch_it_was_given(submit, cycle, full_for_two_hours):
+    _judged(submit, 40, scale=1.0, missed_by=3)
+    waiting = submit(name="waiting", gpus=8)
+    cycle()
+    waiting.refresh_from_db()
+    assert waiting.first_estimate_scale == 3.0
