@@ -2,6 +2,7 @@
 priority tiers (list, get, change), a node by name, and an invoice's credit note."""
 
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 
@@ -97,8 +98,15 @@ def test_a_tenant_token_changes_no_tier_and_exits_1(gpuctl, logged_in):
 
 
 @pytest.fixture
-def issued_invoice(demo, as_operator) -> str:
-    """acme's invoice of last month, 100.00 of H100 use, issued by the operator."""
+def issued_invoice(demo, as_operator) -> dict:
+    """acme's invoice of last month (the demo's recorded days, and 100.00 of H100 use), issued
+    by the operator."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        # The database refuses to delete an issued invoice, and SQLite's flush after a live
+        # server's test deletes row by row (PostgreSQL's truncates).
+        pytest.skip("an issued invoice outlives the test on SQLite; set DATABASE_URL")
     from billing.services import invoice_draft
     from portal import clock
     from tenants.models import Project
@@ -112,22 +120,23 @@ def issued_invoice(demo, as_operator) -> str:
         year=before.year,
         month=before.month,
     )
-    return as_json(as_operator("admin", "invoices", "issue", str(draft.pk), "-o", "json"))["id"]
+    return as_json(as_operator("admin", "invoices", "issue", str(draft.pk), "-o", "json"))
 
 
 def test_an_issued_invoice_is_corrected_with_a_credit_note(as_operator, issued_invoice):
-    args = ["admin", "invoices", "credit-note", issued_invoice, "--amount", "20.00"]
+    args = ["admin", "invoices", "credit-note", issued_invoice["id"], "--amount", "20.00"]
     note = as_json(as_operator(*args, "--reason", "Outage on the 3rd", "-o", "json"))
-    assert (note["state"], note["id"] != issued_invoice) == ("issued", True)
+    assert (note["state"], note["id"] != issued_invoice["id"]) == ("issued", True)
     assert note["total"].startswith("-")
 
 
 def test_a_credit_note_over_what_the_invoice_leaves_is_refused(as_operator, issued_invoice):
-    args = ["admin", "invoices", "credit-note", issued_invoice, "--amount", "5000.00"]
+    over = Decimal(issued_invoice["subtotal"]) + Decimal("0.01")
+    args = ["admin", "invoices", "credit-note", issued_invoice["id"], "--amount", str(over)]
     result = as_operator(*args, "--reason", "Too much")
     assert (result.exit_code, "amount" in result.stderr) == (1, True)
 
 
 def test_a_credit_note_without_a_reason_is_bad_usage(as_operator, issued_invoice):
-    args = ["admin", "invoices", "credit-note", issued_invoice, "--amount", "1.00"]
+    args = ["admin", "invoices", "credit-note", issued_invoice["id"], "--amount", "1.00"]
     assert as_operator(*args).exit_code == 2
