@@ -40,7 +40,8 @@ MAX_EXAMPLES = 10
 # the cluster does not have, or a block's window longer than the calendar; a replica the
 # workload does not have; a single sign-on provider the portal is not
 # configured with; a webhook URL whose host does not resolve or resolves to a refused address;
-# a submission's rules in its what-if too.
+# a submission's rules in its what-if too; a checkpoint reported in the future or before the
+# workload started (or outside the years 2000 to 2100).
 # The operator API's too: an organization, project or GPU class named that does not exist, a
 # limit below the guarantee, a reason of spaces only, a tier value another tier has, a credit
 # note over what the invoice leaves, an amount granted below one or an end already past. Every
@@ -71,6 +72,7 @@ RULES_BEYOND_THE_SCHEMA = [
     "webhooks_create",
     "webhooks_update",
     "workload_logs",
+    "workloads_checkpoint",
     "workloads_submit",
     "workloads_submit_batch",
     "workloads_what_if",
