@@ -139,6 +139,7 @@ class _Cycle:
             running=running,
             capacity=quota_capacity(snapshot.nodes, running),
             weights=snapshot.tenant_weights,
+            usage=snapshot.tenant_usage,
         )
         self._tenant_quotas: dict[str, list[Quota]] = defaultdict(list)
         for quota in snapshot.quotas:
@@ -207,6 +208,7 @@ class _Cycle:
             ledger=self.ledger,
             nodes=self.snapshot.nodes,
             weights=dict(self.snapshot.tenant_weights),
+            usage=self.snapshot.tenant_usage,
         )
         ordered = queue_order(pending=pending, shares=self.shares)
         demands = [Demand.of(r) for r in ordered]
