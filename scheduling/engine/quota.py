@@ -102,7 +102,7 @@ class QuotaLedger:
         }
         self._capacity = dict(capacity or {})
         self._weights = dict(weights or {})
-        self._usage = dict(usage or {})
+        self.usage = dict(usage or {})
         guaranteed: dict[str, int] = defaultdict(int)
         for quota in self._tenant.values():
             guaranteed[quota.resource] += quota.guarantee
@@ -130,6 +130,9 @@ class QuotaLedger:
     def _group(quota: Quota) -> str:
         return f"cohort:{quota.cohort}" if quota.cohort else f"tenant:{quota.tenant}"
 
+    def weight(self, tenant: str) -> float:
+        return self._weights.get(tenant, 1.0)
+
     def quota(self, *, tenant: str, resource: str) -> Quota | None:
         return self._tenant.get((tenant, resource))
 
@@ -153,7 +156,7 @@ class QuotaLedger:
         fair-share reclaim compares it."""
         capacity = self._capacity.get(resource) or 1
         borrowed = self.borrowed(tenant=tenant, resource=resource, extra=extra)
-        return (borrowed / capacity + self._usage.get(tenant, 0.0)) / self._weights.get(tenant, 1.0)
+        return (borrowed / capacity + self.usage.get(tenant, 0.0)) / self.weight(tenant)
 
     def check(self, *, request: Request, gpu_class: str, replicas: int) -> QuotaVerdict:
         need = request.quota_amount * replicas
@@ -299,25 +302,19 @@ class QuotaLedger:
         return max(quota.guarantee - used, 0)
 
 
-def dominant_shares(
-    *,
-    ledger: QuotaLedger,
-    nodes: Sequence[NodeState],
-    weights: Mapping[str, float] | None = None,
-    usage: Mapping[str, float] | None = None,
-) -> dict[str, float]:
+def dominant_shares(*, ledger: QuotaLedger, nodes: Sequence[NodeState]) -> dict[str, float]:
     """DRF: each tenant's largest share of any GPU class's capacity, plus its decayed past
-    usage (a share of the cluster, ``ClusterSnapshot.tenant_usage``), divided by its weight."""
+    usage share (``ClusterSnapshot.tenant_usage``), divided by its weight (the ledger's)."""
     capacity: dict[str, int] = defaultdict(int)
     for node in nodes:
         capacity[node.gpu_class] += len(node.gpu_free_milli) * MILLI_PER_GPU
     shares: dict[str, float] = defaultdict(float)
     for (tenant, gpu_class), used in ledger.class_usage.items():
         if capacity[gpu_class]:
-            share = used / capacity[gpu_class] / (weights or {}).get(tenant, 1.0)
+            share = used / capacity[gpu_class] / ledger.weight(tenant)
             shares[tenant] = max(shares[tenant], share)
-    for tenant, past in (usage or {}).items():
-        shares[tenant] += past / (weights or {}).get(tenant, 1.0)
+    for tenant, past in ledger.usage.items():
+        shares[tenant] += past / ledger.weight(tenant)
     return shares
 
 

@@ -204,12 +204,7 @@ class _Cycle:
         of the whole queue and running work, when ``pending`` is part of it, as a what-if's)."""
         if self.policy.preemption:
             self._drain()
-        self.shares = dominant_shares(
-            ledger=self.ledger,
-            nodes=self.snapshot.nodes,
-            weights=dict(self.snapshot.tenant_weights),
-            usage=self.snapshot.tenant_usage,
-        )
+        self.shares = dominant_shares(ledger=self.ledger, nodes=self.snapshot.nodes)
         ordered = queue_order(pending=pending, shares=self.shares)
         demands = [Demand.of(r) for r in ordered]
         if mix is None:

@@ -83,13 +83,13 @@ def test_without_past_usage_the_earlier_submission_goes_first():
 
 
 def test_a_weight_divides_past_usage_too():
-    ledger = QuotaLedger(quotas=[quota("acme"), quota("zeta")], running=[])
-    shares = dominant_shares(
-        ledger=ledger,
-        nodes=[node("a")],
+    ledger = QuotaLedger(
+        quotas=[quota("acme"), quota("zeta")],
+        running=[],
         weights={"acme": 2.0},
         usage={"acme": 0.5, "zeta": 0.25},
     )
+    shares = dominant_shares(ledger=ledger, nodes=[node("a")])
     assert shares == {"acme": 0.25, "zeta": 0.25}
 
 
@@ -107,15 +107,11 @@ def test_reclaim_leaves_more_to_the_tenant_that_used_less_recently():
 
 @given(past=st.floats(min_value=0, max_value=10), weight=st.floats(min_value=0.01, max_value=100))
 def test_more_past_usage_never_moves_a_tenant_ahead(past, weight):
-    ledger = QuotaLedger(quotas=[], running=[])
-    nodes = [node("a")]
-    less = dominant_shares(
-        ledger=ledger, nodes=nodes, weights={"acme": weight}, usage={"acme": past}
-    )
-    more = dominant_shares(
-        ledger=ledger, nodes=nodes, weights={"acme": weight}, usage={"acme": past + 0.1}
-    )
-    assert more["acme"] > less["acme"]
+    def key(usage: float) -> float:
+        ledger = QuotaLedger(quotas=[], running=[], weights={"acme": weight}, usage={"acme": usage})
+        return dominant_shares(ledger=ledger, nodes=[node("a")])["acme"]
+
+    assert key(past + 0.1) > key(past)
 
 
 def test_the_worked_example_of_the_docs_orders_umbrella_zeta_acme():
