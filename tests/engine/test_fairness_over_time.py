@@ -143,3 +143,30 @@ def test_the_worked_example_of_the_docs_orders_umbrella_zeta_acme():
         ["umbrella-1"],
         ["zeta-1", "acme-1"],
     )
+
+
+@given(
+    hours=st.floats(min_value=0.01, max_value=500),
+    split=st.floats(min_value=0.0, max_value=1.0),
+    ago=st.floats(min_value=0, max_value=500),
+)
+def test_a_stretch_counts_the_same_whole_or_in_two_parts(hours, split, ago):
+    end = NOW - timedelta(hours=ago)
+    start = end - timedelta(hours=hours)
+    middle = start + timedelta(hours=hours * split)
+    args = {"gpu_milli": 1000, "gpu_class": "H100", "now": NOW}
+    whole = WEEK.held(started_at=start, ended_at=end, **args)
+    parts = WEEK.held(started_at=start, ended_at=middle, **args) + WEEK.held(
+        started_at=middle, ended_at=end, **args
+    )
+    assert parts == pytest.approx(whole, rel=1e-9, abs=1e-6)
+
+
+@given(first=st.floats(min_value=0, max_value=1000), second=st.floats(min_value=0, max_value=1000))
+def test_decaying_in_two_steps_is_decaying_once(first, second):
+    stepped = DecayedUsage(WEEK, as_of=NOW, totals={"acme": 1000.0})
+    stepped.advance(NOW + timedelta(hours=first))
+    stepped.advance(NOW + timedelta(hours=first + second))
+    once = DecayedUsage(WEEK, as_of=NOW, totals={"acme": 1000.0})
+    once.advance(NOW + timedelta(hours=first + second))
+    assert stepped.totals["acme"] == pytest.approx(once.totals["acme"], rel=1e-9, abs=1e-12)
