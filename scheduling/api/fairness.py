@@ -36,11 +36,11 @@ class StandingOutput(serializers.Serializer):
     )
     behind = serializers.ListField(
         child=serializers.CharField(),
-        help_text="Organizations whose work goes before its own at the same tier.",
+        help_text="Organizations with work waiting that goes before its own at the same tier.",
     )
     ahead_of = serializers.ListField(
         child=serializers.CharField(),
-        help_text="Organizations whose work goes after its own at the same tier.",
+        help_text="Organizations with work waiting that goes after its own at the same tier.",
     )
     half_life_hours = serializers.FloatField(help_text="0: past usage does not count.")
     sentence = serializers.CharField(help_text="Why its work is ordered where it is.")

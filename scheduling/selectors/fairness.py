@@ -34,7 +34,7 @@ class Standing:
     fair_share: float
     # What it used (now and decayed) against its fair share: 1 is its share exactly.
     times_its_share: float
-    # Those whose work goes before its own at the same tier, and after it.
+    # Those with work waiting that goes before its own at the same tier, and after it.
     behind: tuple[str, ...]
     ahead_of: tuple[str, ...]
     half_life_hours: float
@@ -167,8 +167,9 @@ def _standings(*, now: datetime, including: str | None = None) -> list[Standing]
     for slug, weight, current, usage in rows:
         fair = weight / total_weight
         times = (current + usage) / used_total / fair
-        behind = tuple(sorted((s for s in keys if keys[s] < keys[slug]), key=keys.__getitem__))
-        ahead_of = tuple(sorted((s for s in keys if keys[s] > keys[slug]), key=keys.__getitem__))
+        queued = sorted(waiting - {slug}, key=lambda s: (keys[s], s))
+        behind = tuple(s for s in queued if keys[s] < keys[slug])
+        ahead_of = tuple(s for s in queued if keys[s] > keys[slug])
         standings.append(
             Standing(
                 organization=slug,
