@@ -205,4 +205,4 @@ def _sentence(
         more = f" and {len(behind) - SHOWN} more" if len(behind) > SHOWN else ""
         until = " until its usage decays" if half_life > timedelta(0) else ""
         return f"{used}: its work queues behind {names}{more} at the same tier{until}."
-    return f"{used}: its work goes first at its tier."
+    return f"{used}: no other organization's waiting work goes before its own."

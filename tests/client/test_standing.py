@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_standing_says_why_the_work_is_ordered_where_it_is(ok, logged_in):
     shown = ok("standing")
     assert "acme used 0 GPU-hours lately" in shown
-    assert "its work goes first at its tier" in shown
+    assert "no other organization's waiting work goes before its own" in shown
 
 
 def test_standing_as_json_is_the_api_object(ok, logged_in):

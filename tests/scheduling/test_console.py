@@ -541,4 +541,4 @@ def test_the_quotas_page_reads_in_a_fixed_number_of_queries(
 def test_the_quota_page_tells_the_organization_its_fair_share_standing(signed_in, vic, quotas):
     page = signed_in(vic).get(QUOTAS).content.decode()
     assert "acme used 0 GPU-hours lately" in page
-    assert "its work goes first at its tier" in page
+    assert "waiting work goes before its own" in page
