@@ -168,6 +168,11 @@ def main() -> None:
         action="store_true",
         help="estimates from max runtimes only (one draw), as before the ranges",
     )
+    parser.add_argument(
+        "--decayed-usage",
+        action="store_true",
+        help="every tenant with a decayed past usage (fairness over time), as the portal passes",
+    )
     args = parser.parse_args()
 
     snapshot, pending, running = build(
@@ -178,6 +183,10 @@ def main() -> None:
             pending=pending, running=running, tenants=args.tenants, seed=args.seed
         )
         snapshot = replace(snapshot, runtimes=samples)
+    if args.decayed_usage:
+        rng = np.random.default_rng(args.seed)
+        usage = {f"tenant-{t:03d}": float(rng.exponential(0.01)) for t in range(args.tenants)}
+        snapshot = replace(snapshot, tenant_usage=usage)
     walls, cpus, outcomes = [], [], []
     for _ in range(args.repeat):
         wall, cpu = time.perf_counter(), time.process_time()
@@ -207,6 +216,7 @@ def main() -> None:
         "tenants": args.tenants,
         "policy": args.policy,
         "runtime_samples": not args.no_runtime_samples,
+        "decayed_usage": args.decayed_usage,
         "cycle_seconds": round(seconds, 3),
         "cycle_seconds_runs": [round(w, 3) for w in walls],
         "cpu_seconds": round(statistics.median(cpus), 3),

@@ -344,6 +344,9 @@ def quotas(request, org_slug: str):
         {
             "organization": organization,
             "quotas": selectors.quota_overview(caller=caller, organization=organization),
+            "standing": selectors.fair_share_standing(
+                caller=caller, organization=organization, now=clock.now()
+            ),
             "requests": selectors.quota_request_list(caller=caller, organization=organization)[
                 :QUOTA_REQUESTS_SHOWN
             ],

@@ -355,6 +355,19 @@ PORTAL_RESERVATION_LEAD_SECONDS = int(os.environ.get("PORTAL_RESERVATION_LEAD_SE
 # A what-if answers from the state the last cycle left while it is younger than this (seconds)
 # and the cluster has not changed since; otherwise from a fresh read of the cluster.
 PORTAL_WHAT_IF_MAX_AGE_SECONDS = int(os.environ.get("PORTAL_WHAT_IF_MAX_AGE_SECONDS", "120"))
+# Fairness over time: a tenant's past GPU usage counts half as much after this many hours,
+# added to its current share in fair-share ordering and reclaim (0: only what runs now counts).
+PORTAL_FAIR_SHARE_HALF_LIFE_HOURS = float(
+    os.environ.get("PORTAL_FAIR_SHARE_HALF_LIFE_HOURS", "168")
+)
+# How many times a GPU-second of a class counts in that usage, as "H100-80GB=4,L4=1" (a class
+# not named: once).
+PORTAL_FAIR_SHARE_CLASS_WEIGHTS = {
+    name.strip(): float(weight)
+    for name, _, weight in (
+        item.partition("=") for item in env_list("PORTAL_FAIR_SHARE_CLASS_WEIGHTS", "")
+    )
+}
 # The catalog's currency (ISO 4217): every price and invoice of the portal is in it.
 PORTAL_CURRENCY = os.environ.get("PORTAL_CURRENCY", "EUR")
 # The tax rate invoices add to their subtotal (0.19 for 19%).

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from . import fairness
 from . import operator as views
 
 urlpatterns = [
@@ -40,6 +41,12 @@ urlpatterns = [
         name="quota-request-reject",
     ),
     path("queue/", views.QueueApi.as_view(), name="queue"),
+    path("fair-share/", fairness.OperatorFairShareListApi.as_view(), name="fair-share"),
+    path(
+        "fair-share/<slug:org_slug>/",
+        fairness.OperatorFairShareWeightApi.as_view(),
+        name="fair-share-weight",
+    ),
     path("insights/", views.InsightListApi.as_view(), name="insights"),
     path(
         "estimates/calibration/",

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views, what_if
+from . import fairness, views, what_if
 from .capacity import CapacityCalendarApi
 
 project = "organizations/<slug:org_slug>/projects/<slug:project_slug>"
@@ -11,6 +11,11 @@ urlpatterns = [
     path("gpu-classes/", views.GpuClassListApi.as_view(), name="gpu-classes"),
     path("priority-tiers/", views.PriorityTierListApi.as_view(), name="priority-tiers"),
     path("organizations/<slug:org_slug>/quotas/", views.QuotaListApi.as_view(), name="quotas"),
+    path(
+        "organizations/<slug:org_slug>/fair-share/",
+        fairness.FairShareStandingApi.as_view(),
+        name="fair-share",
+    ),
     path(
         "organizations/<slug:org_slug>/quota-requests/",
         views.QuotaRequestCollectionApi.as_view(),

@@ -277,6 +277,9 @@ class ClusterSnapshot:
     reservations: tuple[Reservation, ...] = ()
     topology_levels: tuple[str, ...] = ("rack", "block")
     tenant_weights: Mapping[str, float] = field(default_factory=dict)
+    # Each tenant's decayed past usage as a share of the cluster (``fairness.UsageDecay``):
+    # added to what it holds now wherever fair share is compared (none: only what runs now).
+    tenant_usage: Mapping[str, float] = field(default_factory=dict)
     # One empty node of each shape the schedulable nodes have: a replica larger than all of
     # them waits as never_fits, however much is free (none given: not checked).
     node_shapes: tuple[NodeState, ...] = ()

@@ -91,14 +91,18 @@ class QuotaLedger:
         running: Iterable[RunningWorkload],
         capacity: Mapping[str, int] | None = None,
         weights: Mapping[str, float] | None = None,
+        usage: Mapping[str, float] | None = None,
     ) -> None:
-        """``capacity``: per quota resource (``quota_capacity``); none: no shared pool."""
+        """``capacity``: per quota resource (``quota_capacity``); none: no shared pool.
+        ``usage``: each tenant's decayed past usage as a share (``ClusterSnapshot.tenant_usage``).
+        """
         self._tenant = {(q.tenant, q.resource): q for q in quotas if q.project is None}
         self._project = {
             (q.tenant, q.project, q.resource): q for q in quotas if q.project is not None
         }
         self._capacity = dict(capacity or {})
         self._weights = dict(weights or {})
+        self.usage = dict(usage or {})
         guaranteed: dict[str, int] = defaultdict(int)
         for quota in self._tenant.values():
             guaranteed[quota.resource] += quota.guarantee
@@ -126,6 +130,9 @@ class QuotaLedger:
     def _group(quota: Quota) -> str:
         return f"cohort:{quota.cohort}" if quota.cohort else f"tenant:{quota.tenant}"
 
+    def weight(self, tenant: str) -> float:
+        return self._weights.get(tenant, 1.0)
+
     def quota(self, *, tenant: str, resource: str) -> Quota | None:
         return self._tenant.get((tenant, resource))
 
@@ -145,10 +152,11 @@ class QuotaLedger:
 
     def lent_share(self, *, tenant: str, resource: str, extra: int = 0) -> float:
         """What ``tenant`` borrows of ``resource`` (with ``extra`` more), as a share of the
-        resource's capacity divided by the tenant's weight: fair-share reclaim compares it."""
+        resource's capacity, plus its decayed past usage, divided by the tenant's weight:
+        fair-share reclaim compares it."""
         capacity = self._capacity.get(resource) or 1
         borrowed = self.borrowed(tenant=tenant, resource=resource, extra=extra)
-        return borrowed / capacity / self._weights.get(tenant, 1.0)
+        return (borrowed / capacity + self.usage.get(tenant, 0.0)) / self.weight(tenant)
 
     def check(self, *, request: Request, gpu_class: str, replicas: int) -> QuotaVerdict:
         need = request.quota_amount * replicas
@@ -294,21 +302,19 @@ class QuotaLedger:
         return max(quota.guarantee - used, 0)
 
 
-def dominant_shares(
-    *,
-    ledger: QuotaLedger,
-    nodes: Sequence[NodeState],
-    weights: Mapping[str, float] | None = None,
-) -> dict[str, float]:
-    """DRF: each tenant's largest share of any GPU class's capacity, divided by its weight."""
+def dominant_shares(*, ledger: QuotaLedger, nodes: Sequence[NodeState]) -> dict[str, float]:
+    """DRF: each tenant's largest share of any GPU class's capacity, plus its decayed past
+    usage share (``ClusterSnapshot.tenant_usage``), divided by its weight (the ledger's)."""
     capacity: dict[str, int] = defaultdict(int)
     for node in nodes:
         capacity[node.gpu_class] += len(node.gpu_free_milli) * MILLI_PER_GPU
     shares: dict[str, float] = defaultdict(float)
     for (tenant, gpu_class), used in ledger.class_usage.items():
         if capacity[gpu_class]:
-            share = used / capacity[gpu_class] / (weights or {}).get(tenant, 1.0)
+            share = used / capacity[gpu_class] / ledger.weight(tenant)
             shares[tenant] = max(shares[tenant], share)
+    for tenant, past in ledger.usage.items():
+        shares[tenant] += past / ledger.weight(tenant)
     return shares
 
 

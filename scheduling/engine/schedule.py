@@ -139,6 +139,7 @@ class _Cycle:
             running=running,
             capacity=quota_capacity(snapshot.nodes, running),
             weights=snapshot.tenant_weights,
+            usage=snapshot.tenant_usage,
         )
         self._tenant_quotas: dict[str, list[Quota]] = defaultdict(list)
         for quota in snapshot.quotas:
@@ -203,11 +204,7 @@ class _Cycle:
         of the whole queue and running work, when ``pending`` is part of it, as a what-if's)."""
         if self.policy.preemption:
             self._drain()
-        self.shares = dominant_shares(
-            ledger=self.ledger,
-            nodes=self.snapshot.nodes,
-            weights=dict(self.snapshot.tenant_weights),
-        )
+        self.shares = dominant_shares(ledger=self.ledger, nodes=self.snapshot.nodes)
         ordered = queue_order(pending=pending, shares=self.shares)
         demands = [Demand.of(r) for r in ordered]
         if mix is None:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from .fairness import DecayedUsage, UsageDecay, placement_gpu_milli, usage_shares
 from .model import (
     MILLI_PER_GPU,
     ClusterSnapshot,
@@ -21,7 +22,6 @@ from .model import (
     ReplicaPlacement,
     Request,
     RunningWorkload,
-    mig_profile_milli,
 )
 from .schedule import schedule
 
@@ -74,16 +74,6 @@ class SimulationTooLarge(Exception):
     """The simulation would run more cycles than it was allowed."""
 
 
-def placement_gpu_milli(placement: ReplicaPlacement) -> int:
-    """The GPU capacity one replica's placement holds, in milli-GPU."""
-    mig = (
-        placement.mig_count * mig_profile_milli(placement.mig_profile)
-        if placement.mig_profile
-        else 0
-    )
-    return len(placement.gpu_indices) * placement.gpu_milli + mig
-
-
 def nodes_less(
     nodes: Iterable[NodeState], running: Iterable[RunningWorkload]
 ) -> tuple[NodeState, ...]:
@@ -122,9 +112,20 @@ def nodes_less(
 class _Run:
     """The simulation's state between events."""
 
-    def __init__(self, *, snapshot: ClusterSnapshot, arrivals: Sequence[Arrival], policy: Policy):
+    def __init__(
+        self,
+        *,
+        snapshot: ClusterSnapshot,
+        arrivals: Sequence[Arrival],
+        policy: Policy,
+        decay: UsageDecay | None,
+    ):
         self.snapshot, self.policy = snapshot, policy
         self.arrivals = sorted(arrivals, key=lambda a: (a.request.submitted_at, a.request.id))
+        self.tenant_of = {a.request.id: a.request.tenant for a in self.arrivals}
+        self.decay = decay
+        self.past: DecayedUsage | None = None
+        self.folded = 0  # stints already added to ``past``
         self.next_arrival = 0
         self.left = {a.request.id: a.runtime for a in self.arrivals}
         self.pending: dict[str, Request] = {}
@@ -168,11 +169,37 @@ class _Run:
         if self.pending:
             self.cycle()
 
+    def usage(self, running: Sequence[RunningWorkload]) -> dict[str, float]:
+        """Each tenant's decayed usage now, as a share: ended stints are added once to the
+        totals, running work counts from its start, as the portal's cycle does."""
+        assert self.decay is not None
+        if self.past is None:
+            self.past = DecayedUsage(self.decay, as_of=self.now)
+        self.past.advance(self.now)
+        for stint in self.stints[self.folded :]:
+            self.past.add(
+                tenant=self.tenant_of[stint.request_id],
+                gpu_milli=stint.gpu_milli,
+                gpu_class=stint.gpu_class,
+                started_at=stint.started_at,
+                ended_at=stint.ended_at,
+            )
+        self.folded = len(self.stints)
+        return usage_shares(
+            self.decay,
+            past=self.past.totals,
+            running=running,
+            now=self.now,
+        )
+
     def cycle(self) -> None:
         self.cycles += 1
         running = [w for w, _ in self.running.values()]
+        snapshot = replace(self.snapshot, nodes=nodes_less(self.snapshot.nodes, running))
+        if self.decay is not None and self.decay.enabled:
+            snapshot = replace(snapshot, tenant_usage=self.usage(running))
         decisions = schedule(
-            snapshot=replace(self.snapshot, nodes=nodes_less(self.snapshot.nodes, running)),
+            snapshot=snapshot,
             pending=list(self.pending.values()),
             running=running,
             now=self.now,
@@ -203,13 +230,15 @@ def simulate(
     policy: Policy,
     until: datetime,
     max_cycles: int | None = None,
+    decay: UsageDecay | None = None,
 ) -> Simulation:
     """Replay ``arrivals`` on ``snapshot`` (its nodes empty: their whole capacity free) under
-    ``policy`` until ``until``; work still holding capacity then is cut at ``until``.
+    ``policy`` until ``until``; work still holding capacity then is cut at ``until``. With
+    ``decay``, each cycle weighs the tenants' decayed usage since the start as the portal does.
 
     Raises ``SimulationTooLarge`` past ``max_cycles`` cycles.
     """
-    run = _Run(snapshot=snapshot, arrivals=arrivals, policy=policy)
+    run = _Run(snapshot=snapshot, arrivals=arrivals, policy=policy, decay=decay)
     run.now = min((a.request.submitted_at for a in arrivals), default=until)
     while (at := run.next_event()) is not None and at <= until:
         run.advance(at)

@@ -2,6 +2,7 @@
 the simulated cluster's storage. One module per concern; every model and validator is named
 here, where migrations and the rest of the code find them."""
 
+from .fairness import TenantUsage
 from .inventory import (
     DEFAULT_NOTICE_SECONDS,
     NOTICE_MAX_SECONDS,
@@ -50,6 +51,7 @@ __all__ = [
     "SchedulerState",
     "SimulatedNodeState",
     "SimulatedObject",
+    "TenantUsage",
     "Workload",
     "WorkloadEvent",
     "WorkloadLogTail",

@@ -177,13 +177,20 @@ class Placement(models.Model):
     # ran, and costs nothing).
     running_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # Added to its organization's decayed usage (TenantUsage) once it ended.
+    usage_counted = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["workload", "replica"]
         indexes = [
             models.Index(
                 fields=["node"], condition=Q(ended_at__isnull=True), name="placement_active_node"
-            )
+            ),
+            models.Index(
+                fields=["ended_at"],
+                condition=Q(ended_at__isnull=False, usage_counted=False),
+                name="placement_usage_uncounted",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -16,6 +16,7 @@ requires an operator.
 - metrics: operators' figures for /metrics
 - estimates: the run times start estimates draw from, and how well the estimates held
 - logs: a workload's container logs, from the cluster
+- fairness: each organization's standing in fair share (decayed usage, share, order)
 - prices: what use would cost at the catalog's prices (asked of billing through an extension
   point)
 """
@@ -50,6 +51,14 @@ from .cluster import (
     queue_across_tenants,
 )
 from .estimates import ClassCalibration, estimate_calibration, interval_scale, runtime_samples
+from .fairness import (
+    Standing,
+    fair_share_standing,
+    fair_share_standings,
+    organization_for_operator,
+    past_usage,
+    usage_decay,
+)
 from .logs import TAIL_MAX, KeptTail, WorkloadLogs, log_text, workload_logs
 from .metrics import (
     PendingCount,
@@ -136,6 +145,7 @@ __all__ = [
     "ReservationUse",
     "ReservedBlock",
     "Shortfall",
+    "Standing",
     "UsagePrices",
     "WorkloadClock",
     "WorkloadLogs",
@@ -146,6 +156,8 @@ __all__ = [
     "cluster_capacity",
     "cluster_overview",
     "estimate_calibration",
+    "fair_share_standing",
+    "fair_share_standings",
     "gpu_class_for_operator",
     "gpu_class_list",
     "gpu_workloads_seen",
@@ -158,7 +170,9 @@ __all__ = [
     "node_for_operator",
     "nodes_for_operator",
     "notebooks_running",
+    "organization_for_operator",
     "organization_workloads",
+    "past_usage",
     "pending_workload_counts",
     "placements_ended",
     "placements_ran",
@@ -194,6 +208,7 @@ __all__ = [
     "shortfalls",
     "tier_for_operator",
     "tier_list",
+    "usage_decay",
     "usage_prices",
     "workload_cancel_permitted",
     "workload_clock",

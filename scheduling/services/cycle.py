@@ -4,6 +4,7 @@ preemptions and pending reasons in one transaction; launches and teardowns follo
 
 import dataclasses
 import gc
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -18,6 +19,7 @@ from portal.events import Event, ExtensionPoint, holds_collect, publish
 from tenants.models import Organization
 
 from .. import engine, metrics, selectors
+from ..engine.fairness import usage_shares
 from ..models import (
     GpuClass,
     Node,
@@ -43,6 +45,7 @@ from ..specs_from_models import (
     topology_levels,
     workload_rows,
 )
+from .fairness import tenant_usage_update
 from .lifecycle import workloads_evict
 from .quotas import quota_increases_apply
 from .timeline import workload_event
@@ -205,9 +208,11 @@ def default_policy() -> engine.Policy:
     )
 
 
-def cycle_inputs(*, now) -> CycleInputs:
+def cycle_inputs(*, now, past: Mapping[str, float] | None = None) -> CycleInputs:
     """Read the cluster, the queue and the running work as the engine takes them (reads
-    only: the cycle and a what-if without a kept state both start here)."""
+    only: the cycle and a what-if without a kept state both start here). ``past``: each
+    organization's decayed usage of ended work as of ``now`` (the cycle passes what it has
+    just brought up to date; none: as the last cycle left it)."""
     pools = list(NodePool.objects.select_related("gpu_class"))
     tolerations = gpu_tolerations(pools)
     placements = list(_active_placements())
@@ -226,6 +231,12 @@ def cycle_inputs(*, now) -> CycleInputs:
     )
     pending, held = _held(workload_rows(waiting.order_by("submitted_at", "pk"), **related))
     ready_nodes = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
+    running = [
+        engine_running(w, by_workload.get(w.pk, []), tolerations=tolerations) for w in active
+    ]
+    decay = selectors.usage_decay()
+    if past is None and decay.enabled:
+        past = selectors.past_usage(now=now)
     snapshot = engine.ClusterSnapshot(
         nodes=engine_nodes(ready_nodes, placements),
         # Seeded by the cycle's time: the same cycle draws the same estimates.
@@ -240,6 +251,7 @@ def cycle_inputs(*, now) -> CycleInputs:
             slug: float(weight)
             for slug, weight in Organization.objects.values_list("slug", "fair_share_weight")
         },
+        tenant_usage=usage_shares(decay, past=past or {}, running=running, now=now),
         node_shapes=schedulable_shapes(ready_nodes),
         reservations=engine_reservations(
             Reservation.objects.filter(
@@ -250,9 +262,7 @@ def cycle_inputs(*, now) -> CycleInputs:
     return CycleInputs(
         snapshot=snapshot,
         requests=[engine_request(w, tolerations=tolerations) for w in pending],
-        running=[
-            engine_running(w, by_workload.get(w.pk, []), tolerations=tolerations) for w in active
-        ],
+        running=running,
         pending=pending,
         held=held,
         active=active,
@@ -287,7 +297,7 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
         now = clock.now()
         # Increases (a quota package's period) count exactly from their start to their end.
         quota_increases_apply(now=now)
-        loaded = cycle_inputs(now=now)
+        loaded = cycle_inputs(now=now, past=tenant_usage_update(now=now))
         decisions, end = cycle_decide(loaded, now=now, policy=policy)
         held, pending, active = loaded.held, loaded.pending, loaded.active
         if held:

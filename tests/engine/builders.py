@@ -110,6 +110,7 @@ def cycle(
     reservations: Sequence[Reservation] = (),
     node_shapes: Sequence[NodeState] = (),
     tenant_weights: Mapping[str, float] | None = None,
+    tenant_usage: Mapping[str, float] | None = None,
     placement: str = "bestfit",
     runtimes: RuntimeSamples | None = None,
     **policy_fields,
@@ -131,6 +132,7 @@ def cycle(
         reservations=tuple(reservations),
         node_shapes=tuple(node_shapes),
         tenant_weights=dict(tenant_weights or {}),
+        tenant_usage=dict(tenant_usage or {}),
         runtimes=runtimes or RuntimeSamples(),
     )
     return schedule(

@@ -75,6 +75,7 @@ def settle(work, pending, *, cycles: int, **fields) -> tuple[Counter, list[Decis
             running=work,
             quotas=fields.get("quotas", QUOTAS),
             tenant_weights=fields.get("tenant_weights"),
+            tenant_usage=fields.get("tenant_usage"),
             reclaim_after=timedelta(0),
         )
         history.append(decisions)

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scheduling.engine import ClusterSnapshot, Policy
+from scheduling.engine.fairness import UsageDecay
 from scheduling.engine.simulation import Arrival, simulate
 
 from .builders import NOW, node, quota, request
@@ -114,3 +115,25 @@ def test_the_same_arrivals_give_the_same_replay(given_runs):
         for i, (t, g, minute, minutes, tier) in enumerate(given_runs)
     ]
     assert replay(arrivals) == replay(list(reversed(arrivals)))
+
+
+def test_with_decayed_usage_a_newcomer_goes_before_the_tenant_that_ran_alone():
+    # acme runs the node alone for two hours; globex's work, queued since the first hour,
+    # starts when those end only if acme's past counts.
+    work = [
+        *(arrival(f"acme-{n}", gpus=1, hours=2) for n in range(16)),
+        *(arrival(f"globex-{n}", tenant="globex", gpus=1, minute=60, hours=2) for n in range(8)),
+    ]
+
+    def globex_starts(decay: UsageDecay) -> timedelta:
+        simulation = simulate(
+            snapshot=one_node(),
+            arrivals=work,
+            policy=Policy(placement="bestfit", preemption=False),
+            until=NOW + timedelta(hours=12),
+            decay=decay,
+        )
+        return simulation.first_starts["globex-0"] - NOW
+
+    off, on = (UsageDecay(half_life=timedelta(hours=h)) for h in (0, 168))
+    assert (globex_starts(off), globex_starts(on)) == (timedelta(hours=4), timedelta(hours=2))

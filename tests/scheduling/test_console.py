@@ -534,5 +534,11 @@ def test_the_quotas_page_reads_in_a_fixed_number_of_queries(
             ask=services.QuotaAsk(gpu_class="H100-80GB", amount=amount, reason="More."),
         )
     client = signed_in(alice)
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(19):
         client.get(QUOTAS)
+
+
+def test_the_quota_page_tells_the_organization_its_fair_share_standing(signed_in, vic, quotas):
+    page = signed_in(vic).get(QUOTAS).content.decode()
+    assert "acme used 0 GPU-hours lately" in page
+    assert "waiting work goes before its own" in page

@@ -271,27 +271,40 @@ def test_a_gang_evicted_as_often_as_allowed_ends_preempted(full_h100, globex_ser
     assert (EVICTED.get().state, EVICTED.get().evictions) == (Workload.State.PREEMPTED, 3)
 
 
-def test_a_tenant_below_its_fair_share_reclaims_lent_gpus_from_one_above_it(
-    full_h100, globex, bruno, submit, cycle
-):
+@pytest.fixture
+def acme_holds_every_lent_h100(full_h100, globex, bruno, submit):
+    """Nobody is guaranteed an H100 now: all 64 are lent, acme holding them all; globex then
+    asks for 40."""
     h100 = GpuClass.objects.get(name="H100-80GB")
-    # Nobody is guaranteed an H100 now: all 64 are lent, acme holding them all.
     QuotaGrant.objects.filter(gpu_class=h100, resource="gpus").update(guarantee=0)
     QuotaGrant.objects.create(organization=globex, gpu_class=h100, guarantee=0, limit=64)
     clock.advance(seconds=settings.PORTAL_RECLAIM_AFTER_SECONDS)
     project = ProjectFactory(organization=globex, slug="web")
     for n in range(5):
         submit(name=f"fair-{n}", user=bruno, project=project, gpus=8)
+
+
+def gpus_held_after(cycle) -> tuple[Counter, int, set]:
     result = cycle()
     held = Counter()
     for workload in Workload.objects.filter(state__in=Workload.ACTIVE_STATES):
         held[workload.project.organization.slug] += workload.gpus * workload.replicas
     reasons = {e.data["reason"] for e in WorkloadEvent.objects.filter(kind="preempted")}
-    assert (held, len(result.preempted), reasons) == (
-        {"acme": 32, "globex": 32},
-        4,
-        {"fair-share"},
-    )
+    return held, len(result.preempted), reasons
+
+
+def test_a_tenant_below_its_fair_share_reclaims_lent_gpus_from_one_above_it(
+    settings, acme_holds_every_lent_h100, cycle
+):
+    settings.PORTAL_FAIR_SHARE_HALF_LIFE_HOURS = 0  # only what runs now counts
+    assert gpus_held_after(cycle) == ({"acme": 32, "globex": 32}, 4, {"fair-share"})
+
+
+def test_with_decayed_usage_a_newcomer_reclaims_past_the_even_split(
+    acme_holds_every_lent_h100, cycle
+):
+    # acme used every H100 lately and globex nothing: globex's 40 GPUs all start.
+    assert gpus_held_after(cycle) == ({"acme": 24, "globex": 40}, 5, {"fair-share"})
 
 
 def test_a_workload_drained_for_a_reservation_is_requeued_with_no_preemptor(submit, cycle):

@@ -54,6 +54,28 @@ quotas = lister(
     empty="No quotas.",
 )
 
+
+@click.command("standing")
+@scoped()
+def standing(session: Session):
+    """The organization's standing in fair share: its decayed usage, its share, and why its
+    work is ordered where it is."""
+    found = session.api.get(session.org_path("fair-share/"))
+    show_object(
+        found,
+        session.output,
+        [
+            ("ORGANIZATION", "organization"),
+            ("WEIGHT", "weight"),
+            ("DECAYED GPU-HOURS", lambda s: f"{s['decayed_gpu_hours']:,.1f}"),
+            ("FAIR SHARE", lambda s: f"{s['fair_share']:.1%}"),
+            ("USED", lambda s: f"{s['times_its_share']:.1f}x its share"),
+            ("BEHIND", "behind"),
+            ("WHY", "sentence"),
+        ],
+    )
+
+
 # -- Quota requests -------------------------------------------------------------------------
 
 QUOTA_REQUEST_COLUMNS = [
@@ -229,6 +251,7 @@ COMMANDS = [
     gpu_classes,
     tiers,
     quotas,
+    standing,
     quota_requests,
     reservations,
     capacity,

@@ -79,6 +79,8 @@ OPERATIONS = {
     "queue": ("get", f"{OP}/queue/", None, 200),
     "insights": ("get", f"{OP}/insights/", None, 200),
     "estimate calibration": ("get", f"{OP}/estimates/calibration/?days=7", None, 200),
+    "fair share list": ("get", f"{OP}/fair-share/", None, 200),
+    "fair share weight update": ("patch", f"{OP}/fair-share/globex/", {"weight": "2.5"}, 200),
 }
 
 
