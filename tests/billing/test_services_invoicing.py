@@ -22,7 +22,7 @@ from scheduling import services as scheduling
 from tenants.permissions import Caller
 
 from ..factories import ProjectFactory
-from .conftest import DAY, MONTH, YEAR, at, draft, metered, period_over
+from .conftest import DAY, MONTH, YEAR, draft, metered, period_over
 
 pytestmark = pytest.mark.django_db
 
@@ -163,11 +163,17 @@ def test_only_an_operator_issues(on_demand, acme, vision, alice):
 
 def test_a_cancellation_charge_is_a_line(offer, cluster, acme, alice):
     offer(slug="h100-reserved", kind="reservation", price="2.4650")
+    # Within the day before its window, whatever the time of day: cancelling it is charged.
+    start = clock.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=2)
     held = scheduling.reservations_request(
         caller=Caller(user=alice),
         organization=acme,
         request=scheduling.ReservationRequest(
-            gpu_class="H100-80GB", gpus=8, starts_at=at(1), ends_at=at(5), pool="dgx-h100"
+            gpu_class="H100-80GB",
+            gpus=8,
+            starts_at=start,
+            ends_at=start + timedelta(hours=4),
+            pool="dgx-h100",
         ),
     )[0]
     scheduling.reservation_cancel(caller=Caller(user=alice), reservation=held)

@@ -44,7 +44,8 @@ MAX_EXAMPLES = 10
 # workload started (or outside the years 2000 to 2100).
 # The operator API's too: an organization, project or GPU class named that does not exist, a
 # limit below the guarantee, a reason of spaces only, a tier value another tier has, a credit
-# note over what the invoice leaves, an amount granted below one or an end already past. Every
+# note over what the invoice leaves, an amount granted below one or an end already past, a
+# fair-share weight that is not a positive number (a decimal is a string to the schema). Every
 # other status stays checked.
 RULES_BEYOND_THE_SCHEMA = [
     "budgets_set",
@@ -52,6 +53,7 @@ RULES_BEYOND_THE_SCHEMA = [
     "invitations_accept",
     "invitations_create",
     "operator_credits_grant",
+    "operator_fair_share_weight_update",
     "operator_gpu_classes_update",
     "operator_invoices_credit_note",
     "operator_invoices_void",

@@ -58,9 +58,11 @@ def test_every_operator_endpoint_is_in_a_permission_matrix(schema):
         (method, shape(as_schema_path(path)))
         for method, path, *_ in (*SCHEDULING.values(), *BILLING.values())
     }
-    # The matrices name objects by their names where the paths take one (a node, a class).
+    # The matrices name objects by their names where the paths take one (a node, a class, a
+    # tier, an organization).
     tested = {
-        (method, re.sub(r"/(dgx-h100-01|L4|batch)/", "/{id}/", path)) for method, path in tested
+        (method, re.sub(r"/(dgx-h100-01|L4|batch|globex)/", "/{id}/", path))
+        for method, path in tested
     }
     assert documented == tested
 
