@@ -20,7 +20,13 @@ from scheduling.models import (
 from scheduling.services import GrantKey
 from tenants.models import SLUG_PATTERN
 
-from .serializers import QuotaRequestOutput, QuotaResourceInput, ReservationOutput
+from .serializers import (
+    PriorityTierOutput,
+    QuotaRequestOutput,
+    QuotaResourceInput,
+    ReservationOutput,
+    seconds_or_none,
+)
 
 REFERENCE_MAX = 100
 
@@ -123,43 +129,27 @@ class GpuClassUpdateInput(InputSerializer):
     shared_resource_name = serializers.CharField(max_length=REFERENCE_MAX, required=False)
 
 
-def _seconds(duration: timedelta | None) -> int | None:
-    return None if duration is None else int(duration.total_seconds())
+class OperatorTierOutput(PriorityTierOutput):
+    """A tier as operators see it: what tenants see, its idle rules, and its notice as set."""
 
-
-class OperatorTierOutput(serializers.ModelSerializer):
     idle_warn_after_seconds = serializers.SerializerMethodField()
     idle_stop_after_seconds = serializers.SerializerMethodField()
-    min_run_time_seconds = serializers.SerializerMethodField(
-        help_text="Its work runs at least this long before it may be preempted (null: no minimum)."
+    notice_seconds = serializers.IntegerField(
+        read_only=True, allow_null=True, help_text="SIGTERM to SIGKILL on eviction (null: 30)."
     )
 
-    class Meta:
-        model = PriorityTier
+    class Meta(PriorityTierOutput.Meta):
         fields = [
-            "name",
-            "value",
-            "preemptible",
-            "description",
+            *PriorityTierOutput.Meta.fields,
             "idle_warn_after_seconds",
             "idle_stop_after_seconds",
-            "min_run_time_seconds",
-            "notice_seconds",
-            "max_evictions",
         ]
-        extra_kwargs = {
-            "notice_seconds": {"help_text": "SIGTERM to SIGKILL on eviction (null: 30)."},
-            "max_evictions": {"help_text": "Evictions before it is no longer a candidate."},
-        }
-
-    def get_min_run_time_seconds(self, tier: PriorityTier) -> int | None:
-        return _seconds(tier.min_run_time)
 
     def get_idle_warn_after_seconds(self, tier: PriorityTier) -> int | None:
-        return _seconds(tier.idle_warn_after)
+        return seconds_or_none(tier.idle_warn_after)
 
     def get_idle_stop_after_seconds(self, tier: PriorityTier) -> int | None:
-        return _seconds(tier.idle_stop_after)
+        return seconds_or_none(tier.idle_stop_after)
 
 
 IDLE_MAX_SECONDS = 366 * 24 * 3600

@@ -66,6 +66,9 @@ class PriorityTierOutput(serializers.ModelSerializer):
             "notice_seconds",
             "max_evictions",
         ]
+        extra_kwargs = {
+            "max_evictions": {"help_text": "Evictions before it is no longer a candidate."}
+        }
 
     def get_min_run_time_seconds(self, tier) -> int | None:
         return seconds_or_none(tier.min_run_time)
