@@ -435,8 +435,9 @@ class SimulatedBackend:
         yield from simulated_lines(run, replicas=replicas, until=read, since=since, tail=tail)
         while keep_following is not None and not run.ended_by(read) and keep_following():
             self.sleep(FOLLOW_POLL_SECONDS)
-            if self._stored(namespace=namespace, name=name, kind=kind) is None:
-                return  # deleted: cancelled, or ended and torn down
+            stored = self._stored(namespace=namespace, name=name, kind=kind)
+            if stored is None or gone_at(stored) is not None:
+                return  # deleted: cancelled, evicted, or ended and torn down
             previous, read = read, self.now()
             yield from simulated_lines(run, replicas=replicas, until=read, after=previous)
 
