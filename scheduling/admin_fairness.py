@@ -72,11 +72,13 @@ class FairShareStandingAdmin(RefusalsAsMessages, admin.ModelAdmin):
             "stored_usage",
         ]
 
-    def get_fields(self, request, obj=None):
-        return ["slug", "name", "fair_share_weight", *self.get_readonly_fields(request, obj)[2:]]
-
     def get_readonly_fields(self, request, obj=None):
         return ["slug", "name", *self._standing_columns(request, obj), "stored_usage"]
+
+    def get_fields(self, request, obj=None):
+        # The same column objects as read-only: the form leaves out exactly those.
+        slug, name, *standing = self.get_readonly_fields(request, obj)
+        return [slug, name, "fair_share_weight", *standing]
 
     @admin.display(description="Ended work, as the last cycle counted it")
     def stored_usage(self, organization) -> str:

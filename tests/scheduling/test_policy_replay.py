@@ -19,7 +19,7 @@ from ..factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
-DAY = timedelta(days=1)
+DAY, HOUR = timedelta(days=1), timedelta(hours=1)
 
 
 def replay(change: PolicyChange | None = None, **fields):
@@ -198,7 +198,8 @@ def acme_ran_alone(cluster, acme, globex, ai_dev):
     alone = iter(Node.objects.filter(pool__name="dgx-h100").order_by("name"))
     for n in range(8):
         recorded(ai_dev, f"acme-alone-{n}", at=start, hours=2, nodes=alone)
-    shared, later = iter(Node.objects.filter(pool__name="dgx-h100").order_by("name")), start + 2 * HOUR
+    shared = iter(Node.objects.filter(pool__name="dgx-h100").order_by("name"))
+    later = start + 2 * HOUR
     for n in range(3):
         recorded(ai_dev, f"acme-long-{n}", at=later, hours=10, nodes=shared)
     recorded(ai_dev, "acme-short", at=later, hours=1, nodes=shared)
@@ -207,9 +208,6 @@ def acme_ran_alone(cluster, acme, globex, ai_dev):
     anywhere = iter(Node.objects.filter(pool__name="dgx-h100"))
     recorded(ai_dev, "acme-next", at=later + timedelta(minutes=1), hours=1, nodes=anywhere)
     recorded(web, "globex-next", at=later + timedelta(minutes=2), hours=1, nodes=anywhere)
-
-
-HOUR = timedelta(hours=1)
 
 
 def test_the_replay_weighs_past_usage_with_the_half_life_in_force(acme_ran_alone, settings):
