@@ -261,20 +261,27 @@ class SimulatedBackend:
             created_at=now if existing else self._pods_start_at(manifest, now=now),
         )
 
+    def _holding(self, *, now: datetime) -> list[tuple[datetime | None, dict[str, Counter]]]:
+        """What every object's pods hold on each node, with when they go (None: they are not
+        terminating). The objects whose pods are gone are forgotten on the way."""
+        holding = []
+        for stored in self.store.objects_of_kinds(kinds=POD_KINDS):
+            gone = gone_at(stored)
+            if gone is not None and gone <= now:
+                self.store.object_delete(
+                    kind=stored.kind, namespace=stored.namespace, name=stored.name
+                )
+            else:
+                holding.append((gone, _gpus_by_node(stored.manifest)))
+        return holding
+
     def _pods_start_at(self, manifest: dict, *, now: datetime) -> datetime:
         """When a new object's pods get the GPUs they ask for: now, or when the terminating
         pods that hold them on one of its nodes are gone."""
         wanted = _gpus_by_node(manifest)
         if not wanted:
             return now
-        metadata = manifest["metadata"]
-        others = [
-            (other, gone_at(other), _gpus_by_node(other.manifest))
-            for other in self.store.objects_of_kinds(kinds=POD_KINDS)
-            if (other.kind, other.namespace, other.name)
-            != (manifest["kind"], metadata.get("namespace", ""), metadata["name"])
-        ]
-        held = [(gone, gpus) for _, gone, gpus in others if gone is None or gone > now]
+        held = self._holding(now=now)
         if not any(gone and set(gpus) & set(wanted) for gone, gpus in held):
             return now
         allocatable = {
@@ -347,8 +354,7 @@ class SimulatedBackend:
     def _status(
         self, stored: StoredObject | None, *, failed: set[str], now: datetime
     ) -> WorkloadStatus:
-        gone = stored and gone_at(stored)
-        if stored is None or (gone and gone <= now):
+        if stored is None or ((gone := gone_at(stored)) is not None and gone <= now):
             return WorkloadStatus(phase=Phase.MISSING)
         nodes = _affinity_nodes(stored.manifest)
         lost = sorted(failed.intersection(nodes))

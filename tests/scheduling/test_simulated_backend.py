@@ -216,3 +216,13 @@ def test_an_object_applied_again_while_it_terminates_is_refused_until_it_is_gone
     backend.apply(_job())
     assert (refused.value.status, refused.value.retryable) == (409, True)
     assert _status(backend).phase == Phase.PENDING  # created anew: starting
+
+
+def test_a_terminated_object_is_forgotten_when_new_pods_are_placed(backend):
+    from scheduling.models import SimulatedObject
+
+    _running_job_with_notice(backend, 120)
+    _delete(backend)
+    clock.advance(seconds=120)
+    backend.apply(_job("next"))
+    assert not SimulatedObject.objects.filter(name="train").exists()
