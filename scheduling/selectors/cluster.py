@@ -14,24 +14,6 @@ from ..models import Node, Placement, Workload
 from ..models.inventory import NOTICE_MAX_SECONDS
 from ..specs_from_models import engine_nodes
 
-
-def terminating_placements(*, now: datetime) -> list[Placement]:
-    """The placements of evicted work whose pods still terminate: ended by the eviction of
-    work that was running, less than its notice ago. Their GPUs are not free before the
-    notice has passed (the pods' terminationGracePeriodSeconds), so the cycle counts them as
-    held, as the cluster does."""
-    recent = (
-        Placement.objects.filter(
-            ended_at__gt=now - timedelta(seconds=NOTICE_MAX_SECONDS),
-            running_at__isnull=False,
-            workload__eviction_log__at=F("ended_at"),
-        )
-        .annotate(notice_seconds=F("workload__eviction_log__notice_seconds"))
-        .select_related("node")
-    )
-    return [p for p in recent if p.ended_at + timedelta(seconds=p.notice_seconds) > now]
-
-
 # Work that asks for a GPU: whole ones, a share, or MIG instances.
 NEEDS_GPU = Q(gpus__gt=0) | Q(gpu_milli__gt=0) | Q(mig_count__gt=0)
 
@@ -198,3 +180,20 @@ def gpu_workloads_seen(*, caller: Caller, since: datetime) -> list[Workload]:
         .select_related("project__organization")
         .order_by("gpu_utilization", "project__organization__slug", "project__slug", "name")
     )
+
+
+def terminating_placements(*, now: datetime) -> list[Placement]:
+    """The placements of evicted work whose pods still terminate: ended by the eviction of
+    work that was running, less than its notice ago. Their GPUs are not free before the
+    notice has passed (the pods' terminationGracePeriodSeconds), so the cycle counts them as
+    held, as the cluster does."""
+    recent = (
+        Placement.objects.filter(
+            ended_at__gt=now - timedelta(seconds=NOTICE_MAX_SECONDS),
+            running_at__isnull=False,
+            workload__eviction_log__at=F("ended_at"),
+        )
+        .annotate(notice_seconds=F("workload__eviction_log__notice_seconds"))
+        .select_related("node")
+    )
+    return [p for p in recent if p.ended_at + timedelta(seconds=p.notice_seconds) > now]
