@@ -9,9 +9,11 @@ from tenants.admin import RefusalsAsMessages
 from tenants.permissions import Caller, caller_of
 
 from . import services
+from .admin_fairness import FairShareStandingAdmin
 from .backends import get_backend
 from .models import (
     Eviction,
+    FairShareStanding,
     GpuClass,
     Node,
     NodePool,
@@ -49,6 +51,9 @@ class SettingAdmin(RefusalsAsMessages, admin.ModelAdmin):
     def delete_queryset(self, request, queryset) -> None:
         for setting in queryset:
             self.delete_model(request, setting)
+
+
+admin.site.register(FairShareStanding, FairShareStandingAdmin)
 
 
 @admin.register(GpuClass)

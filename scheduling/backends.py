@@ -43,6 +43,16 @@ def simulated_backend(*, description_path: Path, latency_seconds: float = 0.0) -
     )
 
 
+def _stored(row: SimulatedObject) -> StoredObject:
+    return StoredObject(
+        kind=row.kind,
+        namespace=row.namespace,
+        name=row.name,
+        manifest=row.manifest,
+        created_at=row.created_at,
+    )
+
+
 class DatabaseSimulatorStore:
     """The simulator's `SimulatorStore`: SimulatedObject and SimulatedNodeState rows."""
 
@@ -56,16 +66,7 @@ class DatabaseSimulatorStore:
         found = SimulatedObject.objects.filter(namespace__in=namespaces, name__in=names)
         if kinds is not None:
             found = found.filter(kind__in=kinds)
-        return [
-            StoredObject(
-                kind=row.kind,
-                namespace=row.namespace,
-                name=row.name,
-                manifest=row.manifest,
-                created_at=row.created_at,
-            )
-            for row in found
-        ]
+        return [_stored(row) for row in found]
 
     def object_put(
         self,
@@ -95,6 +96,9 @@ class DatabaseSimulatorStore:
 
     def object_delete(self, *, kind: str, namespace: str, name: str) -> None:
         SimulatedObject.objects.filter(kind=kind, namespace=namespace, name=name).delete()
+
+    def objects_of_kinds(self, *, kinds: Collection[str]) -> list[StoredObject]:
+        return [_stored(row) for row in SimulatedObject.objects.filter(kind__in=kinds)]
 
     def node_states(self) -> dict[str, StoredNode]:
         return {

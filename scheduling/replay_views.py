@@ -62,6 +62,12 @@ class PolicyChangeForm(forms.Form):
         label="Placement policy",
     )
     tier = _items("Tier priorities", "batch=600", "One per line: TIER=PRIORITY.")
+    half_life = forms.CharField(
+        required=False,
+        label="Fair-share half-life (hours)",
+        widget=forms.TextInput(attrs={"placeholder": "168", "inputmode": "decimal"}),
+        help_text="How soon past usage stops counting: 0 turns it off; empty keeps the setting.",
+    )
     change = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 4}),
@@ -78,6 +84,7 @@ class PolicyChangeForm(forms.Form):
                 cohorts=_lines(data.get("cohort", "")),
                 placement=data.get("policy") or None,
                 tiers=_lines(data.get("tier", "")),
+                half_life=data.get("half_life") or None,
             )
             if data.get("change"):
                 change = changes_merged(change_from_yaml(data["change"]), change)

@@ -231,7 +231,8 @@ def schedulable_shapes(nodes: Iterable[Node]) -> tuple[engine.NodeState, ...]:
 def engine_nodes(
     nodes: Iterable[Node], active: Iterable[Placement]
 ) -> tuple[engine.NodeState, ...]:
-    """Free capacity per node: its capacity less what active placements hold."""
+    """Free capacity per node: its capacity less what ``active`` placements hold (never below
+    none: a terminating placement and the one that replaces it may count the same GPUs)."""
     used_by_node: dict[int, list[Placement]] = defaultdict(list)
     for placement in active:
         used_by_node[placement.node_id].append(placement)
@@ -246,8 +247,9 @@ def engine_nodes(
                     share = placement.gpu_milli or MILLI_PER_GPU
                     gpu_free[index] = max(0, gpu_free[index] - share)
             if placement.mig_profile:
-                mig_free[placement.mig_profile] = (
-                    mig_free.get(placement.mig_profile, 0) - placement.mig_count
+                # At 0 at least: a terminating victim's and its preemptor's instance are one.
+                mig_free[placement.mig_profile] = max(
+                    0, mig_free.get(placement.mig_profile, 0) - placement.mig_count
                 )
             cpu -= placement.cpu_milli
             memory -= placement.memory_mib

@@ -2,7 +2,8 @@
 the operators' policy replay (/staff/replay/) has a story to tell. acme trains on the H100s
 all day and keeps them full; globex serves on the L4s and runs batch work that queues behind
 acme's; initech experiments on MIG slices. The days are made by the engine itself (its
-simulation under the demo's settings), so the rows agree with what the scheduler would do.
+simulation under the demo's settings, fair share over time and the tiers' preemption contract
+included), so the rows agree with what the scheduler would do.
 """
 
 import random
@@ -22,7 +23,7 @@ from scheduling.models import (
     QuotaGrant,
     Workload,
 )
-from scheduling.selectors.replay import replay_policy, replay_snapshot
+from scheduling.selectors.replay import replay_decay, replay_policy, replay_snapshot
 from scheduling.selectors.replay_change import PolicyChange
 from scheduling.specs_from_models import gpu_tolerations, placement_row
 from tenants import services
@@ -88,8 +89,11 @@ def _organizations() -> dict[str, Organization]:
     return found
 
 
-def _arrivals(*, start, rng: random.Random, tiers: dict[str, int]) -> list[tuple[str, Arrival]]:
-    """Each submission of the recorded days, with its kind."""
+def _arrivals(
+    *, start, rng: random.Random, tiers: dict[str, PriorityTier]
+) -> list[tuple[str, Arrival]]:
+    """Each submission of the recorded days, with its kind, under its tier's preemption
+    contract."""
     tolerations = gpu_tolerations(NodePool.objects.select_related("gpu_class"))
     arrivals = []
     for day in range(DAYS):
@@ -104,7 +108,9 @@ def _arrivals(*, start, rng: random.Random, tiers: dict[str, int]) -> list[tuple
                                 id=f"{project}-{kind}-{day}-{n}",
                                 tenant=org,
                                 project=project,
-                                tier=tiers[tier],
+                                tier=tiers[tier].value,
+                                min_run_time=tiers[tier].min_run_time or timedelta(0),
+                                max_evictions=tiers[tier].max_evictions,
                                 gpu_classes=classes,
                                 submitted_at=submitted.replace(microsecond=0),
                                 gpus=gpus,
@@ -132,12 +138,13 @@ def demo_history_seed() -> int:
     now = clock.now()
     start = (now - HISTORY_SPAN).replace(hour=0, minute=0, second=0, microsecond=0)
     rng = random.Random(SEED)
-    kinds = _arrivals(start=start, rng=rng, tiers={n: t.value for n, t in tiers.items()})
+    kinds = _arrivals(start=start, rng=rng, tiers=tiers)
     simulation = simulate(
         snapshot=replay_snapshot(PolicyChange()),
         arrivals=[arrival for _, arrival in kinds],
         policy=replay_policy(None),
         until=now - timedelta(hours=1),
+        decay=replay_decay(PolicyChange()),
     )
     stints: dict[str, list] = {}
     for stint in simulation.stints:

@@ -10,9 +10,19 @@ Environment variables of a workload's container steer the simulation:
 `SIMULATED_GPU_MEMORY` (the fraction of GPU memory used, 0-1, default 0.5).
 `latency_seconds` makes every object write take that long, as a loaded API server does.
 Workloads write logs (`simulated_logs.py`) from their manifest and the time alone.
+
+Deleting a workload whose pods run is graceful, as in Kubernetes: the object stays, marked
+`metadata.deletionTimestamp` (when its pods are gone: its pods' `terminationGracePeriodSeconds`
+from the deletion, Kubernetes' 30 when they set none), and its pods keep their GPUs until
+then. New pods on the same nodes start once the GPUs they need are free: the simulator knows
+each pod's node (the object's node affinity; a gang's replicas spread over them) but not which
+GPUs it holds, so it counts GPUs per node.
 """
 
+import copy
+import math
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -31,6 +41,10 @@ DEFAULT_GPU_UTIL = 0.8
 DEFAULT_GPU_MEMORY = 0.5
 # How often a follower of the logs looks for new lines (real seconds).
 FOLLOW_POLL_SECONDS = 1.0
+# Kubernetes' terminationGracePeriodSeconds for a pod that sets none.
+DEFAULT_GRACE_SECONDS = 30
+# The kinds of object whose pods hold GPUs.
+POD_KINDS = ("Job", "Deployment", "Pod")
 
 
 @dataclass(frozen=True)
@@ -86,6 +100,10 @@ class SimulatorStore(Protocol):
         """Forget the object; one never stored is fine."""
         ...
 
+    def objects_of_kinds(self, *, kinds: Collection[str]) -> list[StoredObject]:
+        """Every stored object of these kinds, in every namespace."""
+        ...
+
     def node_states(self) -> dict[str, StoredNode]:
         """The state of every node the portal did something to, by name."""
         ...
@@ -119,6 +137,30 @@ def _replicas(manifest: dict) -> int:
     return manifest["spec"].get("replicas") or manifest["spec"].get("parallelism", 1)
 
 
+def _gpu_limits(manifest: dict) -> dict[str, int]:
+    """The GPU resources (whole GPUs, MIG instances, shares) one of its pods asks for."""
+    limits = _pod_spec(manifest)["containers"][0]["resources"].get("limits", {})
+    return {key: int(count) for key, count in limits.items() if key.startswith("nvidia.com/")}
+
+
+def _gpus_by_node(manifest: dict) -> dict[str, Counter]:
+    """The GPU resources its pods hold on each of its nodes, its replicas spread evenly over
+    them (rounded up: a node never seems to hold fewer than it may)."""
+    if manifest["kind"] not in POD_KINDS:
+        return {}
+    nodes, per_pod = _affinity_nodes(manifest), _gpu_limits(manifest)
+    if not nodes or not per_pod:
+        return {}
+    pods = math.ceil(_replicas(manifest) / len(nodes))
+    return {node: Counter({key: count * pods for key, count in per_pod.items()}) for node in nodes}
+
+
+def gone_at(stored: StoredObject) -> datetime | None:
+    """When a terminating object's pods are gone (None: it is not terminating)."""
+    deletion = stored.manifest["metadata"].get("deletionTimestamp")
+    return datetime.fromisoformat(deletion) if deletion else None
+
+
 def _simulated_run(stored: StoredObject) -> SimulatedRun:
     """What a stored workload object's containers do, for its logs."""
     env = _container_env(stored.manifest)
@@ -129,12 +171,11 @@ def _simulated_run(stored: StoredObject) -> SimulatedRun:
     end = None
     if is_job:
         end = max(deadline - STARTUP_SECONDS, 0) if killed else runtime
-    limits = _pod_spec(stored.manifest)["containers"][0]["resources"].get("limits", {})
     return SimulatedRun(
         name=stored.name,
         kind=stored.kind,
         replicas=_replicas(stored.manifest),
-        gpus=sum(int(count) for key, count in limits.items() if key.startswith("nvidia.com/")),
+        gpus=sum(_gpu_limits(stored.manifest).values()),
         started=stored.created_at + timedelta(seconds=STARTUP_SECONDS),
         end=end,
         fails=env.get("SIMULATED_EXIT") == "fail",
@@ -195,18 +236,100 @@ class SimulatedBackend:
         if problems:
             raise ClusterError("; ".join(problems), status=422)
         time.sleep(self.latency_seconds)
-        metadata = manifest["metadata"]
+        metadata, now = manifest["metadata"], self.now()
+        key = {
+            "kind": manifest["kind"],
+            "namespace": metadata.get("namespace", ""),
+            "name": metadata["name"],
+        }
+        existing = self._stored(**key)
+        if existing is not None and (gone := gone_at(existing)) is not None:
+            if gone > now:
+                raise ClusterError(
+                    f"{key['kind']} {key['namespace']}/{key['name']} is being deleted: its pods"
+                    f" terminate until {gone:%H:%M:%S} UTC.",
+                    status=409,
+                    retryable=True,
+                )
+            self.store.object_delete(**key)
+            existing = None
         return self.store.object_put(
             api_version=manifest["apiVersion"],
-            kind=manifest["kind"],
-            namespace=metadata.get("namespace", ""),
-            name=metadata["name"],
+            **key,
             manifest=manifest,
-            created_at=self.now(),
+            # Its pods start once the GPUs they need on their nodes are free.
+            created_at=now if existing else self._pods_start_at(manifest, now=now),
         )
 
+    def _holding(self, *, now: datetime) -> list[tuple[datetime | None, dict[str, Counter]]]:
+        """What every object's pods hold on each node, with when they go (None: they are not
+        terminating). The objects whose pods are gone are forgotten on the way."""
+        holding = []
+        for stored in self.store.objects_of_kinds(kinds=POD_KINDS):
+            gone = gone_at(stored)
+            if gone is not None and gone <= now:
+                self.store.object_delete(
+                    kind=stored.kind, namespace=stored.namespace, name=stored.name
+                )
+            else:
+                holding.append((gone, _gpus_by_node(stored.manifest)))
+        return holding
+
+    def _pods_start_at(self, manifest: dict, *, now: datetime) -> datetime:
+        """When a new object's pods get the GPUs they ask for: now, or when the terminating
+        pods that hold them on one of its nodes are gone."""
+        wanted = _gpus_by_node(manifest)
+        if not wanted:
+            return now
+        held = self._holding(now=now)
+        if not any(gone and set(gpus) & set(wanted) for gone, gpus in held):
+            return now
+        allocatable = {
+            node.name: node.allocatable
+            for node in cluster_description_load(self.description_path).nodes
+        }
+        start = now
+        for node, asks in wanted.items():
+            on_node = [(gone, gpus[node]) for gone, gpus in held if node in gpus]
+            leaving = [gone for gone, _ in on_node if gone]
+            in_use = sum((gpus for _, gpus in on_node), Counter())
+            free = {key: int(allocatable.get(node, {}).get(key, 0)) - in_use[key] for key in asks}
+            if leaving and any(free[key] < count for key, count in asks.items()):
+                start = max(start, *leaving)
+        return start
+
     def delete(self, *, api_version: str, kind: str, name: str, namespace: str | None) -> None:
-        self.store.object_delete(kind=kind, namespace=namespace or "", name=name)
+        """Gracefully, as Kubernetes deletes: an object whose pods run and hold GPUs stays,
+        terminating, for their grace period; anything else goes at once."""
+        key = {"kind": kind, "namespace": namespace or "", "name": name}
+        stored, now = self._stored(**key), self.now()
+        if stored is None:
+            return
+        gone = gone_at(stored)
+        if gone is not None:
+            # Deleted again while terminating: the first deletion's deadline holds.
+            if gone <= now:
+                self.store.object_delete(**key)
+            return
+        if not _gpus_by_node(stored.manifest):
+            self.store.object_delete(**key)
+            return
+        grace = int(
+            _pod_spec(stored.manifest).get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
+        )
+        failed = {state.name for state in self.store.node_states().values() if state.failed}
+        if not grace or self._status(stored, failed=failed, now=now).phase != Phase.RUNNING:
+            self.store.object_delete(**key)
+            return
+        manifest = copy.deepcopy(stored.manifest)
+        manifest["metadata"]["deletionTimestamp"] = (now + timedelta(seconds=grace)).isoformat()
+        manifest["metadata"]["deletionGracePeriodSeconds"] = grace
+        self.store.object_put(
+            api_version=manifest["apiVersion"],
+            **key,
+            manifest=manifest,
+            created_at=stored.created_at,
+        )
 
     def label_node(
         self, *, name: str, labels: dict[str, str], taints: tuple[TaintSpec, ...]
@@ -231,12 +354,20 @@ class SimulatedBackend:
     def _status(
         self, stored: StoredObject | None, *, failed: set[str], now: datetime
     ) -> WorkloadStatus:
-        if stored is None:
+        if stored is None or ((gone := gone_at(stored)) is not None and gone <= now):
             return WorkloadStatus(phase=Phase.MISSING)
         nodes = _affinity_nodes(stored.manifest)
         lost = sorted(failed.intersection(nodes))
         if lost:
             return WorkloadStatus.node_lost(lost, what="stopped responding", nodes=nodes)
+        if stored.created_at > now:
+            return WorkloadStatus(
+                phase=Phase.PENDING,
+                reason="WaitingForGPUs",
+                message=f"Terminating pods hold the GPUs it needs until"
+                f" {stored.created_at:%H:%M:%S} UTC.",
+                nodes=nodes,
+            )
         elapsed = (now - stored.created_at).total_seconds()
         if elapsed < STARTUP_SECONDS:
             return WorkloadStatus(phase=Phase.PENDING, nodes=nodes)
@@ -310,8 +441,9 @@ class SimulatedBackend:
         yield from simulated_lines(run, replicas=replicas, until=read, since=since, tail=tail)
         while keep_following is not None and not run.ended_by(read) and keep_following():
             self.sleep(FOLLOW_POLL_SECONDS)
-            if self._stored(namespace=namespace, name=name, kind=kind) is None:
-                return  # deleted: cancelled, or ended and torn down
+            stored = self._stored(namespace=namespace, name=name, kind=kind)
+            if stored is None or gone_at(stored) is not None:
+                return  # deleted: cancelled, evicted, or ended and torn down
             previous, read = read, self.now()
             yield from simulated_lines(run, replicas=replicas, until=read, after=previous)
 

@@ -208,7 +208,8 @@ class _Run:
         for preemption in decisions.preemptions:
             victim = self.running[preemption.victim_id][0].request
             self.stop(preemption.victim_id, at=self.now)
-            self.pending[victim.id] = victim
+            # Counted as the portal counts them: a tier's cap on evictions applies.
+            self.pending[victim.id] = replace(victim, evictions=victim.evictions + 1)
             self.evictions.append(Eviction(self.now, victim.id, preemption.preemptor_id))
         for admission in decisions.admissions:
             request = self.pending.pop(admission.request_id)

@@ -2,7 +2,7 @@
 the simulated cluster's storage. One module per concern; every model and validator is named
 here, where migrations and the rest of the code find them."""
 
-from .fairness import TenantUsage
+from .fairness import FairShareStanding, TenantUsage
 from .inventory import (
     DEFAULT_NOTICE_SECONDS,
     NOTICE_MAX_SECONDS,
@@ -37,6 +37,7 @@ __all__ = [
     "NOTICE_MAX_SECONDS",
     "CycleEndState",
     "Eviction",
+    "FairShareStanding",
     "GpuClass",
     "ImageReferenceValidator",
     "Node",

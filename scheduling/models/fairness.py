@@ -18,3 +18,13 @@ class TenantUsage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.organization}: {self.gpu_seconds:.0f} decayed GPU-seconds"
+
+
+class FairShareStanding(Organization):
+    """An organization as operators see it in fair share (admin's screen of decayed usage,
+    weight and share): the organization itself, no table of its own."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "fair-share standing"
+        ordering = ["slug"]

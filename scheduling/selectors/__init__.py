@@ -49,6 +49,7 @@ from .cluster import (
     gpu_workloads_seen,
     gpu_workloads_waiting,
     queue_across_tenants,
+    terminating_placements,
 )
 from .estimates import ClassCalibration, estimate_calibration, interval_scale, runtime_samples
 from .fairness import (
@@ -206,6 +207,7 @@ __all__ = [
     "reservations_on_record",
     "runtime_samples",
     "shortfalls",
+    "terminating_placements",
     "tier_for_operator",
     "tier_list",
     "usage_decay",

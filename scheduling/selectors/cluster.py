@@ -2,7 +2,7 @@
 GPU by GPU, the queue across tenants, and the running and waiting GPU work the insights judge."""
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db.models import F, Q, QuerySet
 
@@ -11,6 +11,7 @@ from tenants.permissions import Caller, require_operator
 from .. import engine
 from ..engine.model import MILLI_PER_GPU
 from ..models import Node, Placement, Workload
+from ..models.inventory import NOTICE_MAX_SECONDS
 from ..specs_from_models import engine_nodes
 
 # Work that asks for a GPU: whole ones, a share, or MIG instances.
@@ -179,3 +180,20 @@ def gpu_workloads_seen(*, caller: Caller, since: datetime) -> list[Workload]:
         .select_related("project__organization")
         .order_by("gpu_utilization", "project__organization__slug", "project__slug", "name")
     )
+
+
+def terminating_placements(*, now: datetime) -> list[Placement]:
+    """The placements of evicted work whose pods still terminate: ended by the eviction of
+    work that was running, less than its notice ago. Their GPUs are not free before the
+    notice has passed (the pods' terminationGracePeriodSeconds), so the cycle counts them as
+    held, as the cluster does."""
+    recent = (
+        Placement.objects.filter(
+            ended_at__gt=now - timedelta(seconds=NOTICE_MAX_SECONDS),
+            running_at__isnull=False,
+            workload__eviction_log__at=F("ended_at"),
+        )
+        .annotate(notice_seconds=F("workload__eviction_log__notice_seconds"))
+        .select_related("node")
+    )
+    return [p for p in recent if p.ended_at + timedelta(seconds=p.notice_seconds) > now]

@@ -5,7 +5,9 @@ change, figures side by side (``replay_report``). It reads and writes nothing.
 What is replayed: every GPU workload submitted in the span that held capacity (finished,
 failed, cancelled or evicted while running: its recorded run time; still running: until now),
 and the work still waiting (its max runtime, else to the end of the span), each at its recorded
-submit time, on today's ready nodes, empty at the start of the span.
+submit time, on today's ready nodes, empty at the start of the span. Fair share weighs each
+organization's usage decayed with the half-life in force (or the change's), counted from the
+start of the span, as the cycle does (``engine.fairness``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from tenants.models import Organization
 from tenants.permissions import Caller, require_operator
 
 from .. import engine
+from ..engine.fairness import UsageDecay
 from ..engine.model import SHARED
 from ..engine.simulation import (
     Arrival,
@@ -42,6 +45,7 @@ from ..specs_from_models import (
     schedulable_shapes,
     topology_levels,
 )
+from .fairness import usage_decay
 from .prices import UsagePrices, usage_prices
 from .replay_change import ChangeError, PolicyChange, change_check
 from .replay_report import RecordedWork, ScenarioFigures, scenario_figures
@@ -72,6 +76,8 @@ class ReplayReport:
     since: datetime
     until: datetime
     change: PolicyChange
+    # The fair-share half-life each scenario weighed usage with, in hours (0: off).
+    half_life_hours: tuple[float, float]
     workloads: int
     # GPU-hours the recorded work held in the span, per GPU class: what the replay under the
     # current settings must give back (it is the same work, run for the same time).
@@ -198,6 +204,15 @@ def replay_policy(placement: str | None) -> engine.Policy:
     )
 
 
+def replay_decay(change: PolicyChange) -> UsageDecay:
+    """The usage decay the cycle weighs fair share with, at the change's half-life if it
+    gives one."""
+    decay = usage_decay()
+    if change.half_life_hours is None:
+        return decay
+    return replace(decay, half_life=timedelta(hours=change.half_life_hours))
+
+
 def _with_tiers(arrivals: list[Arrival], tiers: dict[str, int], work) -> list[Arrival]:
     """The arrivals with each tier the change gives its new priority value."""
     if not tiers:
@@ -250,7 +265,7 @@ def policy_replay_run(
     history = _history(since=since, until=until, limits=limits)
     capacity = _capacity()
 
-    def run(snapshot, arrivals, policy) -> Simulation:
+    def run(snapshot, arrivals, policy, decay) -> Simulation:
         try:
             return simulate(
                 snapshot=snapshot,
@@ -258,18 +273,22 @@ def policy_replay_run(
                 policy=policy,
                 until=until,
                 max_cycles=limits.cycles,
+                decay=decay,
             )
         except SimulationTooLarge as error:
             raise ReplayRefused(f"the replay would take {error}; replay a shorter span.") from None
 
     prices = _prices(history.work, at=until)
-    figures = {}
+    figures, half_lives = {}, []
     for name, scenario in (("current", PolicyChange()), ("proposed", change)):
         snapshot = replay_snapshot(scenario)
+        decay = replay_decay(scenario)
+        half_lives.append(decay.half_life.total_seconds() / 3600)
         simulation = run(
             snapshot,
             _with_tiers(history.arrivals, dict(scenario.tiers), history.work),
             replay_policy(scenario.placement),
+            decay,
         )
         figures[name] = scenario_figures(
             simulation=simulation,
@@ -284,6 +303,7 @@ def policy_replay_run(
         since=since,
         until=until,
         change=change,
+        half_life_hours=(half_lives[0], half_lives[1]),
         workloads=len(history.arrivals),
         recorded_gpu_hours=history.recorded_gpu_hours,
         current=figures["current"],
@@ -414,6 +434,7 @@ def report_data(report: ReplayReport) -> dict:
         "since": report.since.isoformat(),
         "until": report.until.isoformat(),
         "change": report.change.lines(),
+        "half_life_hours": dict(zip(("current", "proposed"), report.half_life_hours, strict=True)),
         "workloads": report.workloads,
         "recorded_gpu_hours": {
             k: round(v, 2) for k, v in sorted(report.recorded_gpu_hours.items())

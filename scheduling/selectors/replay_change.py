@@ -6,6 +6,7 @@ command's options or a YAML document of the same shape (docs/operators/policy-re
     cohorts: {acme: research}
     placement: fgd_keep_scarce
     tiers: {batch: 50}
+    half_life_hours: 0
 
 Parsing checks the form; ``change_check`` checks the names against what exists."""
 
@@ -24,7 +25,9 @@ PART = re.compile(
     r"^(?P<org>[-a-z0-9]+):(?P<resource>[^=\s]+)=(?P<guarantee>\d+)(?::(?P<limit>\d+))?$"
 )
 PAIR = re.compile(r"^(?P<key>[-a-z0-9_]+)=(?P<value>\S*)$")
-SECTIONS = ("quotas", "weights", "cohorts", "placement", "tiers")
+SECTIONS = ("quotas", "weights", "cohorts", "placement", "tiers", "half_life_hours")
+# The longest fair-share half-life a replay takes: a year (longer is as good as never decaying).
+HALF_LIFE_MAX_HOURS = 8760
 
 
 class ChangeError(ValueError):
@@ -54,10 +57,19 @@ class PolicyChange:
     cohorts: Mapping[str, str] = field(default_factory=dict)
     placement: str | None = None
     tiers: Mapping[str, int] = field(default_factory=dict)
+    # The fair-share half-life in hours (0: past usage does not count; None: the setting's).
+    half_life_hours: float | None = None
 
     @property
     def is_empty(self) -> bool:
-        return not (self.quotas or self.weights or self.cohorts or self.placement or self.tiers)
+        return not (
+            self.quotas
+            or self.weights
+            or self.cohorts
+            or self.placement
+            or self.tiers
+            or self.half_life_hours is not None
+        )
 
     def lines(self) -> list[str]:
         """The change in words, one line per item."""
@@ -70,7 +82,14 @@ class PolicyChange:
         said += [f"cohort {org}: {cohort or '(none)'}" for org, cohort in self.cohorts.items()]
         said += [f"placement policy: {self.placement}"] if self.placement else []
         said += [f"tier {name}: priority {value}" for name, value in self.tiers.items()]
+        if self.half_life_hours is not None:
+            said.append(f"fair-share half-life: {half_life_words(self.half_life_hours)}")
         return said
+
+
+def half_life_words(hours: float) -> str:
+    """A half-life as the replay says it: "168 h" or "0 h (past usage does not count)"."""
+    return f"{hours:g} h" + (" (past usage does not count)" if not hours else "")
 
 
 def _quota(text: str) -> QuotaChange:
@@ -111,6 +130,20 @@ def _tier(name: str, value: object) -> int:
         raise ChangeError("tier", f"{name}: {value!r} is not a whole number.") from None
 
 
+def _half_life(value: object) -> float | None:
+    if value is None or value == "":
+        return None
+    try:
+        hours = float(str(value))
+    except ValueError:
+        raise ChangeError("half_life", f"{value!r} is not a number of hours.") from None
+    if not 0 <= hours <= HALF_LIFE_MAX_HOURS:
+        raise ChangeError(
+            "half_life", f"a half-life is 0 (off) to {HALF_LIFE_MAX_HOURS} hours, not {value}."
+        )
+    return hours
+
+
 def change_from_options(
     *,
     quotas: Iterable[str] = (),
@@ -118,6 +151,7 @@ def change_from_options(
     cohorts: Iterable[str] = (),
     placement: str | None = None,
     tiers: Iterable[str] = (),
+    half_life: str | None = None,
 ) -> PolicyChange:
     """The change the command's options (or the staff form's fields) say."""
     return PolicyChange(
@@ -126,6 +160,7 @@ def change_from_options(
         cohorts=_pairs("cohort", cohorts),
         placement=placement or None,
         tiers={name: _tier(name, v) for name, v in _pairs("tier", tiers).items()},
+        half_life_hours=_half_life(half_life),
     )
 
 
@@ -159,6 +194,7 @@ def change_from_yaml(text: str) -> PolicyChange:
         cohorts={str(k): str(v or "") for k, v in (document.get("cohorts") or {}).items()},
         placement=placement,
         tiers={str(k): _tier(str(k), v) for k, v in (document.get("tiers") or {}).items()},
+        half_life_hours=_half_life(document.get("half_life_hours")),
     )
 
 
@@ -174,6 +210,9 @@ def changes_merged(base: PolicyChange, over: PolicyChange) -> PolicyChange:
         cohorts={**base.cohorts, **over.cohorts},
         placement=over.placement or base.placement,
         tiers={**base.tiers, **over.tiers},
+        half_life_hours=(
+            over.half_life_hours if over.half_life_hours is not None else base.half_life_hours
+        ),
     )
 
 

@@ -238,7 +238,8 @@ def cycle_inputs(*, now, past: Mapping[str, float] | None = None) -> CycleInputs
     if past is None and decay.enabled:
         past = selectors.past_usage(now=now)
     snapshot = engine.ClusterSnapshot(
-        nodes=engine_nodes(ready_nodes, placements),
+        # Evicted work's pods keep their GPUs through its notice.
+        nodes=engine_nodes(ready_nodes, [*placements, *selectors.terminating_placements(now=now)]),
         # Seeded by the cycle's time: the same cycle draws the same estimates.
         runtimes=selectors.runtime_samples(
             workloads=[*pending, *active], now=now, seed=int(now.timestamp())

@@ -6,7 +6,7 @@ is killed half-way and run again loses nothing."""
 
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -51,14 +51,18 @@ def _placements_end(*workloads: Workload, now) -> None:
 
 
 def _ended(
-    endings: Sequence[tuple[Workload, str, dict]], *, state: str, worker_deletes: bool
+    endings: Sequence[tuple[Workload, str, dict]],
+    *,
+    state: str,
+    worker_deletes: bool,
+    now: datetime | None = None,
 ) -> None:
     """Write the end of workloads locked and not yet final, each with its reason and its
     timeline event's data, in a few statements however many: their state, reason and finish
     time; due for teardown if they were admitted; their placements ended (their GPUs are
     released); a timeline event each. When `worker_deletes`, the worker deletes the admitted
-    ones' cluster objects after commit."""
-    now = clock.now()
+    ones' cluster objects after commit. ``now``: the moment they end (an eviction's)."""
+    now = now or clock.now()
     workloads = [workload for workload, _, _ in endings]
     for workload, reason, _ in endings:
         workload.state = state
@@ -197,13 +201,17 @@ def workloads_evict(
             [(w, *told(w)) for w in ended],
             state=Workload.State.PREEMPTED,
             worker_deletes=True,
+            now=now,
         )
         events = []
         for workload in requeued:
             workload.teardown_due_at = now if workload.admitted_at is not None else None
             workload.evictions += 1
-            workload.requeue_not_before = now + eviction_backoff(workload.evictions)
             reason, data = told(workload)
+            # Not before its old pods are gone either: they keep its objects' names until then.
+            workload.requeue_not_before = now + max(
+                eviction_backoff(workload.evictions), timedelta(seconds=data["notice_seconds"])
+            )
             _back_to_queue(workload, reason=reason)
             back = workload.requeue_not_before.strftime("%H:%M:%S")
             events += [

@@ -61,6 +61,14 @@ def test_a_preempted_workload_runs_only_what_it_had_left():
     assert gpu_seconds_of(simulation, "low") == 8 * 4 * 3600
 
 
+def test_a_workload_evicted_as_often_as_its_tier_allows_is_evicted_no_more():
+    low = arrival("low", tier=1, hours=6, max_evictions=1)
+    first = arrival("first", tier=9, minute=60, hours=1)
+    second = arrival("second", tier=9, minute=180, hours=1)
+    simulation = replay([low, first, second])
+    assert [e.preemptor_id for e in simulation.evictions] == ["first"]
+
+
 def test_a_heavier_weight_lets_its_tenant_start_first_when_both_wait():
     history = [
         arrival("acme-long", tenant="acme", gpus=2, hours=10),

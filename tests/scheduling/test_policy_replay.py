@@ -19,7 +19,7 @@ from ..factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
-DAY = timedelta(days=1)
+DAY, HOUR = timedelta(days=1), timedelta(hours=1)
 
 
 def replay(change: PolicyChange | None = None, **fields):
@@ -96,6 +96,8 @@ def test_the_command_answers_json_for_scripts(recorded_history):
         (["--set-quota", "acme:H100-80GB=8:4"], "below the guarantee"),
         (["--tier", "gold=5"], "no tier 'gold'"),
         (["--change", "/nonexistent.yaml"], "cannot read"),
+        (["--half-life", "-1"], "0 \\(off\\) to 8760 hours"),
+        (["--half-life", "week"], "not a number of hours"),
     ],
 )
 def test_the_command_refuses_bad_input_with_a_clear_error(cluster, args, message):
@@ -178,3 +180,60 @@ def test_a_heavier_weight_shortens_its_organizations_waits_and_not_the_others(co
     report = replay(change_from_options(weights=["globex=4"]))
     assert p95(report.proposed, "globex") < p95(report.current, "globex")
     assert p95(report.proposed, "acme") >= p95(report.current, "acme")
+
+
+@pytest.fixture
+def acme_ran_alone(cluster, acme, globex, ai_dev):
+    """acme held the 64 H100s alone for two hours; then acme and globex run 32 each (no
+    guarantees), and each has one more 8-GPU job waiting when one of acme's ends."""
+    for organization in (acme, globex):
+        QuotaGrant.objects.create(
+            organization=organization,
+            gpu_class=GpuClass.objects.get(name="H100-80GB"),
+            guarantee=0,
+            limit=64,
+        )
+    web = ProjectFactory(organization=globex, slug="web")
+    start = clock.now() - timedelta(hours=20)
+    alone = iter(Node.objects.filter(pool__name="dgx-h100").order_by("name"))
+    for n in range(8):
+        recorded(ai_dev, f"acme-alone-{n}", at=start, hours=2, nodes=alone)
+    shared = iter(Node.objects.filter(pool__name="dgx-h100").order_by("name"))
+    later = start + 2 * HOUR
+    for n in range(3):
+        recorded(ai_dev, f"acme-long-{n}", at=later, hours=10, nodes=shared)
+    recorded(ai_dev, "acme-short", at=later, hours=1, nodes=shared)
+    for n in range(4):
+        recorded(web, f"globex-long-{n}", at=later, hours=10, nodes=shared)
+    anywhere = iter(Node.objects.filter(pool__name="dgx-h100"))
+    recorded(ai_dev, "acme-next", at=later + timedelta(minutes=1), hours=1, nodes=anywhere)
+    recorded(web, "globex-next", at=later + timedelta(minutes=2), hours=1, nodes=anywhere)
+
+
+def test_the_replay_weighs_past_usage_with_the_half_life_in_force(acme_ran_alone, settings):
+    settings.PORTAL_FAIR_SHARE_HALF_LIFE_HOURS = 168
+    report = replay(change_from_options(half_life="0"))
+    # With the two hours acme held everything counting, globex's waiting work goes first.
+    assert p95(report.current, "globex") < p95(report.proposed, "globex")
+
+
+def test_the_report_names_the_half_life_of_each_scenario(recorded_history, settings):
+    settings.PORTAL_FAIR_SHARE_HALF_LIFE_HOURS = 168
+    report = replay(change_from_options(half_life="0"))
+    assert (report.half_life_hours, report.change.lines()) == (
+        (168.0, 0.0),
+        ["fair-share half-life: 0 h (past usage does not count)"],
+    )
+
+
+def test_the_command_prints_the_half_life_of_both_scenarios(recorded_history, settings):
+    settings.PORTAL_FAIR_SHARE_HALF_LIFE_HOURS = 0
+    text = command("--since", "2d", "--half-life", "168")
+    assert "Fair-share half-life: 0 h (past usage does not count) current, 168 h proposed" in text
+
+
+def test_a_half_life_in_the_yaml_change_is_replayed(recorded_history, tmp_path):
+    change = tmp_path / "change.yaml"
+    change.write_text("half_life_hours: 24\n")
+    data = json.loads(command("--json", "--change", str(change)))
+    assert data["half_life_hours"]["proposed"] == 24.0

@@ -38,3 +38,13 @@ def test_a_bad_change_is_told_on_its_field(operator_client, cluster):
 def test_a_name_that_does_not_exist_is_told_on_its_field(operator_client, cluster):
     page = operator_client.get(URL, {"since": "1d", "tier": "gold=5"}).content.decode()
     assert "no tier &#x27;gold&#x27;" in page
+
+
+def test_a_half_life_on_the_page_is_replayed(operator_client, recorded_history):
+    page = operator_client.get(URL, {"since": "1d", "half_life": "24"}).content.decode()
+    assert "fair-share half-life: 24 h" in page
+
+
+def test_a_negative_half_life_is_told_on_its_field(operator_client, cluster):
+    page = operator_client.get(URL, {"since": "1d", "half_life": "-5"}).content.decode()
+    assert "a half-life is 0 (off) to 8760 hours, not -5." in page

@@ -60,6 +60,12 @@ def test_nothing_is_redone_within_the_grace(submit, cluster):
     assert reconcile(cluster) == services.Reconciled()
 
 
+def deleted(workload: Workload) -> bool:
+    """Its objects were deleted: gone, or terminating through their grace period."""
+    stored = SimulatedObject.objects.filter(name=workload.name)
+    return all("deletionTimestamp" in row.manifest["metadata"] for row in stored)
+
+
 def test_the_objects_of_an_ended_workload_are_deleted_when_its_teardown_was_lost(
     submit, cycle, mia, cluster
 ):
@@ -70,7 +76,7 @@ def test_the_objects_of_an_ended_workload_are_deleted_when_its_teardown_was_lost
     assert reconcile(cluster).torn_down == (str(workload.pk),)
     workload.refresh_from_db()
     assert workload.teardown_due_at is None
-    assert not SimulatedObject.objects.filter(name=workload.name).exists()
+    assert deleted(workload)
 
 
 def test_a_preempted_workloads_objects_are_deleted_when_its_teardown_was_lost(
@@ -83,7 +89,7 @@ def test_a_preempted_workloads_objects_are_deleted_when_its_teardown_was_lost(
     reconcile(cluster)
     victim.refresh_from_db()
     assert victim.teardown_due_at is None
-    assert not SimulatedObject.objects.filter(name=victim.name).exists()
+    assert deleted(victim)
 
 
 def test_a_deleted_project_whose_deprovisioning_was_lost_is_deprovisioned(

@@ -151,3 +151,78 @@ def test_gpu_readings_come_from_the_environment_and_default_to_busy(backend):
         ("acme-research", "busy"): GpuReading(utilization=0.8, memory_used=0.5),
         ("acme-research", "idle"): GpuReading(utilization=0.1, memory_used=0.2),
     }
+
+
+def _delete(backend, name="train"):
+    backend.delete(api_version="batch/v1", kind="Job", name=name, namespace="acme-research")
+
+
+def _running_job_with_notice(backend, seconds: int, *, name="train", gpus=8) -> None:
+    job = _job(name)
+    pod = job["spec"]["template"]["spec"]
+    pod["terminationGracePeriodSeconds"] = seconds
+    pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = str(gpus)
+    backend.apply(job)
+    clock.advance(seconds=60)
+
+
+def test_a_deleted_running_job_terminates_for_its_notice_then_is_gone(backend):
+    _running_job_with_notice(backend, 120)
+    _delete(backend)
+    clock.advance(seconds=119)
+    phases = [_status(backend).phase]
+    clock.advance(seconds=1)
+    assert [*phases, _status(backend).phase] == [Phase.RUNNING, Phase.MISSING]
+
+
+def test_a_job_that_never_started_is_deleted_at_once(backend):
+    job = _job()
+    job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 120
+    backend.apply(job)
+    _delete(backend)
+    assert _status(backend).phase == Phase.MISSING
+
+
+def test_new_pods_wait_for_the_gpus_terminating_pods_hold_on_their_node(backend):
+    _running_job_with_notice(backend, 120)
+    _delete(backend)
+    backend.apply(_job("next"))
+    clock.advance(seconds=60)
+    waiting = _status(backend, "next")
+    clock.advance(seconds=60 + 5)  # the notice has passed, and the pods started
+    assert (waiting.phase, waiting.reason, _status(backend, "next").phase) == (
+        Phase.PENDING,
+        "WaitingForGPUs",
+        Phase.RUNNING,
+    )
+
+
+def test_new_pods_start_at_once_beside_terminating_ones_when_their_gpus_are_free(backend):
+    _running_job_with_notice(backend, 120, gpus=4)
+    _delete(backend)
+    half = _job("half")
+    half["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "4"
+    backend.apply(half)
+    clock.advance(seconds=5)
+    assert _status(backend, "half").phase == Phase.RUNNING
+
+
+def test_an_object_applied_again_while_it_terminates_is_refused_until_it_is_gone(backend):
+    _running_job_with_notice(backend, 120)
+    _delete(backend)
+    with pytest.raises(ClusterError) as refused:
+        backend.apply(_job())
+    clock.advance(seconds=120)
+    backend.apply(_job())
+    assert (refused.value.status, refused.value.retryable) == (409, True)
+    assert _status(backend).phase == Phase.PENDING  # created anew: starting
+
+
+def test_a_terminated_object_is_forgotten_when_new_pods_are_placed(backend):
+    from scheduling.models import SimulatedObject
+
+    _running_job_with_notice(backend, 120)
+    _delete(backend)
+    clock.advance(seconds=120)
+    backend.apply(_job("next"))
+    assert not SimulatedObject.objects.filter(name="train").exists()

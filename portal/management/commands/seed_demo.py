@@ -59,6 +59,7 @@ class Command(BaseCommand):
             services.invitation_accept(user=member, token=services.invitation_token(invitation))
 
         self._cluster()
+        self._tier_contracts(Caller(user=operator))
         self._quotas(acme)
         self._workloads(acme, member)
         demo_history_seed()
@@ -90,6 +91,20 @@ class Command(BaseCommand):
             scheduling.cluster_description_apply(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
         scheduling.inventory_sync(backend=backend)
         scheduling.cluster_provision(backend=backend)
+
+    def _tier_contracts(self, operator_caller):
+        """The preemption contract of the demo's tiers (DEMO_TIER_CONTRACTS), set as an
+        operator sets it in admin (audited), before the recorded days are simulated under it.
+        Left alone when it already holds."""
+        for name, contract in DEMO_TIER_CONTRACTS.items():
+            tier = PriorityTier.objects.filter(name=name).first()
+            if tier is None:
+                continue
+            changed = [field for field, value in contract.items() if getattr(tier, field) != value]
+            if changed:
+                for field in changed:
+                    setattr(tier, field, contract[field])
+                scheduling.setting_save(caller=operator_caller, setting=tier, changed=changed)
 
     def _quotas(self, acme):
         for name, resource, mig_profile, guarantee, limit in DEMO_QUOTAS:
@@ -272,6 +287,14 @@ def mig_share(profile: str) -> Decimal:
     return Decimal(slices) / MIG_SLICES
 
 
+# The preemption contract per tier: training is the guaranteed tier (half an hour of run time
+# before anything may preempt it, five minutes' notice to save a checkpoint); batch is the
+# spot-like one (a short notice, but evicted twice at most, then left to finish); dev and
+# inference-prod keep the defaults (inference-prod is not preemptible at all).
+DEMO_TIER_CONTRACTS = {
+    "training": {"min_run_time": timedelta(minutes=30), "notice_seconds": 300},
+    "batch": {"notice_seconds": 15, "max_evictions": 2},
+}
 # (class, resource, MIG profile, guarantee, limit): GPUs, milli-GPU or MIG instances.
 DEMO_QUOTAS = [
     ("H100-80GB", "gpus", "", 32, 48),

@@ -21,9 +21,10 @@ from scheduling.selectors.replay_change import (
     change_from_options,
     change_from_yaml,
     changes_merged,
+    half_life_words,
 )
 
-OPTIONS = {"since", "set_quota", "weight", "cohort", "policy", "tier", "change"}
+OPTIONS = {"since", "set_quota", "weight", "cohort", "policy", "tier", "half_life", "change"}
 
 
 class Command(BaseCommand):
@@ -52,6 +53,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--tier", action="append", default=[], metavar="TIER=PRIORITY", help="a tier's value"
         )
+        parser.add_argument(
+            "--half-life",
+            metavar="HOURS",
+            help="the fair-share half-life of past usage (0: off; default: the setting's)",
+        )
         parser.add_argument("--change", type=Path, help="a YAML file of the change")
         parser.add_argument("--json", action="store_true", help="one JSON document, for scripts")
 
@@ -64,6 +70,7 @@ class Command(BaseCommand):
                 cohorts=options["cohort"],
                 placement=options["policy"],
                 tiers=options["tier"],
+                half_life=options["half_life"],
             )
             if options["change"]:
                 change = changes_merged(change_from_yaml(self._read(options["change"])), change)
@@ -93,6 +100,8 @@ class Command(BaseCommand):
             f" {report.since:%Y-%m-%d %H:%M} to {report.until:%Y-%m-%d %H:%M} UTC"
         )
         write("Change: " + ("; ".join(report.change.lines()) or "none (both columns agree)"))
+        current, proposed = (half_life_words(hours) for hours in report.half_life_hours)
+        write(f"Fair-share half-life: {current} current, {proposed} proposed")
         recorded = ", ".join(f"{k} {v:.1f}" for k, v in sorted(report.recorded_gpu_hours.items()))
         write(f"Recorded GPU-hours: {recorded or 'none'}")
         write("")
