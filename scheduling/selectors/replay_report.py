@@ -24,6 +24,8 @@ from ..engine.simulation import Simulation
 from .prices import SECONDS_PER_HOUR, UsagePrices
 
 HOUR = timedelta(hours=1)
+MICROSECOND = timedelta(microseconds=1)
+MICROSECONDS_PER_SECOND = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -190,15 +192,17 @@ def _revenue(simulation: Simulation, work, *, since, until, prices) -> dict[str,
         price = catalog and catalog.hourly(
             gpu_class=stint.gpu_class, mig_profile=recorded.mig_profile, tier=recorded.tier
         )
-        seconds = (min(stint.ended_at, until) - max(stint.started_at, since)).total_seconds()
-        if price is None or seconds <= 0:
+        held = min(stint.ended_at, until) - max(stint.started_at, since)
+        if price is None or held <= timedelta(0):
             continue
+        # To the microsecond, as metering bills: whole seconds would drop up to one a stint.
+        seconds = Decimal(held // MICROSECOND) / MICROSECONDS_PER_SECOND
         units = (
             Decimal(stint.gpu_milli) / mig_profile_milli(recorded.mig_profile)
             if recorded.mig_profile
             else Decimal(stint.gpu_milli) / MILLI_PER_GPU
         )
-        revenue[recorded.organization] += units * Decimal(int(seconds)) / SECONDS_PER_HOUR * price
+        revenue[recorded.organization] += units * seconds / SECONDS_PER_HOUR * price
     return {org: to_cents(amount) for org, amount in sorted(revenue.items())}
 
 
