@@ -75,13 +75,8 @@ def _lost_pieces(eviction: Eviction) -> list[ContractCredit] | None:
             started_at__lt=at,
         )
     }
-    placed = (
-        scheduling_selectors.placements_ran()
-        .filter(Q(ended_at__isnull=True) | Q(ended_at__gte=at), workload=eviction.workload_id)
-        .filter(running_at__lt=at)
-        .count()
-    )
-    if placed != len(intervals) or any(
+    # Intervals are synced from placements just before, in the same pass (``usage_meter``).
+    if any(
         i.ended_at is None or i.rated_until is None or i.rated_until < i.ended_at
         for i in intervals.values()
     ):

@@ -10,8 +10,11 @@ from django.db.models import Sum
 
 from billing import services
 from billing.models import ContractCredit, InvoiceLine
+from billing.services.metering import amount_seconds
+from portal import clock
 from scheduling import services as scheduling
-from scheduling.models import Eviction, Placement, PriorityTier, Reservation
+from scheduling.models import Eviction, Placement, PriorityTier, Reservation, Workload
+from scheduling.services.lifecycle import workloads_evict
 from tenants.permissions import Caller
 
 from ..factories import ProjectFactory
@@ -290,3 +293,25 @@ def test_lent_seconds_are_exact_to_the_microsecond(
     Placement.objects.filter(pk=extra.pk).update(running_at=at(1) + timedelta(microseconds=7))
     services.usage_meter(now=at(24))
     assert credited(ContractCredit.Kind.LENDING)[0] == Decimal("3599.999993")
+
+
+def test_an_eviction_by_the_scheduler_is_credited_from_its_checkpoint(on_demand, vision):
+    clock.advance(seconds=(at(4) - clock.now()).total_seconds())
+    placement = ran(vision, start=1, gpus=8)
+    checkpoint = at(2) + timedelta(microseconds=250)
+    Workload.objects.filter(pk=placement.workload_id).update(
+        started_at=placement.running_at, last_checkpoint_at=checkpoint
+    )
+    services.usage_meter()  # the beat's pass saw it running
+    key = str(placement.workload_id)
+    workloads_evict(
+        reasons={key: "Evicted for a higher tier."},
+        preempted_by={key: None},
+        event_data={key: {"reason": "priority"}},
+    )
+    services.usage_meter()
+    eviction = Eviction.objects.get()
+    assert (eviction.lost_since, credited()[0]) == (
+        checkpoint,
+        amount_seconds(8, checkpoint, eviction.at),
+    )
