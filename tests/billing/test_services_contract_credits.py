@@ -18,25 +18,9 @@ from scheduling.services.lifecycle import workloads_evict
 from tenants.permissions import Caller
 
 from ..factories import ProjectFactory
-from .conftest import at, draft, ran
+from .conftest import at, draft, evicted, ran
 
 pytestmark = pytest.mark.django_db
-
-
-def evicted(placement, *, when: float, since: float, reason="priority", by=None) -> Eviction:
-    """The eviction scheduling records when ``placement``'s workload is preempted at ``when``
-    (hours after DAY), having lost the work since ``since``."""
-    Placement.objects.filter(pk=placement.pk).update(ended_at=at(when))
-    return Eviction.objects.create(
-        workload=placement.workload,
-        at=at(when),
-        reason=reason,
-        preempted_by=by,
-        notice_seconds=30,
-        gpu_class=placement.workload.gpu_class,
-        lost_since=at(since),
-        requeued=True,
-    )
 
 
 def credited(kind=ContractCredit.Kind.LOST_WORK) -> tuple[Decimal, Decimal]:
