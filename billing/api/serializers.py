@@ -424,8 +424,8 @@ class UsageOutput(serializers.Serializer):
     credited = serializers.DecimalField(
         max_digits=16,
         decimal_places=2,
-        help_text="What the credits take off in all (cost and month_to_date are before them"
-        " and after them respectively).",
+        help_text="What the credits take off in all: cost is before them, month_to_date (the"
+        " draft's subtotal) after them.",
     )
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import Sum
+from django.db.models import Max, Min, Sum
 
 from scheduling.models import Eviction, GpuClass, Reservation
 from tenants.models import Project
@@ -54,11 +54,17 @@ def contract_credit_lines(*, organization_id, starts_at: datetime, ends_at: date
             organization=organization_id, at__gte=starts_at, at__lt=ends_at
         )
         .values(*CREDIT_KEY)
-        .annotate(seconds=Sum("quantity_seconds"), amount=Sum("amount"))
+        .annotate(
+            seconds=Sum("quantity_seconds"),
+            amount=Sum("amount"),
+            lowest=Min("unit_price"),
+            highest=Max("unit_price"),
+        )
         .order_by("kind", "eviction", "reservation")
     )
     groups = [g for g in groups if g["seconds"]]
-    prices = _prices(organization_id, starts_at, ends_at)
+    if not groups:
+        return []
     evictions = Eviction.objects.select_related(
         "workload__project__organization", "preempted_by__project"
     ).in_bulk({g["eviction"] for g in groups if g["eviction"]})
@@ -74,7 +80,6 @@ def contract_credit_lines(*, organization_id, starts_at: datetime, ends_at: date
             description = _lost_work(evictions[group["eviction"]], hours, group["resource"])
         else:
             description = _lending(reservations[group["reservation"]], hours)
-        unit_prices = prices[(group["eviction"], group["reservation"])]
         lines.append(
             CreditLine(
                 kind=group["kind"],
@@ -85,26 +90,11 @@ def contract_credit_lines(*, organization_id, starts_at: datetime, ends_at: date
                 description=description,
                 hours=hours.quantize(HOURS),
                 # Several prices (a price change inside the lost work): the line shows none.
-                unit_price=next(iter(unit_prices)) if len(unit_prices) == 1 else None,
+                unit_price=group["lowest"] if group["lowest"] == group["highest"] else None,
                 amount=to_cents(group["amount"] or Decimal(0)),
             )
         )
     return lines
-
-
-def _prices(organization_id, starts_at: datetime, ends_at: datetime) -> dict[tuple, set]:
-    """The unit prices of each credit's pieces, by (eviction, reservation)."""
-    prices: dict[tuple, set] = {}
-    rows = (
-        ContractCredit.objects.filter(
-            organization=organization_id, at__gte=starts_at, at__lt=ends_at
-        )
-        .values_list("eviction", "reservation", "unit_price")
-        .distinct()
-    )
-    for eviction, reservation, price in rows:
-        prices.setdefault((eviction, reservation), set()).add(price)
-    return prices
 
 
 def _seconds(hours: Decimal, resource: str) -> str:

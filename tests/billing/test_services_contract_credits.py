@@ -18,7 +18,7 @@ from scheduling.services.lifecycle import workloads_evict
 from tenants.permissions import Caller
 
 from ..factories import ProjectFactory
-from .conftest import at, draft, evicted, ran
+from .conftest import at, draft, evicted, period_over, ran
 
 pytestmark = pytest.mark.django_db
 
@@ -298,4 +298,15 @@ def test_an_eviction_by_the_scheduler_is_credited_from_its_checkpoint(on_demand,
     assert (eviction.lost_since, credited()[0]) == (
         checkpoint,
         amount_seconds(8, checkpoint, eviction.at),
+    )
+
+
+def test_the_issued_invoice_keeps_the_credit_line(lost_work_invoice, operator):
+    period_over(lost_work_invoice)
+    issued = services.invoice_issue(caller=Caller(user=operator), invoice=lost_work_invoice)
+    [line] = credit_lines(issued, "lost_work_credit")
+    assert (issued.state, line.amount, issued.subtotal) == (
+        "issued",
+        Decimal("-34.80"),
+        Decimal("23.20"),
     )
