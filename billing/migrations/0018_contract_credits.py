@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('billing', '0017_stamps_from_portal_clock'),
-        ('scheduling', '0027_tier_lost_work_credited'),
+        ('scheduling', '0028_tier_lost_work_credited'),
         ('tenants', '0007_operator_tokens'),
     ]
 

@@ -12,7 +12,7 @@ def spot_tiers_uncredited(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0026_fairness_tenant_usage'),
+        ('scheduling', '0027_fair_share_standing'),
     ]
 
     operations = [
