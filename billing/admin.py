@@ -21,6 +21,7 @@ from .models import (
     BillingRecord,
     CancellationCharge,
     CatalogItem,
+    ContractCredit,
     Credit,
     Invoice,
     InvoiceLine,
@@ -256,6 +257,15 @@ class BillingRecordAdmin(WarnsOfUnpriced, ReadOnlyAdmin):
             + (f" {left} still have no price in force: add one to the catalog." if left else ""),
             messages.WARNING if left else messages.SUCCESS,
         )
+
+
+@admin.register(ContractCredit)
+class ContractCreditAdmin(ReadOnlyAdmin):
+    """Credited by the meter from evictions and reservations; never edited."""
+
+    list_display = ["organization", "kind", "at", "starts_at", "quantity_seconds", "amount"]
+    list_filter = ["kind", "gpu_class"]
+    search_fields = ["organization__slug"]
 
 
 @admin.register(UsageReconciliation)

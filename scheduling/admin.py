@@ -120,6 +120,7 @@ class PriorityTierAdmin(SettingAdmin):
         "min_run_time",
         "notice_seconds",
         "max_evictions",
+        "lost_work_credited",
     ]
 
 

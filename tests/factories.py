@@ -53,6 +53,19 @@ class ProjectFactory(factory.django.DjangoModelFactory):
 def h100_reservation_offered(operator, *, name: str = "H100 reserved"):
     """Reserved H100-hours at 2.4650 in the catalog since yesterday, as an operator adds them
     (the H100-80GB class must exist)."""
+    return _h100_offered(
+        operator, slug="h100-reserved", name=name, kind="reservation", price="2.4650"
+    )
+
+
+def h100_on_demand_offered(operator):
+    """H100-hours on demand at 2.9000, for every tier, as ``h100_reservation_offered``."""
+    return _h100_offered(
+        operator, slug="h100-on-demand", name="H100 on demand", kind="on_demand", price="2.9000"
+    )
+
+
+def _h100_offered(operator, *, slug: str, name: str, kind: str, price: str):
     from datetime import timedelta
     from decimal import Decimal
 
@@ -65,14 +78,12 @@ def h100_reservation_offered(operator, *, name: str = "H100 reserved"):
     item = services.catalog_item_save(
         caller=Caller(user=operator),
         item=CatalogItem(
-            slug="h100-reserved",
+            slug=slug,
             name=name,
-            kind="reservation",
+            kind=kind,
             gpu_class=GpuClass.objects.get(name="H100-80GB"),
             active_from=clock.now() - timedelta(days=1),
         ),
     )
-    services.price_version_add(
-        caller=Caller(user=operator), item=item, unit_price=Decimal("2.4650")
-    )
+    services.price_version_add(caller=Caller(user=operator), item=item, unit_price=Decimal(price))
     return item

@@ -10,6 +10,7 @@ from billing.models import (
     Budget,
     CancellationCharge,
     CatalogItem,
+    ContractCredit,
     Credit,
     Invoice,
     InvoiceLine,
@@ -365,6 +366,35 @@ class UsageRowOutput(UsageTotalOutput):
     project = serializers.CharField()
 
 
+class UsageCreditOutput(serializers.Serializer):
+    kind = serializers.ChoiceField(
+        choices=ContractCredit.Kind.choices,
+        help_text="lost_work_credit: GPU-seconds an eviction lost since the last checkpoint;"
+        " lending_credit: reserved idle GPUs others' work ran on.",
+    )
+    project = serializers.CharField(source="project.slug", default=None, allow_null=True)
+    gpu_class = serializers.CharField(source="gpu_class.name")
+    mig_profile = serializers.CharField()
+    resource = serializers.ChoiceField(
+        choices=UsageInterval.Resource.choices, help_text=RESOURCE_HELP
+    )
+    description = serializers.CharField()
+    hours = serializers.DecimalField(
+        max_digits=18,
+        decimal_places=4,
+        help_text="GPU-hours (a share's fraction counted), or MIG instance-hours, credited.",
+    )
+    unit_price = serializers.DecimalField(
+        max_digits=14,
+        decimal_places=4,
+        allow_null=True,
+        help_text="Per hour as credited (null: the pieces were billed at several prices).",
+    )
+    amount = serializers.DecimalField(
+        max_digits=16, decimal_places=2, help_text="What it takes off the invoice."
+    )
+
+
 class UsageOutput(serializers.Serializer):
     currency = CurrencyField()
     rows = UsageRowOutput(many=True)
@@ -385,6 +415,17 @@ class UsageOutput(serializers.Serializer):
         decimal_places=2,
         allow_null=True,
         help_text="This month's cost at the run rate so far (only for the current month).",
+    )
+    credits = UsageCreditOutput(
+        many=True,
+        help_text="The preemption contract's credits placed in the period: one per eviction"
+        " of credited work, one per reservation that lent idle GPUs.",
+    )
+    credited = serializers.DecimalField(
+        max_digits=16,
+        decimal_places=2,
+        help_text="What the credits take off in all: cost is before them, month_to_date (the"
+        " draft's subtotal) after them.",
     )
 
 

@@ -7,11 +7,13 @@ public names are importable from here.
 - usage: what records come to, spend, use per day and unit, quota packages' months, unpriced
   use
 - budgets: budgets with what their scope spent
+- credits: the preemption contract's credits as invoice lines
 """
 
 from ..pricing import offered_to, price_in_force
 from .budgets import budget_get, budget_list, budget_spent
 from .catalog import UnpricedResource, catalog_for, resources_unpriced, usage_prices
+from .credits import CreditLine, contract_credit_lines
 from .invoices import (
     credit_balance,
     credit_list,
@@ -60,6 +62,7 @@ from .usage import (
 
 __all__ = [
     "LINE_KEY",
+    "CreditLine",
     "PackageCharge",
     "PendingApprovals",
     "UnpricedResource",
@@ -75,6 +78,7 @@ __all__ = [
     "cancellation_quote",
     "catalog_for",
     "charged",
+    "contract_credit_lines",
     "credit_balance",
     "credit_list",
     "credits_for_operator",

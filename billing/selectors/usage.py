@@ -2,7 +2,7 @@
 day and unit, quota packages' months, and what no price covered."""
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
@@ -22,6 +22,7 @@ from ..models import (
     UsageReconciliation,
 )
 from ..pricing import MONTH, billed_hours, period_units, to_cents
+from .credits import contract_credit_lines
 from .invoices import period_of
 
 
@@ -53,7 +54,7 @@ def spend(*, organization: Organization, project_id=None, at: datetime, period=N
     """What the organization (or one project of it) has spent in the invoice period ``at``
     falls in (``period_of``; or ``period``) so far, as its invoice counts it: its rated use and
     reserved capacity, its quota packages' months, and (for the organization) its
-    cancellation charges."""
+    cancellation charges, less the preemption contract's credits."""
     return spends(organization=organization, scopes={project_id}, at=at, period=period)[project_id]
 
 
@@ -79,6 +80,11 @@ def spends(*, organization: Organization, scopes, at: datetime, period=None) -> 
     for charge in package_charges(organization_id=organization_id, starts_at=start, ends_at=end):
         for scope in {None, charge.order.project_id}:
             totals[scope] += charge.amount
+    for credit in contract_credit_lines(
+        organization_id=organization_id, starts_at=start, ends_at=end
+    ):
+        for scope in {None, credit.project.pk if credit.project else None}:
+            totals[scope] -= credit.amount
     # Every part is in cents already; SQLite's sums come back with float digits beyond them.
     return {scope: to_cents(totals[scope]) for scope in scopes}
 
@@ -108,6 +114,10 @@ class UsageSummary:
     # month's end, one-off charges added once (None unless the period is the current month).
     month_to_date: Decimal | None
     forecast: Decimal | None
+    # The preemption contract's credits placed in the period (``contract_credit_lines``),
+    # and what they take off in all.
+    credits: list = field(default_factory=list)
+    credited: Decimal = Decimal(0)
 
     @property
     def mig_totals(self) -> list[dict]:
@@ -154,6 +164,9 @@ def usage_summary(
         total = totals.setdefault(key, {"seconds": Decimal(0), "cost": Decimal(0)})
         total["seconds"] += group["seconds"]
         total["cost"] += rows[-1]["cost"]
+    credits = contract_credit_lines(
+        organization_id=organization.pk, starts_at=starts_at, ends_at=ends_at
+    )
     now = clock.now()
     month_start, month_end = period_of(organization=organization, at=now)
     month_to_date = forecast = None
@@ -195,6 +208,8 @@ def usage_summary(
         ),
         month_to_date=month_to_date,
         forecast=forecast,
+        credits=credits,
+        credited=sum((credit.amount for credit in credits), Decimal(0)),
     )
 
 

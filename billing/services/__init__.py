@@ -3,6 +3,7 @@
 - commerce: orders through the approval workflow to their fulfilment, cancellation charges
 - metering: usage intervals from placements, reconciled with what was billed
 - rating: intervals and reserved capacity rated into billing records; unpriced use priced
+- credits: the preemption contract's credits, for lost work and for lent reservations
 - drafting: monthly invoice drafts from the records, charges and packages
 - invoicing: invoices issued, paid, voided, credited; credit granted
 - budgets: monthly limits, their alerts and their hard stop
@@ -30,6 +31,7 @@ from .commerce import (
     order_reject,
     order_submit,
 )
+from .credits import contract_credits_compute
 from .drafting import invoice_draft, invoices_draft_month, invoices_draft_recent
 from .invoicing import (
     credit_grant,
@@ -52,6 +54,7 @@ __all__ = [
     "budgets_check",
     "cancellation_charge_record",
     "catalog_item_save",
+    "contract_credits_compute",
     "credit_grant",
     "credit_note_issue",
     "invoice_draft",

@@ -1,5 +1,6 @@
 """Invoice drafts: an organization's month (its invoice period, ``selectors.invoice_period``) of
-billing records, cancellation charges and quota packages, as lines per project, class (or MIG
+billing records, cancellation charges, quota packages and the preemption contract's credits
+(negative lines), as lines per project, class (or MIG
 profile), charge type and unit price, each rounded half up to cents once, with the credit it
 has left; built again as more is rated, until the invoice is issued (``invoicing``).
 """
@@ -87,7 +88,12 @@ def lines_rebuilt(invoice: Invoice, usage: list[dict], *, credit: Decimal) -> No
     """The draft's lines built again from ``usage`` (its period's record groups), its
     cancellation charges and its packages' months; its totals with ``credit``."""
     invoice.lines.all().delete()
-    lines = _usage_lines(invoice, usage) + _cancellation_lines(invoice) + _package_lines(invoice)
+    lines = (
+        _usage_lines(invoice, usage)
+        + _cancellation_lines(invoice)
+        + _package_lines(invoice)
+        + _contract_credit_lines(invoice)
+    )
     InvoiceLine.objects.bulk_create(lines)
     totals_set(invoice, lines, tax_rate=settings.PORTAL_TAX_RATE, credit=credit)
     invoice.updated_at = clock.now()
@@ -194,6 +200,29 @@ def _package_lines(invoice: Invoice) -> list[InvoiceLine]:
             amount=charge.amount,
         )
         for charge in charges
+    ]
+
+
+def _contract_credit_lines(invoice: Invoice) -> list[InvoiceLine]:
+    """The preemption contract's credits of the period, each a negative line."""
+    return [
+        InvoiceLine(
+            invoice=invoice,
+            project=line.project,
+            gpu_class=line.gpu_class,
+            mig_profile=line.mig_profile,
+            resource=line.resource,
+            charge=line.kind,
+            description=line.description,
+            hours=line.hours,
+            unit_price=line.unit_price,
+            amount=-line.amount,
+        )
+        for line in selectors.contract_credit_lines(
+            organization_id=invoice.organization_id,
+            starts_at=invoice.period_start,
+            ends_at=invoice.period_end,
+        )
     ]
 
 

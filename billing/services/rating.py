@@ -34,7 +34,7 @@ from ..pricing import (
     version_in_force,
     versions_applying,
 )
-from . import drafting, rating_sql
+from . import credits, drafting, rating_sql
 from .metering import BATCH, amount_seconds, batches, over_ranges, usage_intervals_sync
 
 HOUR = timedelta(hours=1)
@@ -236,9 +236,11 @@ def _record(interval, start, end, item, version, *, reserved: bool = False) -> B
 
 
 def usage_meter(*, now: datetime | None = None) -> dict[str, int]:
-    """The beat's pass: intervals from placements, then their rating."""
+    """The beat's pass: intervals from placements, then their rating, then the preemption
+    contract's credits of what is rated."""
     counts = usage_intervals_sync()
     counts["rated"] = usage_rate(now=now)
+    counts.update(credits.contract_credits_compute(now=now))
     return counts
 
 

@@ -8,13 +8,15 @@ included), so the rows agree with what the scheduler would do.
 
 import random
 from datetime import timedelta
+from decimal import Decimal
 
 from django.contrib.auth import get_user_model
 
 from portal import clock
-from scheduling.engine.model import Request
+from scheduling.engine.model import MILLI_PER_GPU, Request, mig_profile_milli
 from scheduling.engine.simulation import Arrival, simulate
 from scheduling.models import (
+    Eviction,
     GpuClass,
     Node,
     NodePool,
@@ -156,12 +158,56 @@ def demo_history_seed() -> int:
         if sum((s.ended_at - s.started_at for s in stints.get(arrival.request.id, ())), timedelta())
         == arrival.runtime
     }
-    return _rows(kinds, stints, ran, organizations, tiers, rng)
+    written = _rows(kinds, stints, ran, organizations, tiers, rng)
+    Eviction.objects.bulk_create(_evictions(simulation.evictions, stints, written))
+    return len(written)
 
 
-def _rows(kinds, stints, ran, organizations, tiers, rng) -> int:
+def _evictions(evictions, stints, written: dict[str, Workload]) -> list[Eviction]:
+    """The recorded days' evictions of the work written, each losing its stint (the demo's
+    work reports no checkpoints): what the invoices credit lost work from. The simulation keeps
+    no reason: a preemption by a higher tier, a reclaim by another, a drain by none."""
+    rows = []
+    for eviction in evictions:
+        workload = written.get(eviction.victim_id)
+        if workload is None:
+            continue
+        stint = next(s for s in stints[eviction.victim_id] if s.ended_at == eviction.at)
+        by = written.get(eviction.preemptor_id or "")
+        if eviction.preemptor_id is None:
+            reason = "reservation"
+        elif by is not None and by.tier.value > workload.tier.value:
+            reason = "priority"
+        else:
+            reason = "reclaim"
+        seconds = int((eviction.at - stint.started_at).total_seconds())
+        unit = workload.gpus or workload.mig_count
+        milli = workload.gpus * MILLI_PER_GPU or workload.mig_count * mig_profile_milli(
+            workload.mig_profile
+        )
+        replicas = len(stint.placements)
+        rows.append(
+            Eviction(
+                workload=workload,
+                at=eviction.at,
+                reason=reason,
+                preempted_by=by,
+                notice_seconds=workload.tier.notice,
+                gpu_class=workload.gpu_class,
+                mig_profile=workload.mig_profile,
+                lost_since=stint.started_at,
+                resource_seconds_lost=unit * replicas * seconds,
+                gpu_seconds_lost=Decimal(milli * replicas * seconds) / MILLI_PER_GPU,
+                requeued=True,
+            )
+        )
+    return rows
+
+
+def _rows(kinds, stints, ran, organizations, tiers, rng) -> dict[str, Workload]:
     """The workloads that ran their whole time in the recorded days, as rows: one in ten
-    failed or was cancelled part way (its run time is what it ran), the rest succeeded."""
+    failed or was cancelled part way (its run time is what it ran), the rest succeeded. The
+    written, by name."""
     projects = {
         (p.organization.slug, p.slug): p
         for p in Project.objects.select_related("organization").filter(
@@ -220,4 +266,4 @@ def _rows(kinds, stints, ran, organizations, tiers, rng) -> int:
         ]
     Workload.objects.bulk_create(workloads)
     Placement.objects.bulk_create(placements)
-    return len(workloads)
+    return {workload.name: workload for workload in workloads}

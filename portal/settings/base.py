@@ -372,6 +372,9 @@ PORTAL_FAIR_SHARE_CLASS_WEIGHTS = {
 PORTAL_CURRENCY = os.environ.get("PORTAL_CURRENCY", "EUR")
 # The tax rate invoices add to their subtotal (0.19 for 19%).
 PORTAL_TAX_RATE = Decimal(os.environ.get("PORTAL_TAX_RATE", "0"))
+# The share (percent) of its reservation's price a holder is credited for each GPU-hour of its
+# idle reserved GPUs that others' work used (the lending credit; 0 turns it off).
+PORTAL_LENDING_CREDIT_PERCENT = Decimal(os.environ.get("PORTAL_LENDING_CREDIT_PERCENT", "50"))
 # The longest window one reservation may ask for (hours).
 PORTAL_RESERVATION_MAX_HOURS = int(os.environ.get("PORTAL_RESERVATION_MAX_HOURS", "336"))
 # An evicted workload goes back to the queue at most this many times, after a backoff that

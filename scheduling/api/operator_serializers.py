@@ -174,6 +174,7 @@ class TierUpdateInput(InputSerializer):
     max_evictions = serializers.IntegerField(
         min_value=1, max_value=1000, allow_null=True, required=False
     )
+    lost_work_credited = serializers.BooleanField(required=False)
 
     def changes(self) -> dict:
         """The tier's fields as sent, durations as durations."""

@@ -65,9 +65,13 @@ class PriorityTierOutput(serializers.ModelSerializer):
             "min_run_time_seconds",
             "notice_seconds",
             "max_evictions",
+            "lost_work_credited",
         ]
         extra_kwargs = {
-            "max_evictions": {"help_text": "Evictions before it is no longer a candidate."}
+            "max_evictions": {"help_text": "Evictions before it is no longer a candidate."},
+            "lost_work_credited": {
+                "help_text": "Whether its evicted work is credited the GPU-seconds it lost."
+            },
         }
 
     def get_min_run_time_seconds(self, tier) -> int | None:

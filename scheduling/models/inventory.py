@@ -114,6 +114,12 @@ class PriorityTier(models.Model):
         blank=True,
         help_text="Evicted this many times, its work is no longer a preemption candidate.",
     )
+    # Spot-like tiers sell cheap capacity that may vanish: their lost work is theirs to lose.
+    lost_work_credited = models.BooleanField(
+        default=True,
+        help_text="Work of this tier evicted by preemption, reclaim or a reservation's drain is"
+        " credited the GPU-seconds it lost since its last checkpoint, at the price it paid.",
+    )
 
     class Meta:
         ordering = ["-value"]

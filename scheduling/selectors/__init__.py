@@ -3,7 +3,8 @@
 caller is scoped to the caller's organizations like every tenant read; an operator's read
 requires an operator.
 
-- workloads: a project's workloads and their timeline; the placements billing meters
+- workloads: a project's workloads and their timeline; the placements billing meters and
+  the evictions it credits
 - quotas: grants with what is in use of them, quota requests, grants to come
 - catalog: GPU classes, priority tiers, GPU pools and their capacity
 - reservations: an organization's reservations, the pools' timelines, a pool's load over a
@@ -113,6 +114,7 @@ from .reservations import (
 )
 from .workloads import (
     WorkloadClock,
+    evictions_since,
     organization_workloads,
     placements_ended,
     placements_ran,
@@ -157,6 +159,7 @@ __all__ = [
     "cluster_capacity",
     "cluster_overview",
     "estimate_calibration",
+    "evictions_since",
     "fair_share_standing",
     "fair_share_standings",
     "gpu_class_for_operator",

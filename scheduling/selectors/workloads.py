@@ -10,7 +10,7 @@ from portal.errors import NotFound
 from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize, role_allows
 
-from ..models import Placement, ProvisioningRecord, Workload, WorkloadEvent
+from ..models import Eviction, Placement, ProvisioningRecord, Workload, WorkloadEvent
 
 
 def workloads_as_shown(workloads: QuerySet[Workload]) -> QuerySet[Workload]:
@@ -107,3 +107,13 @@ def placements_ran(*, since_pk: int = 0) -> QuerySet[Placement]:
 def placements_ended() -> QuerySet[Placement]:
     """Placements that ended (released their GPUs), for metering to close their intervals."""
     return Placement.objects.filter(ended_at__isnull=False)
+
+
+def evictions_since(*, since: datetime) -> QuerySet[Eviction]:
+    """Evictions from ``since`` on, with their workload's project and tier and the workload
+    they were evicted for: what billing credits lost work from."""
+    return (
+        Eviction.objects.filter(at__gte=since)
+        .select_related("workload__project", "workload__tier", "preempted_by")
+        .order_by("at", "pk")
+    )

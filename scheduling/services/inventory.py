@@ -57,6 +57,9 @@ def cluster_description_apply(*, path: Path) -> None:
             defaults={
                 "value": item["value"],
                 "preemptible": item["preemptible"],
+                # Unsaid, a tier that cannot be preempted credits lost work (a reclaim may
+                # still evict it), a preemptible (spot-like) one does not.
+                "lost_work_credited": item.get("lost_work_credited", not item["preemptible"]),
                 "description": item.get("description", ""),
                 **{k: timedelta(minutes=v) if v else None for k, v in minutes.items()},
             },

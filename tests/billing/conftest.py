@@ -12,7 +12,15 @@ from billing.services import OrderRequest
 from portal import clock
 from scheduling import services as scheduling
 from scheduling.backends import simulated_backend
-from scheduling.models import GpuClass, Node, Placement, PriorityTier, Reservation, Workload
+from scheduling.models import (
+    Eviction,
+    GpuClass,
+    Node,
+    Placement,
+    PriorityTier,
+    Reservation,
+    Workload,
+)
 from tenants.permissions import Caller
 
 from ..factories import ProjectFactory, UserFactory
@@ -124,6 +132,31 @@ def ran(project, *, start, end=None, gpus=8, gpu_milli=0, mig=None, tier="traini
 
 
 YEAR, MONTH = DAY.year, DAY.month
+
+
+def evicted(placement, *, when: float, since: float, reason="priority", by=None) -> Eviction:
+    """The eviction scheduling records when ``placement``'s workload is preempted at ``when``
+    (hours after DAY), having lost the work since ``since``."""
+    Placement.objects.filter(pk=placement.pk).update(ended_at=at(when))
+    return Eviction.objects.create(
+        workload=placement.workload,
+        at=at(when),
+        reason=reason,
+        preempted_by=by,
+        notice_seconds=30,
+        gpu_class=placement.workload.gpu_class,
+        lost_since=at(since),
+        requeued=True,
+    )
+
+
+@pytest.fixture
+def lost_work_invoice(on_demand, acme, vision):
+    """Acme's draft: 8 H100s for 2.5 hours (58.00), evicted with 1.5 hours lost (34.80
+    credited)."""
+    evicted(ran(vision, start=1, gpus=8, name="llama-ft"), when=3.5, since=2)
+    services.usage_meter(now=at(24))
+    return draft(acme)
 
 
 def metered(*runs):

@@ -183,3 +183,9 @@ def test_the_operators_page_shows_the_last_difference(on_demand, vision, operato
 def test_a_tenant_gets_no_metering_page(alice, client):
     client.force_login(alice)
     assert client.get(reverse("billing:metering")).status_code == 403
+
+
+def test_the_console_shows_a_lost_work_credit_on_the_invoice(lost_work_invoice, alice, client):
+    client.force_login(alice)
+    page = client.get(reverse("billing:invoices", args=["acme"])).content.decode()
+    assert ("vision/llama-ft evicted" in page, "-34.80" in page) == (True, True)

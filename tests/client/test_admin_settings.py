@@ -74,6 +74,13 @@ def test_a_tiers_preemption_contract_is_set_then_unset(as_operator):
     ) == (None, None, None)
 
 
+def test_a_tiers_lost_work_credit_is_turned_off_then_on(as_operator):
+    args = ["admin", "tiers", "update", "training"]
+    off = as_json(as_operator(*args, "--no-lost-work-credit", "-o", "json"))
+    on = as_json(as_operator(*args, "--credits-lost-work", "-o", "json"))
+    assert (off["lost_work_credited"], on["lost_work_credited"]) == (False, True)
+
+
 def test_a_notice_and_its_default_together_are_bad_usage(as_operator):
     args = ["admin", "tiers", "update", "dev", "--notice", "90", "--default-notice"]
     assert as_operator(*args).exit_code == 2

@@ -7,8 +7,9 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 
+from billing.models import ContractCredit
 from portal import clock
-from scheduling.models import Workload
+from scheduling.models import Eviction, Workload
 from scheduling.selectors.replay import policy_replay_run
 from scheduling.selectors.replay_change import change_from_options
 
@@ -44,3 +45,13 @@ def test_seeding_twice_records_the_days_once(demo):
     count = Workload.objects.count()
     call_command("seed_demo", stdout=io.StringIO())
     assert Workload.objects.count() == count
+
+
+def test_the_demos_evictions_of_credited_tiers_are_credited_and_of_spot_tiers_not(demo):
+    evicted = Eviction.objects.filter(reason__in=["priority", "reclaim", "fair-share"])
+    credited = set(
+        ContractCredit.objects.filter(kind="lost_work_credit").values_list(
+            "eviction__workload__tier__name", flat=True
+        )
+    )
+    assert (evicted.exists(), credited) == (True, {"training"})

@@ -20,12 +20,13 @@ from django.db import connection
 from django_celery_beat.models import PeriodicTask
 
 from billing import services as billing
-from billing.models import CancellationCharge, Order, UsageInterval
+from billing.models import CancellationCharge, ContractCredit, Order, UsageInterval
 from portal import clock
 from portal.models import WorkerHeartbeat
 from scheduling import services
 from scheduling.backends import simulated_backend
 from scheduling.models import (
+    Eviction,
     GpuClass,
     Placement,
     ProvisioningRecord,
@@ -38,7 +39,12 @@ from scheduling.models import (
 from tenants.models import Invitation
 from tenants.permissions import Caller
 
-from ..factories import ProjectFactory, UserFactory, h100_reservation_offered
+from ..factories import (
+    ProjectFactory,
+    UserFactory,
+    h100_on_demand_offered,
+    h100_reservation_offered,
+)
 from .conftest import start_worker, stop_worker, wait_for
 
 pytestmark = pytest.mark.worker
@@ -388,7 +394,9 @@ def test_a_preempted_and_requeued_workload_is_billed_once_for_each_second_it_ran
 ):
     """acme's training gang runs, is evicted by globex's production service, waits requeued,
     runs again once the service is cancelled and succeeds; the worker's beat meters both runs:
-    the invoice's line for its project bills exactly the GPU-seconds its placements held."""
+    the invoice's line for its project bills exactly the GPU-seconds its placements held, and
+    credits (its tier credits lost work) exactly those its first run lost."""
+    h100_on_demand_offered(UserFactory(email="ops@example.com", is_staff=True))
     vision = ProjectFactory(organization=acme, slug="vision")
     serving = ProjectFactory(organization=acme, slug="serving")
     web = ProjectFactory(organization=globex, slug="web")
@@ -448,7 +456,8 @@ def test_a_preempted_and_requeued_workload_is_billed_once_for_each_second_it_ran
                 == 2
             )
         )
-        time.sleep(3)  # more meter passes, which must bill nothing more
+        wait_for(lambda: ContractCredit.objects.filter(kind="lost_work_credit").exists())
+        time.sleep(3)  # more meter passes, which must bill and credit nothing more
     finally:
         stop_worker(worker)
     placed = sum(
@@ -459,5 +468,12 @@ def test_a_preempted_and_requeued_workload_is_billed_once_for_each_second_it_ran
     invoice = billing.invoice_draft(
         organization=acme, year=clock.now().year, month=clock.now().month
     )
-    [line] = invoice.lines.filter(project=vision)
+    [line] = invoice.lines.filter(project=vision, charge="on_demand")
     assert line.hours == (placed / 3600).quantize(Decimal("0.0001"))
+    eviction = Eviction.objects.get(workload__name="train")
+    first = placements.filter(running_at__lt=eviction.at).get()
+    lost = Decimal(8) * Decimal(
+        (eviction.at - max(first.running_at, eviction.lost_since)) // timedelta(microseconds=1)
+    )
+    [credit] = invoice.lines.filter(project=vision, charge="lost_work_credit")
+    assert credit.hours == (lost / 10**6 / 3600).quantize(Decimal("0.0001"))

@@ -24,6 +24,7 @@ TIER_COLUMNS = [
     ("MIN RUN S", "min_run_time_seconds"),
     ("NOTICE S", "notice_seconds"),
     ("MAX EVICTIONS", "max_evictions"),
+    ("CREDITS LOST WORK", "lost_work_credited"),
     ("DESCRIPTION", "description"),
 ]
 
@@ -118,6 +119,12 @@ _TIER_OPTIONAL = (
 @click.option("--default-notice", is_flag=True, help="Kubernetes' default notice (30 s).")
 @click.option("--max-evictions", type=click.IntRange(1), help="Evictions before it is spared.")
 @click.option("--no-max-evictions", is_flag=True, help="No cap on evictions.")
+@click.option(
+    "--credits-lost-work/--no-lost-work-credit",
+    "lost_work_credited",
+    default=None,
+    help="Whether its evicted work is credited the GPU-seconds it lost.",
+)
 @scoped()
 def tier_update(session: Session, name, **fields):
     """Change a priority tier: only the fields given."""

@@ -290,7 +290,9 @@ def mig_share(profile: str) -> Decimal:
 # The preemption contract per tier: training is the guaranteed tier (half an hour of run time
 # before anything may preempt it, five minutes' notice to save a checkpoint); batch is the
 # spot-like one (a short notice, but evicted twice at most, then left to finish); dev and
-# inference-prod keep the defaults (inference-prod is not preemptible at all).
+# inference-prod keep the defaults (inference-prod is not preemptible at all). Which tiers are
+# credited their lost work is the cluster description's (deploy/clusters/demo.yaml): training
+# and inference-prod are, the spot-like batch and dev are not.
 DEMO_TIER_CONTRACTS = {
     "training": {"min_run_time": timedelta(minutes=30), "notice_seconds": 300},
     "batch": {"notice_seconds": 15, "max_evictions": 2},

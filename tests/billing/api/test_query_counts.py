@@ -73,9 +73,9 @@ LOCKED = {
     f"{ORG}/orders/": (6, None),
     f"{ORG}/cancellation-charges/": (6, None),
     f"{ORG}/invoices/": (7, None),
-    f"{ORG}/budgets/": (9, None),
+    f"{ORG}/budgets/": (10, None),  # spend reads the contract credits too
     f"{ORG}/credits/": (7, grants),
-    f"{ORG}/usage/": (14, usage_rows),
+    f"{ORG}/usage/": (16, usage_rows),  # the credits, and the spend that counts them
 }
 
 # The operator API's lists, through an operator token: the token, a count, a page (and the

@@ -13,6 +13,16 @@ def test_the_priority_tiers_come_highest_first(cluster, otto, api_as):
     assert names == ["inference-prod", "training", "batch", "dev"]
 
 
+def test_the_priority_tiers_say_which_credit_lost_work(cluster, otto, api_as):
+    tiers = api_as(otto).get("/api/v1/priority-tiers/").json()
+    assert {t["name"]: t["lost_work_credited"] for t in tiers} == {
+        "inference-prod": True,
+        "training": True,
+        "batch": False,
+        "dev": False,
+    }
+
+
 def test_anonymous_callers_get_no_catalog(cluster, api):
     assert api.get("/api/v1/gpu-classes/").status_code == 401
 

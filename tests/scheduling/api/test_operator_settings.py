@@ -77,6 +77,27 @@ def test_a_tiers_preemption_contract_is_set_and_audited(cluster, ops):
     assert AuditEvent.objects.filter(action="prioritytier.update").count() == 1
 
 
+def test_an_operator_turns_a_tiers_lost_work_credit_on_audited(cluster, ops):
+    _, client = ops
+    response = client.patch(
+        f"{OP}/priority-tiers/batch/", {"lost_work_credited": True}, format="json"
+    )
+    assert response.json()["lost_work_credited"] is True
+    assert PriorityTier.objects.get(name="batch").lost_work_credited
+    assert AuditEvent.objects.get(action="prioritytier.update").payload
+
+
+def test_a_lost_work_credit_that_is_not_a_boolean_is_a_field_error(cluster, ops):
+    _, client = ops
+    response = client.patch(
+        f"{OP}/priority-tiers/batch/", {"lost_work_credited": "sometimes"}, format="json"
+    )
+    assert (response.status_code, list(response.json()["error"]["fields"])) == (
+        400,
+        ["lost_work_credited"],
+    )
+
+
 @pytest.mark.parametrize(
     "field", [("notice_seconds", 3601), ("max_evictions", 0), ("min_run_time_seconds", -1)]
 )
