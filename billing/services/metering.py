@@ -83,7 +83,8 @@ INTERVAL_FROM_PLACEMENT = {
     "project_id": F("workload__project_id"),
     "workload_id": F("workload_id"),
     "pool": F("node__pool__name"),
-    "gpu_class_id": F("workload__gpu_class_id"),
+    # The node's: a workload sent back to the queue forgets its class before metering may run.
+    "gpu_class_id": F("node__pool__gpu_class_id"),
     "mig_profile": F("mig_profile"),
     "resource": PLACEMENT_RESOURCE,
     "amount": PLACEMENT_AMOUNT,

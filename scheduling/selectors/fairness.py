@@ -46,9 +46,10 @@ class Standing:
         return (self.current_share + self.usage_share) / self.weight
 
 
-# What fair share reads of a placement: its class, what it holds, since when.
+# What fair share reads of a placement: its class (its node's: an eviction that requeues
+# clears the workload's), what it holds, since when.
 HELD_FIELDS = (
-    "workload__gpu_class__name",
+    "node__pool__gpu_class__name",
     "gpu_indices",
     "gpu_milli",
     "mig_profile",

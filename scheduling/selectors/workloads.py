@@ -4,7 +4,7 @@ metering."""
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
 from portal.errors import NotFound
 from tenants.models import Organization, Project
@@ -94,10 +94,14 @@ def project_provisioning(*, caller: Caller, project: Project) -> ProvisioningRec
 def placements_ran(*, since_pk: int = 0) -> QuerySet[Placement]:
     """GPU placements that ran (the cluster reported them running), past ``since_pk``, with
     what metering needs of their workload, project, node and tier: billing's source of
-    truth for usage."""
+    truth for usage. GPU ones by their node's pool, not their workload's class, which an
+    eviction that requeues clears."""
     return (
         Placement.objects.filter(
-            pk__gt=since_pk, running_at__isnull=False, workload__gpu_class__isnull=False
+            Q(workload__gpus__gt=0) | Q(workload__gpu_milli__gt=0) | Q(mig_count__gt=0),
+            pk__gt=since_pk,
+            running_at__isnull=False,
+            node__pool__gpu_class__isnull=False,
         )
         .select_related("workload__project", "workload__tier", "node__pool")
         .order_by("pk")

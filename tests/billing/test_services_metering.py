@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 
 from billing import services
 from billing.models import BillingRecord, UsageInterval
+from portal import clock
 from scheduling import services as scheduling
 from scheduling.models import Placement, PriorityTier, Reservation, Workload
+from scheduling.services.lifecycle import workloads_evict
 from tenants.permissions import Caller
 
 from .conftest import DAY, at, ran
@@ -35,6 +37,26 @@ def test_a_placement_that_ran_opens_one_interval(on_demand, vision):
         "gpus",
         at(1),
         at(2),
+    )
+
+
+def test_a_placement_evicted_back_to_the_queue_before_metering_is_metered_at_its_class(
+    on_demand, vision
+):
+    clock.advance(seconds=(at(4) - clock.now()).total_seconds())
+    placement = ran(vision, start=1, gpus=8)
+    key = str(placement.workload_id)
+    workloads_evict(
+        reasons={key: "Evicted for a higher tier."},
+        preempted_by={key: None},
+        event_data={key: {"reason": "priority"}},
+    )
+    services.usage_intervals_sync()
+    interval = UsageInterval.objects.get()
+    assert (interval.gpu_class.name, interval.started_at, interval.ended_at) == (
+        "H100-80GB",
+        at(1),
+        Placement.objects.get().ended_at,
     )
 
 

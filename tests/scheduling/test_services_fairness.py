@@ -7,6 +7,7 @@ from portal import clock
 from scheduling import services
 from scheduling.models import Placement, TenantUsage
 from scheduling.services.fairness import tenant_usage_update
+from scheduling.services.lifecycle import workloads_evict
 
 from .conftest import simulated_runtime
 
@@ -45,6 +46,20 @@ def test_a_half_life_later_the_usage_is_halved(acme_ran_an_hour, settings):
 def test_a_class_weight_multiplies_the_usage(acme_ran_an_hour, settings):
     settings.PORTAL_FAIR_SHARE_CLASS_WEIGHTS = {"H100-80GB": 3.0}
     assert tenant_usage_update(now=clock.now())["acme"] == pytest.approx(24 * (HOUR + 60), rel=0.01)
+
+
+def test_work_evicted_back_to_the_queue_counts_at_its_class_weight(
+    submit, cycle, advance, settings
+):
+    settings.PORTAL_FAIR_SHARE_CLASS_WEIGHTS = {"H100-80GB": 3.0}
+    workload = submit(name="evicted", gpus=8, **simulated_runtime(4 * HOUR))
+    cycle()
+    advance(HOUR)
+    key = str(workload.pk)
+    workloads_evict(reasons={key: "Evicted."}, preempted_by={key: None}, event_data={key: {}})
+    held = Placement.objects.get()
+    seconds = (held.ended_at - held.started_at).total_seconds()
+    assert tenant_usage_update(now=clock.now())["acme"] == pytest.approx(3 * 8 * seconds, rel=0.01)
 
 
 @pytest.fixture
