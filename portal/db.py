@@ -21,13 +21,40 @@ def rows_update(rows: Sequence[models.Model], fields: Sequence[str]) -> None:
     if not rows:
         return
     meta = rows[0]._meta
-    quote = connection.ops.quote_name
     columns = [meta.get_field(name) for name in fields]
     values = [
         [column.get_db_prep_save(getattr(row, column.attname), connection) for row in rows]
         for column in columns
     ]
     keys = [meta.pk.get_db_prep_value(row.pk, connection) for row in rows]
+    _columns_write(meta, columns, keys, values)
+
+
+def values_update(
+    model: type[models.Model], fields: Sequence[str], rows: Sequence[Sequence]
+) -> None:
+    """`rows_update` for rows as tuples of values (the key first, then `fields`' values in
+    their order), with no model instance made. On PostgreSQL the values go as they are: the
+    database driver takes the Python values of these fields (ints, floats, strings, aware
+    datetimes, UUIDs, None) as Django would pass them, so the conversion of each value, a
+    third of the time of writing ten thousand rows, is skipped; elsewhere each is converted."""
+    if not rows:
+        return
+    meta = model._meta
+    columns = [meta.get_field(name) for name in fields]
+    keys, *values = (list(column) for column in zip(*rows, strict=True))
+    if connection.vendor != "postgresql":
+        keys = [meta.pk.get_db_prep_value(key, connection) for key in keys]
+        values = [
+            [column.get_db_prep_save(value, connection) for value in column_values]
+            for column, column_values in zip(columns, values, strict=True)
+        ]
+    _columns_write(meta, columns, keys, values)
+
+
+def _columns_write(meta, columns: list, keys: list, values: list[list]) -> None:
+    """The UPDATE of `rows_update`: `values` one list per column, in the order of `keys`."""
+    quote = connection.ops.quote_name
     table, key = quote(meta.db_table), quote(meta.pk.column)
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":

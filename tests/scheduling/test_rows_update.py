@@ -1,11 +1,12 @@
-"""portal.db.rows_update writes the named fields of many rows in one go, and nothing else."""
+"""portal.db.rows_update and values_update write the named fields of many rows in one go, and
+nothing else."""
 
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from portal.db import rows_update
+from portal.db import rows_update, values_update
 from scheduling.models import Workload
 
 pytestmark = pytest.mark.django_db
@@ -48,3 +49,23 @@ def test_fields_not_named_are_left_alone(waiting):
 def test_no_rows_is_no_query(django_assert_num_queries):
     with django_assert_num_queries(0):
         rows_update([], ["queue_position"])
+
+
+def test_values_given_as_tuples_are_written_key_first(waiting):
+    soon = timezone.now() + timedelta(hours=1)
+    values_update(
+        Workload,
+        ["queue_position", "estimated_start"],
+        [(w.pk, position, soon) for position, w in enumerate(waiting, start=1)],
+    )
+    stored = Workload.objects.filter(pk__in=[w.pk for w in waiting]).order_by("queue_position")
+    assert [(w.name, w.queue_position, w.estimated_start) for w in stored] == [
+        ("wait-0", 1, soon),
+        ("wait-1", 2, soon),
+        ("wait-2", 3, soon),
+    ]
+
+
+def test_no_values_is_no_query(django_assert_num_queries):
+    with django_assert_num_queries(0):
+        values_update(Workload, ["queue_position"], [])
