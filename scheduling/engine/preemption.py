@@ -311,10 +311,31 @@ class Preemptor:
         borrows), the lent share up to which the request's tenant may take it back. None for
         a victim it may never evict, or that runs on no node the request may use.
         ``resource``: what the request counts against on the victim's GPU class."""
+        weighed = self._reason(
+            request,
+            victim,
+            resource=resource,
+            may_reclaim=may_reclaim,
+            owned_pools=owned_pools,
+            fair=fair,
+        )
+        if weighed is None or not any(p.node in eligible_names for p in victim.placements):
+            return None
+        return weighed
+
+    def _reason(
+        self,
+        request: Request,
+        victim: RunningWorkload,
+        *,
+        resource: str,
+        may_reclaim: bool,
+        owned_pools: set[str],
+        fair: bool,
+    ) -> tuple[str | None, float | None] | None:
+        """``_weigh`` on any node (where the victim runs is checked last: it costs most)."""
         other = victim.request
         if other.id in request.evicted_by or other.id in self._protected:
-            return None
-        if not any(p.node in eligible_names for p in victim.placements):
             return None
         standing = self._standing(victim)
         # The victim's tier contract: a minimum run time, and a cap on its evictions.
