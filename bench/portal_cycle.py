@@ -244,11 +244,19 @@ def decisions_digest() -> str:
         digest.update(repr(row).encode())
     placements = Placement.objects.order_by("workload__name", "replica", "started_at")
     for row in placements.values_list(
-        "workload__name", "replica", "node__name", "gpu_indices", "gpu_milli", "ended_at"
+        "workload__name",
+        "replica",
+        "node__name",
+        "gpu_indices",
+        "gpu_milli",
+        "cpu_milli",
+        "memory_mib",
+        "started_at",
+        "ended_at",
     ):
         digest.update(repr(row).encode())
     events = WorkloadEvent.objects.order_by("workload__name", "kind", "message")
-    for row in events.values_list("workload__name", "kind", "message"):
+    for row in events.values_list("workload__name", "at", "kind", "message", "data"):
         digest.update(repr(row).encode())
     return digest.hexdigest()[:16]
 

@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from portal import clock
-from portal.db import rows_update, values_update
+from portal.db import rows_update, values_insert, values_update
 from portal.events import Event, ExtensionPoint, holds_collect, publish
 from tenants.models import Organization
 
@@ -48,7 +48,7 @@ from ..specs_from_models import (
 from .fairness import tenant_usage_update
 from .lifecycle import workloads_evict
 from .quotas import quota_increases_apply
-from .timeline import workload_event
+from .timeline import EVENT_FIELDS, event_row
 from .what_if_state import cycle_end_keep
 
 # Any stable 64-bit number: the PostgreSQL advisory lock that lets one cycle run at a time.
@@ -140,7 +140,7 @@ def _held(rows: list[WorkloadRow]) -> tuple[list[WorkloadRow], list[tuple]]:
 
 
 def _written(pk, **fields) -> Workload:
-    """A Workload of only its key and `fields`, for rows_update to write and the timeline to
+    """A Workload of only its key and `fields`, for rows_update to write and placements to
     point at: made as `.only("id")` loads one, at a fraction of the cost of `Workload(...)`,
     which computes every other field's default."""
     workload = Workload.from_db(Workload.objects.db, ["id"], [pk])
@@ -377,7 +377,7 @@ def _persist(
                 for p in preemptions
             },
         )
-    events: list[WorkloadEvent] = []
+    events: list[tuple] = []
     admitted: list[Workload] = []
     placements: list[Placement] = []
     for admission in decisions.admissions:
@@ -415,8 +415,8 @@ def _persist(
         where = ", ".join(sorted({p.node for p in admission.placements}))
         borrowed = " (borrowed capacity)" if admission.borrowed else ""
         events.append(
-            workload_event(
-                workload,
+            event_row(
+                row.pk,
                 "admitted",
                 f"Admitted on {admission.gpu_class}: {len(admission.placements)} replica(s) on "
                 f"{where}{borrowed}.",
@@ -445,10 +445,8 @@ def _persist(
         if new_reason or first[0] != row.first_estimate_at:
             changed.append((row.pk, *why, *place, *first))
             if new_reason:
-                workload = _written(row.pk)
-                events.append(
-                    workload_event(workload, "pending", reason.message, at=now, code=reason.code)
-                )
+                event = event_row(row.pk, "pending", reason.message, at=now, code=reason.code)
+                events.append(event)
         elif place != (
             row.queue_position,
             row.estimated_start,
@@ -458,7 +456,7 @@ def _persist(
             moved.append((row.pk, *place))
     values_update(Workload, PENDING_FIELDS, changed)
     values_update(Workload, PLACE_FIELDS, moved)
-    WorkloadEvent.objects.bulk_create(events, batch_size=BATCH)
+    values_insert(WorkloadEvent, EVENT_FIELDS, events)
 
 
 def _first_estimate(row: WorkloadRow, reason: engine.PendingReason, *, scale: float, now) -> tuple:
