@@ -36,7 +36,6 @@ from ..specs_from_models import (
     WorkloadRow,
     engine_nodes,
     engine_quotas,
-    engine_request,
     engine_reservations,
     engine_running,
     gpu_tolerations,
@@ -45,6 +44,7 @@ from ..specs_from_models import (
     topology_levels,
     workload_rows,
 )
+from .cycle_requests import engine_requests
 from .fairness import tenant_usage_update
 from .lifecycle import workloads_evict
 from .quotas import quota_increases_apply
@@ -259,7 +259,7 @@ def cycle_inputs(*, now, past: Mapping[str, float] | None = None) -> CycleInputs
     )
     return CycleInputs(
         snapshot=snapshot,
-        requests=[engine_request(w, tolerations=tolerations) for w in pending],
+        requests=engine_requests(pending, tolerations=tolerations),
         running=running,
         pending=pending,
         held=held,
