@@ -45,3 +45,8 @@ def engine_requests(
     _made.clear()
     _made.update(made)
     return requests
+
+
+def forget() -> None:
+    """Drop the requests kept (a benchmark's first cycle makes them all)."""
+    _made.clear()
