@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -18,7 +18,8 @@ from .gang import GangShape
 from .model import Preemption, ReplicaPlacement, Request, Reservation, RunningWorkload
 from .quota import QuotaLedger
 from .reservations import ReservationBook
-from .victims import MAX_CANDIDATES, Victim, choose_victims, eviction_cost
+from .victims import Victim, choose_victims, eviction_cost
+from .weighing import WeighedVictims
 
 # Waiting for these reasons, a request may try to evict lower-priority work.
 PREEMPTION_CODES = CAPACITY_CODES | {PendingCode.RESERVATION, PendingCode.QUOTA}
@@ -36,47 +37,6 @@ class _Standing:
     reclaimable: bool
     share_left: float
     pools: frozenset[str]
-
-
-class _Weighed:
-    """Running work, cheapest to evict first, weighed as victims for one kind of request
-    (``weigh``: its reason, and the share bound of a fair-share reclaim), as far as a search
-    has asked: most searches stop at the first MAX_CANDIDATES."""
-
-    def __init__(
-        self,
-        *,
-        workloads: Iterator[RunningWorkload],
-        weigh: Callable[[RunningWorkload], tuple[str | None, float | None] | None],
-    ) -> None:
-        self._workloads = workloads
-        self._weigh = weigh
-        self._victims: list[tuple[RunningWorkload, str | None, float | None]] = []
-
-    def candidates(self, share_after: float | None) -> list[Victim]:
-        """The cheapest MAX_CANDIDATES victims of a request whose tenant would then hold
-        ``share_after`` of lent capacity (None: it borrows nothing)."""
-        candidates: list[Victim] = []
-        position = 0
-        while len(candidates) < MAX_CANDIDATES:
-            if position == len(self._victims) and not self._weigh_next():
-                break
-            workload, reason, share_left = self._victims[position]
-            position += 1
-            if share_left is not None and share_after is not None and share_after <= share_left:
-                reason = "fair-share"
-            if reason is not None:
-                candidates.append(Victim(workload=workload, reason=reason))
-        return candidates
-
-    def _weigh_next(self) -> bool:
-        """Weigh running work until one more may be a victim; False when none is left."""
-        for workload in self._workloads:
-            weighed = self._weigh(workload)
-            if weighed is not None:
-                self._victims.append((workload, *weighed))
-                return True
-        return False
 
 
 class Preemptor:
@@ -125,7 +85,7 @@ class Preemptor:
         # running work changes: the searches of ten thousand waiting requests weigh the same
         # few hundred running workloads.
         self._standings: dict[str, _Standing] = {}
-        self._weighed: dict[tuple, _Weighed] = {}
+        self._weighed: dict[tuple, WeighedVictims] = {}
 
     def protect(self, request_id: str) -> None:
         self._protected.add(request_id)
@@ -196,7 +156,7 @@ class Preemptor:
             kind = (*key[:-2], bool(fair_need), key[-1], resource, lent_out)
             weighed = None if request.evicted_by else self._weighed.get(kind)
             if weighed is None:
-                weighed = _Weighed(
+                weighed = WeighedVictims(
                     workloads=iter(workloads),
                     weigh=functools.partial(
                         self._weigh,
