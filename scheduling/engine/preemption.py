@@ -3,9 +3,11 @@ evict (lower tier, reclaimed borrowing, its own reservation) and the cheapest vi
 
 from __future__ import annotations
 
+import functools
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -16,10 +18,25 @@ from .gang import GangShape
 from .model import Preemption, ReplicaPlacement, Request, Reservation, RunningWorkload
 from .quota import QuotaLedger
 from .reservations import ReservationBook
-from .victims import MAX_CANDIDATES, Victim, choose_victims, eviction_cost
+from .victims import Victim, choose_victims, eviction_cost
+from .weighing import WeighedVictims
 
 # Waiting for these reasons, a request may try to evict lower-priority work.
 PREEMPTION_CODES = CAPACITY_CODES | {PendingCode.RESERVATION, PendingCode.QUOTA}
+
+
+@dataclass(frozen=True)
+class _Standing:
+    """What of a running workload's standing as a victim depends on it alone, not on who would
+    evict it: whether its tier's contract lets it go at all, the quota resource it counts
+    against, whether it may be reclaimed (borrowed, and run long enough), the share its
+    tenant would keep without it, and the pools it runs in."""
+
+    evictable: bool
+    resource: str
+    reclaimable: bool
+    share_left: float
+    pools: frozenset[str]
 
 
 class Preemptor:
@@ -64,15 +81,23 @@ class Preemptor:
         # Victim candidates by everything they depend on, until running work changes: ten
         # thousand waiting requests share a few hundred (tenant, tier) keys.
         self._candidates: dict[tuple, list[Victim]] = {}
+        # Each victim's own standing, and the victims weighed for each kind of request, until
+        # running work changes: the searches of ten thousand waiting requests weigh the same
+        # few hundred running workloads.
+        self._standings: dict[str, _Standing] = {}
+        self._weighed: dict[tuple, WeighedVictims] = {}
 
     def protect(self, request_id: str) -> None:
         self._protected.add(request_id)
         self._candidates.clear()
+        self._weighed.clear()
 
     def changed(self) -> None:
         """Running work changed (an admission, an eviction): failed searches may succeed."""
         self._hopeless.clear()
         self._candidates.clear()
+        self._standings.clear()
+        self._weighed.clear()
 
     def preempt_for(
         self, request: Request, demand: Demand, gpu_class: str
@@ -90,6 +115,7 @@ class Preemptor:
         # borrowed work beyond its fair share: those victims must free the quota too.
         quota_bound = not replicas
         fair = verdict.borrowed or verdict.lent_out
+        lent_out = verdict.lent_out
         if quota_bound:
             if not verdict.lent_out:
                 workloads = self._own_lower_tier(request, gpu_class)
@@ -124,21 +150,33 @@ class Preemptor:
         )
         candidates = None if request.evicted_by else self._candidates.get(key)
         if candidates is None:
-            candidates = []
-            for workload in workloads:
-                if len(candidates) == MAX_CANDIDATES:
-                    break  # the victim search only ever tries the cheapest ones
-                reason = self._victim_reason(
-                    request,
-                    workload,
-                    may_reclaim=may_reclaim,
-                    owned_pools=owned_pools,
-                    fair_need=fair_need,
+            # The victims weighed for every request of this kind (the key but for how much it
+            # would borrow, with its quota resource and the work it weighs): each only once,
+            # as far as asked.
+            kind = (*key[:-2], bool(fair_need), key[-1], resource, lent_out)
+            weighed = None if request.evicted_by else self._weighed.get(kind)
+            if weighed is None:
+                weighed = WeighedVictims(
+                    workloads=iter(workloads),
+                    weigh=functools.partial(
+                        self._weigh,
+                        request,
+                        resource=resource,
+                        may_reclaim=may_reclaim,
+                        owned_pools=owned_pools,
+                        fair=bool(fair_need),
+                        eligible_names=eligible_names,
+                    ),
                 )
-                if reason is not None and any(
-                    p.node in eligible_names for p in workload.placements
-                ):
-                    candidates.append(Victim(workload=workload, reason=reason))
+                if not request.evicted_by:
+                    self._weighed[kind] = weighed
+            # What the request's tenant would borrow with it, by weight (fair-share reclaim).
+            share_after = (
+                self._ledger.lent_share(tenant=request.tenant, resource=resource, extra=fair_need)
+                if fair_need
+                else None
+            )
+            candidates = weighed.candidates(share_after)
             if not request.evicted_by:
                 self._candidates[key] = candidates
         if not candidates:
@@ -217,62 +255,100 @@ class Preemptor:
         self.protect(evicted.request.id)
         self.preemptions.append(preemption)
 
-    def _victim_reason(
+    def _weigh(
         self,
         request: Request,
         victim: RunningWorkload,
         *,
+        resource: str,
         may_reclaim: bool,
         owned_pools: set[str],
-        fair_need: int,
-    ) -> str | None:
-        """Why ``request`` may evict ``victim``, if it may. ``fair_need``: what the request
-        would borrow (0: it borrows nothing), for a fair-share reclaim."""
+        fair: bool,
+        eligible_names: set[str],
+    ) -> tuple[str | None, float | None] | None:
+        """Why ``request`` may evict ``victim``, if it may: the reason whatever the request
+        would borrow, and, where a fair-share reclaim comes first when ``fair`` (the request
+        borrows), the lent share up to which the request's tenant may take it back. None for
+        a victim it may never evict, or that runs on no node the request may use.
+        ``resource``: what the request counts against on the victim's GPU class."""
+        weighed = self._reason(
+            request,
+            victim,
+            resource=resource,
+            may_reclaim=may_reclaim,
+            owned_pools=owned_pools,
+            fair=fair,
+        )
+        if weighed is None or not any(p.node in eligible_names for p in victim.placements):
+            return None
+        return weighed
+
+    def _reason(
+        self,
+        request: Request,
+        victim: RunningWorkload,
+        *,
+        resource: str,
+        may_reclaim: bool,
+        owned_pools: set[str],
+        fair: bool,
+    ) -> tuple[str | None, float | None] | None:
+        """``_weigh`` on any node (where the victim runs is checked last: it costs most)."""
         other = victim.request
         if other.id in request.evicted_by or other.id in self._protected:
             return None
+        standing = self._standing(victim)
         # The victim's tier contract: a minimum run time, and a cap on its evictions.
-        if self._now - victim.started_at < other.min_run_time:
-            return None
-        if other.max_evictions is not None and other.evictions >= other.max_evictions:
+        if not standing.evictable:
             return None
         if other.preemptible and other.tier < request.tier:
-            return "priority"
+            return "priority", None
         if other.tenant == request.tenant:
             return None
-        resource = other.quota_resource(victim.gpu_class)
-        borrowing = self._ledger.is_borrowing(tenant=other.tenant, resource=resource)
-        # Preemptible work is reclaimed from a tenant that borrows; work whose tier is not
-        # preemptible only if it was itself admitted on borrowed capacity and its tenant still
-        # holds more than its guarantee.
-        reclaimable = (
-            victim.borrowed or borrowing if other.preemptible else victim.borrowed and borrowing
-        )
-        ran_long_enough = self._now - victim.started_at >= self._reclaim_after
-        same_resource = request.quota_resource(victim.gpu_class) == resource
-        if reclaimable and ran_long_enough and same_resource:
+        share_left = None
+        if standing.reclaimable and resource == standing.resource:
             if may_reclaim and self._lent_to(other.tenant, request.tenant, resource):
-                return "reclaim"
-            if fair_need and other.tier <= request.tier:
-                after = self._ledger.lent_share(
-                    tenant=request.tenant, resource=resource, extra=fair_need
-                )
-                left = self._ledger.lent_share(
+                return "reclaim", None
+            if fair and other.tier <= request.tier:
+                share_left = standing.share_left
+        reason = None
+        if other.preemptible and owned_pools and not standing.pools.isdisjoint(owned_pools):
+            reason = "reservation"
+        if reason is None and share_left is None:
+            return None
+        return reason, share_left
+
+    def _standing(self, victim: RunningWorkload) -> _Standing:
+        standing = self._standings.get(victim.request.id)
+        if standing is None:
+            other = victim.request
+            resource = other.quota_resource(victim.gpu_class)
+            borrowing = self._ledger.is_borrowing(tenant=other.tenant, resource=resource)
+            # Preemptible work is reclaimed from a tenant that borrows; work whose tier is not
+            # preemptible only if it was itself admitted on borrowed capacity and its tenant
+            # still holds more than its guarantee.
+            reclaimable = (
+                victim.borrowed or borrowing if other.preemptible else victim.borrowed and borrowing
+            )
+            ran = self._now - victim.started_at
+            index = self._cluster.index
+            standing = self._standings[other.id] = _Standing(
+                evictable=ran >= other.min_run_time
+                and (other.max_evictions is None or other.evictions < other.max_evictions),
+                resource=resource,
+                reclaimable=bool(reclaimable) and ran >= self._reclaim_after,
+                share_left=self._ledger.lent_share(
                     tenant=other.tenant,
                     resource=resource,
                     extra=-other.quota_amount * len(victim.placements),
-                )
-                if after <= left:
-                    return "fair-share"
-        if not other.preemptible:
-            return None
-        if owned_pools and any(
-            self._cluster.nodes[self._cluster.index[p.node]].pool in owned_pools
-            for p in victim.placements
-            if p.node in self._cluster.index
-        ):
-            return "reservation"
-        return None
+                ),
+                pools=frozenset(
+                    self._cluster.nodes[index[p.node]].pool
+                    for p in victim.placements
+                    if p.node in index
+                ),
+            )
+        return standing
 
     def _lent_to(self, borrower: str, lender: str, resource: str) -> bool:
         """Whether ``borrower`` may be holding what ``lender`` is guaranteed: they share a

@@ -47,9 +47,9 @@ from .model import (
 from .policies import make_policy
 from .preemption import PREEMPTION_CODES, Preemptor
 from .quota import (
+    LargerThanAnyNode,
     QuotaLedger,
     dominant_shares,
-    larger_than_any_node,
     quota_capacity,
     validate_request,
 )
@@ -145,6 +145,7 @@ class _Cycle:
         for quota in snapshot.quotas:
             self._tenant_quotas[quota.tenant].append(quota)
         self.domains = topology_domains(cluster=self.cluster, levels=snapshot.topology_levels)
+        self.larger_than_any_node = LargerThanAnyNode(snapshot.node_shapes)
         self._eligible_cache: dict[tuple, tuple[np.ndarray, Counter[str]]] = {}
         # Only PreferNoSchedule taints make nodes unequal in preference; hard ones only filter.
         self._soft_taints = any(
@@ -224,7 +225,7 @@ class _Cycle:
         if errors:
             text = " ".join(m for messages in errors.values() for m in messages)
             return _Failure(PendingCode.INVALID, text, "")
-        too_large = larger_than_any_node(request, self.snapshot.node_shapes)
+        too_large = self.larger_than_any_node(request)
         if too_large:
             return _Failure(PendingCode.NEVER_FITS, never_fits(request, too_large), "")
         return self._admit(request, demand)

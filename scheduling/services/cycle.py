@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from portal import clock
-from portal.db import rows_update
+from portal.db import rows_update, values_insert, values_update
 from portal.events import Event, ExtensionPoint, holds_collect, publish
 from tenants.models import Organization
 
@@ -36,7 +36,6 @@ from ..specs_from_models import (
     WorkloadRow,
     engine_nodes,
     engine_quotas,
-    engine_request,
     engine_reservations,
     engine_running,
     gpu_tolerations,
@@ -45,10 +44,11 @@ from ..specs_from_models import (
     topology_levels,
     workload_rows,
 )
+from .cycle_requests import engine_requests
 from .fairness import tenant_usage_update
 from .lifecycle import workloads_evict
 from .quotas import quota_increases_apply
-from .timeline import workload_event
+from .timeline import EVENT_FIELDS, event_row
 from .what_if_state import cycle_end_keep
 
 # Any stable 64-bit number: the PostgreSQL advisory lock that lets one cycle run at a time.
@@ -97,18 +97,15 @@ ADMISSION_FIELDS = [
     "teardown_due_at",
 ]
 # A waiting workload's place and estimate, and the first estimate it got (kept once made).
-QUEUE_FIELDS = [
-    "queue_position",
-    "estimated_start",
-    "estimated_start_low",
-    "estimated_start_high",
+PLACE_FIELDS = ["queue_position", "estimated_start", "estimated_start_low", "estimated_start_high"]
+FIRST_ESTIMATE_FIELDS = [
     "first_estimate_at",
     "first_estimate",
     "first_estimate_low",
     "first_estimate_high",
     "first_estimate_scale",
 ]
-PENDING_FIELDS = ["pending_code", "pending_message", *QUEUE_FIELDS]
+PENDING_FIELDS = ["pending_code", "pending_message", *PLACE_FIELDS, *FIRST_ESTIMATE_FIELDS]
 
 
 def _held(rows: list[WorkloadRow]) -> tuple[list[WorkloadRow], list[tuple]]:
@@ -143,7 +140,7 @@ def _held(rows: list[WorkloadRow]) -> tuple[list[WorkloadRow], list[tuple]]:
 
 
 def _written(pk, **fields) -> Workload:
-    """A Workload of only its key and `fields`, for rows_update to write and the timeline to
+    """A Workload of only its key and `fields`, for rows_update to write and placements to
     point at: made as `.only("id")` loads one, at a fraction of the cost of `Workload(...)`,
     which computes every other field's default."""
     workload = Workload.from_db(Workload.objects.db, ["id"], [pk])
@@ -262,7 +259,7 @@ def cycle_inputs(*, now, past: Mapping[str, float] | None = None) -> CycleInputs
     )
     return CycleInputs(
         snapshot=snapshot,
-        requests=[engine_request(w, tolerations=tolerations) for w in pending],
+        requests=engine_requests(pending, tolerations=tolerations),
         running=running,
         pending=pending,
         held=held,
@@ -380,7 +377,7 @@ def _persist(
                 for p in preemptions
             },
         )
-    events: list[WorkloadEvent] = []
+    events: list[tuple] = []
     admitted: list[Workload] = []
     placements: list[Placement] = []
     for admission in decisions.admissions:
@@ -418,8 +415,8 @@ def _persist(
         where = ", ".join(sorted({p.node for p in admission.placements}))
         borrowed = " (borrowed capacity)" if admission.borrowed else ""
         events.append(
-            workload_event(
-                workload,
+            event_row(
+                row.pk,
                 "admitted",
                 f"Admitted on {admission.gpu_class}: {len(admission.placements)} replica(s) on "
                 f"{where}{borrowed}.",
@@ -430,46 +427,53 @@ def _persist(
     if admitted:
         publish(Event.WORKLOADS_ADMITTED, workload_ids=[str(w.pk) for w in admitted])
     Placement.objects.bulk_create(placements, batch_size=BATCH)
+    # Each row a tuple, key first: ten thousand waiting rows are written without a model
+    # instance each, and only the fields that changed (in a next cycle, mostly the place).
+    # A new first estimate goes with the changed reasons: one statement for both.
     changed, moved = [], []
     for reason in decisions.pending:
         row = workloads[reason.request_id]
-        why = {"pending_code": reason.code, "pending_message": reason.message[:500]}
-        place = _place(row, reason, scale=scale, now=now)
-        if (row.pending_code, row.pending_message) != tuple(why.values()):
-            workload = _written(row.pk, **why, **place)
-            changed.append(workload)
-            events.append(
-                workload_event(workload, "pending", reason.message, at=now, code=reason.code)
-            )
-        elif any(getattr(row, name) != value for name, value in place.items()):
-            moved.append(_written(row.pk, **place))
-    rows_update(changed, PENDING_FIELDS)
-    rows_update(moved, QUEUE_FIELDS)
-    WorkloadEvent.objects.bulk_create(events, batch_size=BATCH)
+        why = (reason.code, reason.message[:500])
+        place = (
+            reason.queue_position,
+            reason.estimated_start,
+            reason.estimated_start_low,
+            reason.estimated_start_high,
+        )
+        first = _first_estimate(row, reason, scale=scale, now=now)
+        new_reason = (row.pending_code, row.pending_message) != why
+        if new_reason or first[0] != row.first_estimate_at:
+            changed.append((row.pk, *why, *place, *first))
+            if new_reason:
+                event = event_row(row.pk, "pending", reason.message, at=now, code=reason.code)
+                events.append(event)
+        elif place != (
+            row.queue_position,
+            row.estimated_start,
+            row.estimated_start_low,
+            row.estimated_start_high,
+        ):
+            moved.append((row.pk, *place))
+    values_update(Workload, PENDING_FIELDS, changed)
+    values_update(Workload, PLACE_FIELDS, moved)
+    values_insert(WorkloadEvent, EVENT_FIELDS, events)
 
 
-def _place(row: WorkloadRow, reason: engine.PendingReason, *, scale: float, now) -> dict:
-    """A waiting workload's QUEUE_FIELDS: its place and estimate; its first estimate is the
-    one it had, or this one (its interval stretched by ``scale``) if it had none yet."""
-    first = {
-        "first_estimate_at": row.first_estimate_at,
-        "first_estimate": row.first_estimate,
-        "first_estimate_low": row.first_estimate_low,
-        "first_estimate_high": row.first_estimate_high,
-        "first_estimate_scale": row.first_estimate_scale,
-    }
+def _first_estimate(row: WorkloadRow, reason: engine.PendingReason, *, scale: float, now) -> tuple:
+    """A waiting workload's FIRST_ESTIMATE_FIELDS: the first estimate it had, or this one (its
+    interval stretched by ``scale``) if it had none yet."""
     if row.first_estimate_at is None and reason.estimated_start is not None:
-        first = {
-            "first_estimate_at": now,
-            "first_estimate": reason.estimated_start,
-            "first_estimate_low": reason.estimated_start_low,
-            "first_estimate_high": reason.estimated_start_high,
-            "first_estimate_scale": scale,
-        }
-    return {
-        "queue_position": reason.queue_position,
-        "estimated_start": reason.estimated_start,
-        "estimated_start_low": reason.estimated_start_low,
-        "estimated_start_high": reason.estimated_start_high,
-        **first,
-    }
+        return (
+            now,
+            reason.estimated_start,
+            reason.estimated_start_low,
+            reason.estimated_start_high,
+            scale,
+        )
+    return (
+        row.first_estimate_at,
+        row.first_estimate,
+        row.first_estimate_low,
+        row.first_estimate_high,
+        row.first_estimate_scale,
+    )

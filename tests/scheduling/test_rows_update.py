@@ -1,12 +1,13 @@
-"""portal.db.rows_update writes the named fields of many rows in one go, and nothing else."""
+"""portal.db.rows_update and values_update write the named fields of many rows in one go, and
+nothing else; values_insert inserts rows given as values."""
 
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from portal.db import rows_update
-from scheduling.models import Workload
+from portal.db import rows_update, values_insert, values_update
+from scheduling.models import Workload, WorkloadEvent
 
 pytestmark = pytest.mark.django_db
 
@@ -48,3 +49,41 @@ def test_fields_not_named_are_left_alone(waiting):
 def test_no_rows_is_no_query(django_assert_num_queries):
     with django_assert_num_queries(0):
         rows_update([], ["queue_position"])
+
+
+def test_values_given_as_tuples_are_written_key_first(waiting):
+    soon = timezone.now() + timedelta(hours=1)
+    values_update(
+        Workload,
+        ["queue_position", "estimated_start"],
+        [(w.pk, position, soon) for position, w in enumerate(waiting, start=1)],
+    )
+    stored = Workload.objects.filter(pk__in=[w.pk for w in waiting]).order_by("queue_position")
+    assert [(w.name, w.queue_position, w.estimated_start) for w in stored] == [
+        ("wait-0", 1, soon),
+        ("wait-1", 2, soon),
+        ("wait-2", 3, soon),
+    ]
+
+
+def test_no_values_is_no_query(django_assert_num_queries):
+    with django_assert_num_queries(0):
+        values_update(Workload, ["queue_position"], [])
+
+
+def test_rows_given_as_values_are_inserted_with_their_json(waiting):
+    soon = timezone.now() + timedelta(hours=1)
+    values_insert(
+        WorkloadEvent,
+        ["workload", "at", "kind", "message", "data"],
+        [(w.pk, soon, "pending", f"waits {n}", {"code": n}) for n, w in enumerate(waiting)],
+    )
+    stored = WorkloadEvent.objects.filter(kind="pending").order_by("message")
+    assert [(e.workload_id, e.at, e.message, e.data) for e in stored] == [
+        (w.pk, soon, f"waits {n}", {"code": n}) for n, w in enumerate(waiting)
+    ]
+
+
+def test_no_rows_to_insert_is_no_query(django_assert_num_queries):
+    with django_assert_num_queries(0):
+        values_insert(WorkloadEvent, ["workload", "kind"], [])
