@@ -5,6 +5,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from scheduling.models import Workload
+from scheduling.services import BATCH_MAX
 from scheduling.tasks import scheduling_cycle_request
 
 from .conftest import SUBMITTING
@@ -69,8 +70,8 @@ def test_a_name_the_project_already_has_is_refused_at_its_index(ready, api_as, s
     assert list(Workload.objects.values_list("name", flat=True)) == ["taken"]
 
 
-@pytest.mark.parametrize("size", [0, 101])
-def test_a_batch_holds_one_to_a_hundred_workloads(ready, api_as, size):
+@pytest.mark.parametrize("size", [0, BATCH_MAX + 1])
+def test_a_batch_holds_one_to_ten_thousand_workloads(ready, api_as, size):
     body = batch(*(f"w-{n}" for n in range(size)))
     response = api_as(ready["member"]).post(URL, body, format="json")
     assert response.status_code == 400
