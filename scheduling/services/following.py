@@ -31,6 +31,7 @@ def _running_record(started: list[tuple[Workload, WorkloadStatus]]) -> None:
             moved = list(
                 Workload.objects.select_for_update()
                 .filter(pk__in=chunk, state=Workload.State.ADMITTED)
+                .order_by("pk")  # locked in one order, whatever order the ids came in
                 .values_list("pk", flat=True)
             )
             if not moved:
