@@ -58,6 +58,7 @@ def organization_get(*, caller: Caller, slug: str) -> Organization:
         if gated is not None and not caller.meets_sso_of(gated):
             raise SsoRequired.of(gated)
         raise NotFound("No such organization.")
+    organization.role_read_for = caller
     return organization
 
 
@@ -189,6 +190,7 @@ def project_get_by_slugs(*, caller: Caller, org_slug: str, project_slug: str) ->
         organization_get(caller=caller, slug=org_slug)
         raise NotFound("No such project.")
     project.organization.my_role = project.my_role
+    project.organization.role_read_for = caller
     return project
 
 

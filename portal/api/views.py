@@ -21,6 +21,8 @@ class KnownParametersOnly:
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
+        if not request.query_params:
+            return  # nothing to check: spares building the filters (a submission's POST)
         known = self.query_parameters() | COMMON_PARAMETERS
         unknown = sorted(set(request.query_params) - known)
         if unknown:
@@ -34,11 +36,35 @@ class KnownParametersOnly:
             )
 
 
+class RequestTooLarge(exceptions.APIException):
+    status_code = 413
+    default_code = "request_too_large"
+
+
+def _body_read(request, *, limit: int) -> None:
+    """Read the body now, under `limit` bytes instead of DATA_UPLOAD_MAX_MEMORY_SIZE: the
+    parser then takes what was read (Django's request keeps it)."""
+    django_request = request._request
+    too_large = RequestTooLarge(f"The request body exceeds {limit} bytes.")
+    if int(django_request.META.get("CONTENT_LENGTH") or 0) > limit:
+        raise too_large
+    django_request._body = django_request.read(limit + 1)
+    if len(django_request._body) > limit:
+        raise too_large
+
+
 class ApiView(KnownParametersOnly, APIView):
-    """One resource of the API. Its query parameters are the fields of `query_serializer`."""
+    """One resource of the API. Its query parameters are the fields of `query_serializer`;
+    its bodies may be as large as `body_max_bytes` (None: DATA_UPLOAD_MAX_MEMORY_SIZE)."""
 
     http_method_names = METHODS
     query_serializer = None
+    body_max_bytes: int | None = None
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if self.body_max_bytes is not None and request.method in {"POST", "PUT", "PATCH"}:
+            _body_read(request, limit=self.body_max_bytes)
 
     def query_parameters(self) -> set[str]:
         return set(self.query_serializer().fields) if self.query_serializer else set()

@@ -384,6 +384,9 @@ PORTAL_EVICTION_BACKOFF_SECONDS = int(os.environ.get("PORTAL_EVICTION_BACKOFF_SE
 # How often beat runs the scheduling cycle and follows workloads, in seconds (whole seconds:
 # django-celery-beat's intervals are).
 PORTAL_CYCLE_SECONDS = int(os.environ.get("PORTAL_CYCLE_SECONDS", "5"))
+# How long submissions reuse the catalog and an organization's quotas they are checked against
+# (in the shared cache): a change to tiers, GPU classes, nodes or quotas reaches them within it.
+PORTAL_SUBMISSION_CATALOG_SECONDS = int(os.environ.get("PORTAL_SUBMISSION_CATALOG_SECONDS", "5"))
 # How often beat sends the worker's heartbeat task (seconds); /healthz/workers reports the worker
 # stale after three of these without one taken (portal/health.py).
 PORTAL_WORKER_HEARTBEAT_SECONDS = int(os.environ.get("PORTAL_WORKER_HEARTBEAT_SECONDS", "30"))

@@ -31,3 +31,6 @@ CELERY_TASK_DEFAULT_QUEUE, CELERY_TASK_QUEUES, CELERY_TASK_ROUTES = celery_queue
 # Every browser test signs in from 127.0.0.1 and signs up the same addresses, and a Redis cache
 # outlives each test (and each run): allauth's rate limits would refuse the suite itself.
 ACCOUNT_RATE_LIMITS = False
+# Each submission reads the catalog it is checked against: a test that changes a tier or a
+# quota sees it at once (tests of the cached path turn it on).
+PORTAL_SUBMISSION_CATALOG_SECONDS = 0

@@ -22,6 +22,7 @@ from scheduling.models import (
 )
 from scheduling.services import (
     BATCH_MAX,
+    WHAT_IF_BATCH_MAX,
     QuotaAsk,
     ReservationRequest,
     WorkloadRequest,
@@ -295,6 +296,11 @@ class WorkloadBatchInput(InputSerializer):
 
     def to_requests(self) -> list[WorkloadRequest]:
         return [_workload_request(item) for item in self.validated_data["workloads"]]
+
+
+class WorkloadWhatIfBatchInput(WorkloadBatchInput):
+    # The engine answers each of them: a what-if stays at a sweep's size.
+    workloads = WorkloadSubmitInput(many=True, min_length=1, max_length=WHAT_IF_BATCH_MAX)
 
 
 class WorkloadCheckpointInput(InputSerializer):

@@ -13,7 +13,7 @@ from tenants.lookups import project_of
 from tenants.permissions import caller_of
 
 from .alternative_serializers import AlternativeOutput
-from .serializers import PendingOutput, WorkloadBatchInput, WorkloadSubmitInput
+from .serializers import PendingOutput, WorkloadSubmitInput, WorkloadWhatIfBatchInput
 
 
 class WhatIfCostOutput(serializers.Serializer):
@@ -111,7 +111,7 @@ class _WhatIfApi(ApiView):
     def post(self, request, org_slug: str, project_slug: str):
         project = project_of(request, org_slug, project_slug)
         if self.batch:
-            requests = validated(WorkloadBatchInput, request).to_requests()
+            requests = validated(WorkloadWhatIfBatchInput, request).to_requests()
         else:
             requests = [validated(WorkloadSubmitInput, request).to_request()]
         report = services.workloads_what_if(
@@ -138,7 +138,7 @@ class WorkloadWhatIfApi(_WhatIfApi):
 
 @_documented(
     operation_id="workloads_what_if_batch",
-    body=WorkloadBatchInput,
+    body=WorkloadWhatIfBatchInput,
     what="these workloads (submitted together)",
 )
 class WorkloadBatchWhatIfApi(_WhatIfApi):

@@ -84,10 +84,17 @@ from .submission import (
     workload_submit,
     workloads_submit,
 )
-from .what_if import WhatIfReport, WorkloadWhatIf, workload_alternatives, workloads_what_if
+from .what_if import (
+    WHAT_IF_BATCH_MAX,
+    WhatIfReport,
+    WorkloadWhatIf,
+    workload_alternatives,
+    workloads_what_if,
+)
 
 __all__ = [
     "BATCH_MAX",
+    "WHAT_IF_BATCH_MAX",
     "CycleResult",
     "GrantKey",
     "QuotaAsk",

@@ -158,11 +158,18 @@ def scheduling_cycle_request() -> bool:
     waits in the queue and will serve this request too (requests fold into it). A request that
     waited longer than CYCLE_REQUEST_LOST_AFTER lost its task and counts as none."""
     now = clock.wall()
-    none_waiting = Q(cycle_requested_at__isnull=True) | Q(
-        cycle_requested_at__lt=now - CYCLE_REQUEST_LOST_AFTER
-    )
-    if SchedulerState.objects.filter(none_waiting, pk=1).update(cycle_requested_at=now):
-        return True
+    # One statement on every submission's path: it sets the request time unless one waits,
+    # and says whether it did (no row yet: the first request ever creates it).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {SchedulerState._meta.db_table} SET cycle_requested_at = CASE"
+            " WHEN cycle_requested_at IS NULL OR cycle_requested_at < %s THEN %s"
+            " ELSE cycle_requested_at END WHERE id = 1 RETURNING cycle_requested_at = %s",
+            [now - CYCLE_REQUEST_LOST_AFTER, now, now],
+        )
+        row = cursor.fetchone()
+    if row is not None:
+        return bool(row[0])
     _, created = SchedulerState.objects.get_or_create(pk=1, defaults={"cycle_requested_at": now})
     return created
 

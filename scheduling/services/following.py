@@ -9,35 +9,56 @@ from portal.events import Event, publish
 from ..cluster import ClusterBackend
 from ..cluster.manifests import workload_primary_object
 from ..cluster.specs import NODE_LOST, GpuReading, Phase, WorkloadStatus
-from ..models import Node, Placement, Workload
+from ..models import Node, Placement, Workload, WorkloadEvent
 from .lifecycle import workload_end, workload_requeue
-from .timeline import workload_event_record
+from .timeline import workload_event, workload_event_record
 
 # Below this GPU utilization a workload counts as idle.
 IDLE_UTILIZATION = 0.05
 # What a workload monitoring does not see reads as.
 UNSEEN = GpuReading(utilization=None, memory_used=None)
+# Workloads recorded running per transaction: the ids of a statement stay a few thousand.
+RUNNING_CHUNK = 1_000
+
+
+def _running_record(started: list[tuple[Workload, WorkloadStatus]]) -> None:
+    """Record admitted workloads that run now as Running, in one transaction per chunk (a few
+    statements for thousands): those that moved meanwhile (cancelled) are left as they are."""
+    now = clock.now()
+    for at in range(0, len(started), RUNNING_CHUNK):
+        chunk = dict((w.pk, (w, status)) for w, status in started[at : at + RUNNING_CHUNK])
+        with transaction.atomic():
+            moved = list(
+                Workload.objects.select_for_update()
+                .filter(pk__in=chunk, state=Workload.State.ADMITTED)
+                .order_by("pk")  # locked in one order, whatever order the ids came in
+                .values_list("pk", flat=True)
+            )
+            if not moved:
+                continue
+            Workload.objects.filter(pk__in=moved).update(
+                state=Workload.State.RUNNING, started_at=now
+            )
+            # Metering counts each placement from here, in the same transaction.
+            Placement.objects.filter(
+                workload_id__in=moved, ended_at__isnull=True, running_at__isnull=True
+            ).update(running_at=now)
+            WorkloadEvent.objects.bulk_create(
+                workload_event(
+                    chunk[pk][0],
+                    "running",
+                    f"{chunk[pk][1].ready_replicas} replica(s) running.",
+                    at=now,
+                )
+                for pk in moved
+            )
+            publish(Event.WORKLOAD_STATE_CHANGED, workload_ids=[str(pk) for pk in moved])
 
 
 def _status_follow(workload: Workload, status: WorkloadStatus, *, backend: ClusterBackend) -> None:
-    """Move a launched workload's state along its status in the cluster; one that stays
-    where it is costs no statement."""
-    if status.phase == Phase.RUNNING and workload.state == Workload.State.ADMITTED:
-        now = clock.now()
-        with transaction.atomic():
-            updated = Workload.objects.filter(pk=workload.pk, state=Workload.State.ADMITTED).update(
-                state=Workload.State.RUNNING, started_at=now
-            )
-            if updated:
-                # Metering counts each placement from here, in the same transaction.
-                Placement.objects.filter(
-                    workload=workload, ended_at__isnull=True, running_at__isnull=True
-                ).update(running_at=now)
-                workload_event_record(
-                    workload, "running", f"{status.ready_replicas} replica(s) running."
-                )
-                publish(Event.WORKLOAD_STATE_CHANGED, workload_ids=[str(workload.pk)])
-    elif status.phase == Phase.FAILED and status.reason == NODE_LOST:
+    """Move a launched workload's state along its status in the cluster when it failed or
+    ended (`_running_record` records those that run)."""
+    if status.phase == Phase.FAILED and status.reason == NODE_LOST:
         # Place nothing more there until the inventory sees the node ready again.
         Node.objects.filter(name__in=status.lost_nodes).update(ready=False)
         workload_requeue(
@@ -60,7 +81,8 @@ def _status_follow(workload: Workload, status: WorkloadStatus, *, backend: Clust
 
 def workloads_sync(*, backend: ClusterBackend) -> int:
     """Follow every launched workload: one status listing per namespace, however many
-    workloads it runs, and a write only for those whose state moves. The number followed."""
+    workloads it runs; those that run now recorded together, a write for each that ended. The
+    number followed."""
     launched = (
         Workload.objects.filter(state__in=Workload.ACTIVE_STATES, launched_at__isnull=False)
         .select_related("project")
@@ -74,8 +96,14 @@ def workloads_sync(*, backend: ClusterBackend) -> int:
             namespace=namespace,
             workloads={w.object_name: workload_primary_object(kind=w.kind)[1] for w in workloads},
         )
+        started = []
         for workload in workloads:
-            _status_follow(workload, statuses[workload.object_name], backend=backend)
+            status = statuses[workload.object_name]
+            if status.phase == Phase.RUNNING and workload.state == Workload.State.ADMITTED:
+                started.append((workload, status))
+            else:
+                _status_follow(workload, status, backend=backend)
+        _running_record(started)
     return sum(map(len, by_namespace.values()))
 
 

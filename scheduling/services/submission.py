@@ -2,6 +2,7 @@
 queued for the next scheduling cycle."""
 
 import dataclasses
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -20,22 +21,9 @@ from tenants.permissions import (
 from tenants.services import audit_event
 
 from .. import engine
-from ..models import (
-    GpuClass,
-    Node,
-    NodePool,
-    PriorityTier,
-    Workload,
-    WorkloadEvent,
-)
-from ..selectors import quota_grants_to_come
-from ..specs_from_models import (
-    engine_quotas,
-    engine_request,
-    node_shapes,
-    shape_tolerations,
-    topology_levels,
-)
+from ..models import PriorityTier, Workload, WorkloadEvent
+from ..specs_from_models import engine_request
+from .submission_catalog import SubmissionCatalog
 from .timeline import workload_event
 
 # The bounds of a submission's numbers: the console form and the API both take them from here.
@@ -91,41 +79,9 @@ def request_default(field: str):
 # A name no workload takes: …/workloads/what-if/ is the what-if, not a workload.
 RESERVED_NAME = "what-if"
 
-# Workloads per batch submission (a job array): enough for a sweep, few enough that one request
-# stays short (25 take about 80 ms; bench/RESULTS.md, api_load).
-BATCH_MAX = 100
-
-
-@dataclass(frozen=True)
-class _Catalog:
-    """What every workload of a submission is checked against, read once per submission."""
-
-    tiers: dict[str, PriorityTier]
-    mig_profiles: dict[str, list[str]]  # GPU class name -> the MIG profiles it offers
-    topology_levels: tuple[str, ...]
-    quotas: list
-    node_shapes: list
-    tolerations: tuple  # what GPU work tolerates: the GPU pools' taints
-
-    @classmethod
-    def load(cls, *, project: Project, requests: Sequence[WorkloadRequest]) -> "_Catalog":
-        classes = {name for request in requests for name in request.gpu_classes}
-        shapes = node_shapes(Node.objects.filter(ready=True))
-        return cls(
-            tiers=PriorityTier.objects.in_bulk({r.tier for r in requests}, field_name="name"),
-            mig_profiles=dict(
-                GpuClass.objects.filter(name__in=classes).values_list("name", "mig_profiles")
-            ),
-            topology_levels=(
-                tuple(topology_levels(NodePool.objects.all()))
-                if any(request.required_topology for request in requests)
-                else ()
-            ),
-            # A request within a grant as an approved increase will make it may wait for it.
-            quotas=engine_quotas(quota_grants_to_come(organization=project.organization)),
-            node_shapes=shapes,
-            tolerations=shape_tolerations(shapes),
-        )
+# Workloads per batch submission (a job array): a sweep of 10,000 is accepted in seconds, in
+# one validation pass, one quota check and one insert (bench/RESULTS.md, api_load).
+BATCH_MAX = 10_000
 
 
 def _workload_of(
@@ -159,11 +115,10 @@ def _workload_of(
 
 
 def _catalog_errors(
-    workload: Workload, request: WorkloadRequest, catalog: _Catalog
+    workload: Workload, request: WorkloadRequest, catalog: SubmissionCatalog
 ) -> dict[str, list[str]]:
+    """What the catalog refuses of the request, its name aside."""
     errors: dict[str, list[str]] = {}
-    if workload.name == RESERVED_NAME:
-        errors["name"] = [f"{RESERVED_NAME!r} is the what-if's address: choose another name."]
     if workload.tier_id is None:
         errors["tier"] = [f"Unknown priority tier {request.tier!r}."]
     if workload.kind in Workload.GPU_KINDS and not workload.needs_gpu:
@@ -173,49 +128,81 @@ def _catalog_errors(
     if workload.kind == Workload.Kind.NOTEBOOK and workload.replicas != 1:
         # Its object is one Pod: more replicas would hold GPUs that nothing runs on.
         errors["replicas"] = ["A notebook is a single pod: 1 replica."]
-    unknown = [name for name in workload.gpu_classes if name not in catalog.mig_profiles]
+    cluster = catalog.cluster
+    unknown = [name for name in workload.gpu_classes if name not in cluster.mig_profiles]
     if unknown:
         errors["gpu_classes"] = [f"Unknown GPU class: {', '.join(unknown)}."]
     offered = {
-        profile for name in workload.gpu_classes for profile in catalog.mig_profiles.get(name, ())
+        profile for name in workload.gpu_classes for profile in cluster.mig_profiles.get(name, ())
     }
     if workload.mig_profile and workload.mig_profile not in offered:
         errors["mig_profile"] = [f"No acceptable GPU class offers {workload.mig_profile}."]
-    if workload.required_topology and workload.required_topology not in catalog.topology_levels:
+    if workload.required_topology and workload.required_topology not in cluster.topology_levels:
         errors["required_topology"] = [
-            f"Use one of: {', '.join(catalog.topology_levels) or 'none'}."
+            f"Use one of: {', '.join(cluster.topology_levels) or 'none'}."
         ]
     return errors
 
 
-def _input_errors(
-    workload: Workload, request: WorkloadRequest, catalog: _Catalog
-) -> dict[str, list[str]]:
-    """What is wrong with the input, field by field, from the first check it fails: the
-    catalog, then the fields' own validators."""
+@dataclass(frozen=True)
+class _ShapeCheck:
+    """What the checks find of a request apart from its name, from the first check it fails:
+    the catalog, the fields' own validators, then the engine. The same for every workload of
+    a batch that differs only by its name (a job array), so it is found once for them all."""
+
+    catalog: dict[str, list[str]]
+    fields: dict[str, list[str]]
+    refused: dict[str, list[str]]
+
+
+def _shape_check(
+    workload: Workload, request: WorkloadRequest, catalog: SubmissionCatalog
+) -> _ShapeCheck:
     errors = _catalog_errors(workload, request, catalog)
     if errors:
-        return errors
+        return _ShapeCheck(catalog=errors, fields={}, refused={})
     try:
-        # Its project and tier are the rows just read; its name is unique by the insert.
+        # Its project and tier are the rows just read; its name is checked on its own.
         workload.full_clean(
-            exclude=["project", "tier", "submitted_by", "gpu_class", "preempted_by"],
+            exclude=["project", "tier", "submitted_by", "gpu_class", "preempted_by", "name"],
             validate_unique=False,
             validate_constraints=False,
         )
     except ValidationError as error:
-        return error.message_dict
-    return {}
+        return _ShapeCheck(catalog={}, fields=error.message_dict, refused={})
+    return _ShapeCheck(catalog={}, fields={}, refused=_engine_refusal(workload, catalog))
 
 
-def _engine_refusal(workload: Workload, catalog: _Catalog) -> dict[str, list[str]]:
+def _shape_of(request: WorkloadRequest) -> tuple:
+    return dataclasses.replace(request, name="", env=None), json.dumps(request.env, sort_keys=True)
+
+
+_NAME_FIELD = Workload._meta.get_field("name")
+
+
+def _input_errors(workload: Workload, shape: _ShapeCheck) -> dict[str, list[str]]:
+    """What is wrong with the input, field by field, from the first check it fails: the
+    catalog, then the fields' own validators (its name is unique by the insert)."""
+    if workload.name == RESERVED_NAME or shape.catalog:
+        errors = {}
+        if workload.name == RESERVED_NAME:
+            errors["name"] = [f"{RESERVED_NAME!r} is the what-if's address: choose another name."]
+        return {**errors, **shape.catalog}
+    try:
+        _NAME_FIELD.clean(workload.name, workload)
+    except ValidationError as error:
+        return {"name": error.messages, **shape.fields}
+    return dict(shape.fields)
+
+
+def _engine_refusal(workload: Workload, catalog: SubmissionCatalog) -> dict[str, list[str]]:
     """Why the engine would never admit a well-formed request (quota limits, node sizes)."""
     return engine.validate_request(
         # As the cycle builds it: GPU work tolerates the GPU pools' taints, CPU-only work none,
         # so that what no node of the cluster could ever take is refused now.
-        request=engine_request(workload, tolerations=catalog.tolerations),
+        request=engine_request(workload, tolerations=catalog.cluster.tolerations),
         quotas=catalog.quotas,
-        nodes=catalog.node_shapes,
+        nodes=catalog.cluster.node_shapes,
     )
 
 
@@ -264,24 +251,26 @@ def submission_checked(
     """Authorize and validate a submission without writing: bad input raises a field-level
     ValidationError; what the engine would refuse comes back as refusals."""
     authorize(caller=caller, organization=project.organization, action=Action.WORKLOAD_SUBMIT)
-    catalog = _Catalog.load(project=project, requests=requests)
+    catalog = SubmissionCatalog.load(project=project, tiers={r.tier for r in requests})
     now = clock.now()
     workloads: list[Workload] = []
     errors: dict[str, list[str]] = {}
     refusals: dict[str, list[str]] = {}
     names: set[str] = set()
+    shapes: dict[tuple, _ShapeCheck] = {}
     for index, request in enumerate(requests):
-        workload = _workload_of(
-            request, caller=caller, project=project, tier=catalog.tiers.get(request.tier), now=now
-        )
-        problems = _input_errors(workload, request, catalog)
+        tier = catalog.tiers.get(request.tier)
+        workload = _workload_of(request, caller=caller, project=project, tier=tier, now=now)
+        key = _shape_of(request)
+        shape = shapes.get(key) or shapes.setdefault(key, _shape_check(workload, request, catalog))
+        problems = _input_errors(workload, shape)
         if request.name in names:
-            problems.setdefault("name", []).append(f"{request.name!r} is asked for twice.")
+            twice = f"{request.name!r} is asked for twice."
+            problems["name"] = [*problems.get("name", []), twice]
         names.add(request.name)
         errors.update({field_of(index, field): messages for field, messages in problems.items()})
         if not problems:
-            refused = _engine_refusal(workload, catalog)
-            refusals.update({field_of(index, field): texts for field, texts in refused.items()})
+            refusals.update({field_of(index, f): texts for f, texts in shape.refused.items()})
         workloads.append(workload)
     if errors:
         raise ValidationError(errors)

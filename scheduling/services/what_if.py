@@ -82,6 +82,10 @@ def cycle_end_now(*, now) -> tuple[engine.CycleEnd, Basis]:
     return end, Basis(source="fresh_snapshot", decided_at=now, note=note)
 
 
+# Workloads per what-if of a batch: the engine answers each of them, a sweep's size.
+WHAT_IF_BATCH_MAX = 100
+
+
 def workloads_what_if(
     *,
     caller: Caller,

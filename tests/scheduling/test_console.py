@@ -495,7 +495,7 @@ def test_the_workloads_page_reads_in_a_fixed_number_of_queries(
         submit(name=f"w{n}", gpus=1, replicas=2)
     cycle()
     client = signed_in(mia)
-    with django_assert_num_queries(18):
+    with django_assert_num_queries(13):
         client.get(PAGE)
 
 
@@ -518,7 +518,7 @@ def test_the_reservations_page_reads_in_a_fixed_number_of_queries(
     # 18: the timeline reads the nodes and the reservations once, not once per pool; the
     # capacity calendar the caller's role, the nodes, the placements (none here: so no
     # workloads nor projects), the GPU classes, the tiers and the reservations.
-    with django_assert_num_queries(18):
+    with django_assert_num_queries(15):
         client.get(RESERVATIONS)
 
 
@@ -534,7 +534,7 @@ def test_the_quotas_page_reads_in_a_fixed_number_of_queries(
             ask=services.QuotaAsk(gpu_class="H100-80GB", amount=amount, reason="More."),
         )
     client = signed_in(alice)
-    with django_assert_num_queries(19):
+    with django_assert_num_queries(15):
         client.get(QUOTAS)
 
 

@@ -2,6 +2,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from portal import clock
 from scheduling import services
 from scheduling.models import (
     Node,
@@ -189,6 +190,25 @@ def test_following_running_workloads_costs_the_same_statements_for_few_as_for_ma
     advance(10)
     assert Workload.objects.filter(state=Workload.State.RUNNING).count() == 14
     assert _sync_statements(cluster) == few
+
+
+def _started_statements(submit, cycle, cluster, *, prefix: str, count: int) -> int:
+    """The statements of the sync that sees `count` newly launched workloads run."""
+    for n in range(count):
+        submit(name=f"{prefix}-{n}", gpus=1)
+    cycle()
+    clock.advance(seconds=10)
+    statements = _sync_statements(cluster)
+    assert Workload.objects.filter(name__startswith=prefix, state="Running").count() == count
+    return statements
+
+
+def test_recording_workloads_running_costs_the_same_statements_for_few_as_for_many(
+    submit, cycle, cluster
+):
+    few = _started_statements(submit, cycle, cluster, prefix="few", count=2)
+    many = _started_statements(submit, cycle, cluster, prefix="many", count=12)
+    assert many == few
 
 
 def test_a_launch_of_many_launches_the_provisioned_and_leaves_the_others_for_the_retry(

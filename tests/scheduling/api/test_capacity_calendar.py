@@ -136,6 +136,6 @@ def test_the_calendar_takes_the_same_queries_however_large_the_cluster(
         api_as(alice),
         URL + "?gpus=8",
         add_rows=add,
-        queries=12,
+        queries=11,
         rows=lambda r: len(r.json()["pools"]),
     )

@@ -21,12 +21,12 @@ WORKLOADS = f"{ORG}/projects/ai-dev/workloads"
 LOCKED = {
     "/api/v1/gpu-classes/": 3,
     "/api/v1/priority-tiers/": 3,
-    f"{ORG}/quotas/": 8,
-    f"{ORG}/quota-requests/": 6,
-    f"{ORG}/reservations/": 6,
-    f"{ORG}/reservation-timeline/": 8,
-    f"{WORKLOADS}/": 7,
-    f"{WORKLOADS}/first/events/": 7,
+    f"{ORG}/quotas/": 6,
+    f"{ORG}/quota-requests/": 5,
+    f"{ORG}/reservations/": 5,
+    f"{ORG}/reservation-timeline/": 7,
+    f"{WORKLOADS}/": 6,
+    f"{WORKLOADS}/first/events/": 6,
 }
 
 OP = "/api/v1/operator"

@@ -5,6 +5,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from scheduling.models import Workload
+from scheduling.services import BATCH_MAX
 from scheduling.tasks import scheduling_cycle_request
 
 from .conftest import SUBMITTING
@@ -69,8 +70,8 @@ def test_a_name_the_project_already_has_is_refused_at_its_index(ready, api_as, s
     assert list(Workload.objects.values_list("name", flat=True)) == ["taken"]
 
 
-@pytest.mark.parametrize("size", [0, 101])
-def test_a_batch_holds_one_to_a_hundred_workloads(ready, api_as, size):
+@pytest.mark.parametrize("size", [0, BATCH_MAX + 1])
+def test_a_batch_holds_one_to_ten_thousand_workloads(ready, api_as, size):
     body = batch(*(f"w-{n}" for n in range(size)))
     response = api_as(ready["member"]).post(URL, body, format="json")
     assert response.status_code == 400
@@ -95,3 +96,45 @@ def test_a_batch_takes_the_same_statements_for_many_workloads_as_for_few(ready, 
     client.post(URL, batch("warm"), format="json")
     few = _statements(client, [f"few-{n}" for n in range(2)])
     assert _statements(client, [f"many-{n}" for n in range(12)]) == few
+
+
+def test_a_batch_of_more_than_a_hundred_is_queued_whole(ready, api_as):
+    response = api_as(ready["member"]).post(
+        URL, batch(*(f"w-{n}" for n in range(150))), format="json"
+    )
+    assert response.status_code == 201
+    assert Workload.objects.count() == 150
+
+
+def test_a_refusal_of_workloads_alike_is_named_at_each_of_their_indexes(ready, api_as):
+    body = batch("big-1", "small", "big-2")
+    for index in (0, 2):
+        body["workloads"][index]["gpus"] = 9  # more than any node has
+    response = api_as(ready["member"]).post(URL, body, format="json")
+    assert response.status_code == 400
+    assert list(response.json()["error"]["fields"]) == ["workloads.0.gpus", "workloads.2.gpus"]
+    assert not Workload.objects.exists()
+
+
+def test_a_bad_name_among_workloads_alike_is_named_at_its_index_only(ready, api_as):
+    response = api_as(ready["member"]).post(URL, batch("ok-1", "Not_A_Slug", "ok-3"), format="json")
+    assert response.status_code == 400
+    assert list(response.json()["error"]["fields"]) == ["workloads.1.name"]
+    assert not Workload.objects.exists()
+
+
+def test_a_body_over_16_mib_is_a_413_and_nothing_is_written(ready, api_as):
+    body = batch("w-1")
+    body["workloads"][0]["command"] = ["x" * 4096] * (16 * 1024 // 4 + 1)
+    response = api_as(ready["member"]).post(URL, body, format="json")
+    assert (response.status_code, response.json()["error"]["code"]) == (413, "request_too_large")
+    assert not Workload.objects.exists()
+
+
+def test_a_body_over_1_mib_within_16_is_read(ready, api_as):
+    body = batch(*(f"w-{n}" for n in range(4)))
+    for item in body["workloads"]:  # about 320 KiB each
+        item["command"] = ["x" * 4096] * 64
+        item["env"] = {f"V{n}": "y" * 4000 for n in range(16)}
+    response = api_as(ready["member"]).post(URL, body, format="json")
+    assert response.status_code == 201

@@ -6,6 +6,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from scheduling.models import SchedulerState, Workload, WorkloadEvent
+from scheduling.services import WHAT_IF_BATCH_MAX
 from tenants.models import AuditEvent
 
 from .conftest import SUBMITTING
@@ -175,3 +176,10 @@ def test_the_what_ifs_address_is_a_name_no_workload_takes(ready, api_as):
     response = api_as(ready["member"]).post(f"{PROJECT}/workloads/", body, format="json")
     assert response.status_code == 400
     assert list(response.json()["error"]["fields"]) == ["name"]
+
+
+def test_a_batch_what_if_holds_at_most_a_hundred_workloads(ready, api_as):
+    body = batch(*(f"w-{n}" for n in range(WHAT_IF_BATCH_MAX + 1)))
+    response = api_as(ready["member"]).post(BATCH_URL, body, format="json")
+    assert response.status_code == 400
+    assert list(response.json()["error"]["fields"]) == ["workloads"]

@@ -15,11 +15,11 @@ ORG = "/api/v1/organizations/acme"
 # endpoint: queries for a session-authenticated list, whatever the number of rows
 LOCKED = {
     "/api/v1/organizations/": 4,
-    f"{ORG}/members/": 6,
-    f"{ORG}/invitations/": 6,
+    f"{ORG}/members/": 5,
+    f"{ORG}/invitations/": 5,
     f"{ORG}/projects/": 5,
-    f"{ORG}/tokens/": 6,
-    f"{ORG}/audit-events/": 6,
+    f"{ORG}/tokens/": 5,
+    f"{ORG}/audit-events/": 5,
     "/api/v1/me/memberships/": 3,
 }
 

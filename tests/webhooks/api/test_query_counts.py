@@ -30,7 +30,7 @@ def test_the_endpoints_list_takes_the_same_queries_for_many(alice, acme, api_as)
         for _ in range(count):
             made.append(_endpoint(alice, acme, len(made)))
 
-    assert_list_queries(api_as(alice), WEBHOOKS, add_rows=add, queries=6)
+    assert_list_queries(api_as(alice), WEBHOOKS, add_rows=add, queries=5)
 
 
 def test_the_deliveries_list_takes_the_same_queries_for_many(alice, acme, api_as):
@@ -47,4 +47,4 @@ def test_the_deliveries_list_takes_the_same_queries_for_many(alice, acme, api_as
             )
 
     url = f"{WEBHOOKS}{endpoint.pk}/deliveries/"
-    assert_list_queries(api_as(alice), url, add_rows=add, queries=8)
+    assert_list_queries(api_as(alice), url, add_rows=add, queries=7)
