@@ -1,8 +1,9 @@
 """The simulated cluster: the embedded default, the demo's cluster and most tests'.
 
-Nodes come from a cluster description file; the objects the portal applies and what it does to
-nodes are kept in a `SimulatorStore` the app passes in (its database, so that the web process
-and the workers see the same cluster); workloads "run" on the clock passed in as `now`, which
+Nodes come from a cluster description file (of one of its clusters, or of all of them); the
+objects the portal applies and what it does to nodes are kept in a `SimulatorStore` the app
+passes in (its database, so that the web process and the workers see the same cluster, each
+cluster's store its own); workloads "run" on the clock passed in as `now`, which
 tests advance.
 Environment variables of a workload's container steer the simulation:
 `SIMULATED_RUNTIME_SECONDS` (how long a job runs before it succeeds, default 300),
@@ -202,12 +203,14 @@ class SimulatedBackend:
         *,
         description_path: Path,
         store: SimulatorStore,
+        cluster: str | None = None,
         now: Callable[[], datetime],
         latency_seconds: float = 0.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.description_path = Path(description_path)
         self.store = store
+        self.cluster = cluster  # one cluster of the description; None: all of them as one
         self.now = now
         self.latency_seconds = latency_seconds
         self.sleep = sleep
@@ -215,7 +218,7 @@ class SimulatedBackend:
     def list_nodes(self) -> list[NodeInventory]:
         states = self.store.node_states()
         nodes = []
-        for node in cluster_description_load(self.description_path).nodes:
+        for node in cluster_description_load(self.description_path).nodes_of(self.cluster):
             state = states.get(node.name)
             if state is None:
                 nodes.append(node)

@@ -1,9 +1,10 @@
-"""The cluster's inventory: GPU classes, pools and tiers from the description file; nodes as
-the backend reports them, and the gangs of lost nodes requeued."""
+"""The clusters' inventory: GPU classes, clusters, pools and tiers from the description file;
+nodes as each cluster's backend reports them, and the gangs of lost nodes requeued."""
 
 from datetime import timedelta
 from pathlib import Path
 
+from django.conf import settings
 from django.db import transaction
 
 from portal import clock
@@ -15,6 +16,7 @@ from ..cluster.manifests import (
 )
 from ..cluster.specs import NodeInventory
 from ..models import (
+    Cluster,
     GpuClass,
     Node,
     NodePool,
@@ -27,8 +29,11 @@ from .lifecycle import workload_requeue
 
 @transaction.atomic
 def cluster_description_apply(*, path: Path) -> None:
-    """GPU classes, pools and tiers from a cluster description file; idempotent."""
+    """GPU classes, the simulated clusters with their pools, and tiers from a cluster
+    description file; idempotent."""
     description = cluster_description_load(path)
+    # The settings' file is named by the settings, so that the rows outlive a moved checkout.
+    simulated_path = "" if Path(path) == Path(settings.PORTAL_SIMULATED_CLUSTER) else str(path)
     for item in description.gpu_classes:
         GpuClass.objects.update_or_create(
             name=item["name"],
@@ -38,18 +43,17 @@ def cluster_description_apply(*, path: Path) -> None:
                 "mig_profiles": item.get("mig_profiles", []),
             },
         )
-    for item in description.pools:
-        gpu_class = GpuClass.objects.get(name=item["gpu_class"]) if item.get("gpu_class") else None
-        NodePool.objects.update_or_create(
-            name=item["name"],
+    for section in description.clusters:
+        cluster, _ = Cluster.objects.update_or_create(
+            name=section.name,
             defaults={
-                "gpu_class": gpu_class,
-                "purpose": item["purpose"],
-                "topology_keys": item.get("topology_keys", []),
-                "labels": item.get("labels", {}),
-                **_pool_taint(item, gpu_class=gpu_class),
+                "region": section.region,
+                "backend": Cluster.Backend.SIMULATED,
+                "simulated_path": simulated_path,
             },
         )
+        for item in section.pools:
+            _pool_apply(item, cluster=cluster)
     for item in description.tiers:
         minutes = {k: item.get(f"{k}_minutes") for k in ("idle_warn_after", "idle_stop_after")}
         PriorityTier.objects.update_or_create(
@@ -64,6 +68,21 @@ def cluster_description_apply(*, path: Path) -> None:
                 **{k: timedelta(minutes=v) if v else None for k, v in minutes.items()},
             },
         )
+
+
+def _pool_apply(item: dict, *, cluster: Cluster) -> None:
+    gpu_class = GpuClass.objects.get(name=item["gpu_class"]) if item.get("gpu_class") else None
+    NodePool.objects.update_or_create(
+        name=item["name"],
+        defaults={
+            "cluster": cluster,
+            "gpu_class": gpu_class,
+            "purpose": item["purpose"],
+            "topology_keys": item.get("topology_keys", []),
+            "labels": item.get("labels", {}),
+            **_pool_taint(item, gpu_class=gpu_class),
+        },
+    )
 
 
 def _pool_taint(item: dict, *, gpu_class: GpuClass | None) -> dict:
