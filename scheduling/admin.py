@@ -10,7 +10,7 @@ from tenants.permissions import Caller, caller_of
 
 from . import services
 from .admin_fairness import FairShareStandingAdmin
-from .backends import simulated_backend_named
+from .backends import backend_named
 from .models import (
     Cluster,
     Eviction,
@@ -320,14 +320,14 @@ class SimulatedNodeStateAdmin(ReadOnlyAdmin):
     def fail(self, request, queryset):
         caller = Caller(user=request.user)
         for state in queryset:
-            backend = simulated_backend_named(state.cluster)
+            backend = backend_named(state.cluster)
             services.simulated_node_fail(caller=caller, backend=backend, name=state.name)
 
     @admin.action(description="Recover these simulated nodes")
     def recover(self, request, queryset):
         caller = Caller(user=request.user)
         for state in queryset:
-            backend = simulated_backend_named(state.cluster)
+            backend = backend_named(state.cluster)
             services.simulated_node_fail(
                 caller=caller, backend=backend, name=state.name, failed=False
             )

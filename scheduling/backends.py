@@ -17,8 +17,9 @@ from portal import clock
 from portal.prometheus import PrometheusClient
 
 from .cluster import ClusterBackend
-from .cluster.description import DEFAULT_CLUSTER
+from .cluster.description import DEFAULT_CLUSTER, cluster_description_load
 from .cluster.simulated import SimulatedBackend, StoredNode, StoredObject
+from .cluster.simulated_clusters import SimulatedClusters
 from .cluster.specs import TaintSpec
 from .models import Cluster, SimulatedNodeState, SimulatedObject
 
@@ -46,11 +47,18 @@ def backend_for(cluster: Cluster) -> ClusterBackend:
     )
 
 
-def simulated_backend_named(name: str) -> ClusterBackend:
-    """The backend of the simulated cluster a SimulatedObject or SimulatedNodeState row names:
-    its Cluster's, or the settings' when no cluster has that name (a single-cluster file)."""
-    cluster = Cluster.objects.filter(name=name).first()
+def backend_named(name: str) -> ClusterBackend:
+    """The backend of the cluster of this name (a task's argument, a SimulatedNodeState row's
+    cluster); the settings' when no cluster has that name ("": none was known)."""
+    cluster = Cluster.objects.filter(name=name).first() if name else None
     return backend_for(cluster) if cluster is not None else get_backend()
+
+
+def workload_backend(workload_id) -> ClusterBackend:
+    """The backend of the cluster the workload was placed in (the settings' if never placed)."""
+    from .selectors import workload_clusters
+
+    return backend_named(workload_clusters([workload_id]).get(str(workload_id), ""))
 
 
 def kubeconfig_file(reference: str) -> str | None:
@@ -77,13 +85,22 @@ def _kubernetes_backend(*, config_file: str | None) -> ClusterBackend:
 
 def simulated_backend(
     *, description_path: Path, cluster: str | None = None, latency_seconds: float = 0.0
-) -> SimulatedBackend:
-    """The simulated cluster of this description file (the named one of its clusters, or all
-    of them as one), on the portal's clock and database."""
+) -> SimulatedBackend | SimulatedClusters:
+    """The named simulated cluster of this description file, or all of its clusters driven as
+    one (None), on the portal's clock and database."""
+    if cluster is None:
+        return SimulatedClusters(
+            simulated_backend(
+                description_path=description_path,
+                cluster=section.name,
+                latency_seconds=latency_seconds,
+            )
+            for section in cluster_description_load(description_path).clusters
+        )
     return SimulatedBackend(
         description_path=description_path,
         cluster=cluster,
-        store=DatabaseSimulatorStore(cluster=cluster or DEFAULT_CLUSTER),
+        store=DatabaseSimulatorStore(cluster=cluster),
         now=clock.now,
         latency_seconds=latency_seconds,
     )
@@ -101,8 +118,7 @@ def _stored(row: SimulatedObject) -> StoredObject:
 
 class DatabaseSimulatorStore:
     """The simulator's `SimulatorStore`: SimulatedObject and SimulatedNodeState rows of one
-    cluster (a backend over a whole description file keeps its rows as the default cluster's,
-    which it is for a file of one cluster)."""
+    cluster (by default the one of a description file without `clusters:`)."""
 
     def __init__(self, *, cluster: str = DEFAULT_CLUSTER) -> None:
         self.cluster = cluster

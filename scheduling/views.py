@@ -21,7 +21,7 @@ from . import insights as scheduling_insights
 from . import selectors, services
 from .api.filters import WorkloadFilter
 from .api.operator_serializers import CalibrationQuery
-from .backends import get_backend
+from .backends import workload_backend
 from .cluster import ClusterError
 from .forms import QuotaRequestForm, ReservationForm, WorkloadSubmitForm
 
@@ -143,7 +143,10 @@ def workload_logs(request, org_slug: str, project_slug: str, name: str):
     lines, note, following = [], "", not workload.is_final
     try:
         logs = selectors.workload_logs(
-            workload=workload, backend=get_backend(), tail=LOG_PANE_LINES, since=since
+            workload=workload,
+            backend=workload_backend(workload.pk),
+            tail=LOG_PANE_LINES,
+            since=since,
         )
         lines = list(logs.lines)
         if logs.kept is not None:

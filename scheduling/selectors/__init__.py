@@ -46,11 +46,14 @@ from .cluster import (
     GpuCell,
     MigUse,
     PoolOverview,
+    cluster_named,
+    cluster_names,
     cluster_overview,
     gpu_workloads_seen,
     gpu_workloads_waiting,
     queue_across_tenants,
     terminating_placements,
+    workload_clusters,
 )
 from .estimates import ClassCalibration, estimate_calibration, interval_scale, runtime_samples
 from .fairness import (
@@ -157,6 +160,8 @@ __all__ = [
     "capacity_ahead",
     "class_capacities",
     "cluster_capacity",
+    "cluster_named",
+    "cluster_names",
     "cluster_overview",
     "estimate_calibration",
     "evictions_since",
@@ -217,6 +222,7 @@ __all__ = [
     "usage_prices",
     "workload_cancel_permitted",
     "workload_clock",
+    "workload_clusters",
     "workload_events",
     "workload_get",
     "workload_list",

@@ -10,7 +10,7 @@ from tenants.permissions import Caller, require_operator
 
 from .. import engine
 from ..engine.model import MILLI_PER_GPU
-from ..models import Node, Placement, Workload
+from ..models import Cluster, Node, Placement, Workload
 from ..models.inventory import NOTICE_MAX_SECONDS
 from ..specs_from_models import engine_nodes
 
@@ -197,3 +197,25 @@ def terminating_placements(*, now: datetime) -> list[Placement]:
         .select_related("node")
     )
     return [p for p in recent if p.ended_at + timedelta(seconds=p.notice_seconds) > now]
+
+
+def cluster_names() -> list[str]:
+    """Every cluster's name: the worker runs each cluster's passes apart."""
+    return list(Cluster.objects.values_list("name", flat=True))
+
+
+def cluster_named(name: str) -> Cluster | None:
+    """The cluster of a task's argument; None for "" (no cluster known: the settings' backend)."""
+    return Cluster.objects.filter(name=name).first() if name else None
+
+
+def workload_clusters(workload_ids) -> dict[str, str]:
+    """The name of the cluster each workload was placed in (its latest placement's), by id;
+    a workload never placed is absent. For the worker, which routes each workload's tasks to
+    its cluster."""
+    rows = (
+        Placement.objects.filter(workload_id__in=list(workload_ids))
+        .order_by("workload_id", "started_at")
+        .values_list("workload_id", "node__pool__cluster__name")
+    )
+    return {str(workload_id): name for workload_id, name in rows}

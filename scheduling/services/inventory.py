@@ -24,6 +24,7 @@ from ..models import (
     PriorityTier,
     Workload,
 )
+from .clusters import workloads_in
 from .lifecycle import workload_requeue
 
 
@@ -126,11 +127,16 @@ def _quantity_mib(value: str) -> int:
     return int(value) // (1024 * 1024)
 
 
-def inventory_sync(*, backend: ClusterBackend) -> list[str]:
-    """Bring the Node table to what the cluster reports; requeue the gangs of lost nodes.
+def inventory_sync(*, backend: ClusterBackend, cluster: Cluster | None = None) -> list[str]:
+    """Bring the Node table to what the cluster reports (the nodes of the cluster's pools;
+    None: of every pool, for the settings' one backend); requeue the gangs of lost nodes.
     Returns the names of the lost nodes that still held workloads."""
     reported = backend.list_nodes()
-    pools = list(NodePool.objects.select_related("gpu_class"))
+    pools = NodePool.objects.select_related("gpu_class")
+    nodes = Node.objects.all()
+    if cluster is not None:
+        pools, nodes = pools.filter(cluster=cluster), nodes.filter(pool__cluster=cluster)
+    pools = list(pools)
     now = clock.now()
     seen: set[str] = set()
     with transaction.atomic():
@@ -164,19 +170,23 @@ def inventory_sync(*, backend: ClusterBackend) -> list[str]:
                     "last_seen_at": now,
                 },
             )
-        Node.objects.exclude(name__in=seen).update(ready=False)
+        nodes.exclude(name__in=seen).update(ready=False)
     lost = sorted(
         set(
-            Placement.objects.filter(ended_at__isnull=True, node__ready=False).values_list(
-                "node__name", flat=True
-            )
+            Placement.objects.filter(
+                ended_at__isnull=True, node__ready=False, node__in=nodes
+            ).values_list("node__name", flat=True)
         )
     )
-    for workload in Workload.objects.filter(
-        state__in=Workload.ACTIVE_STATES,
-        placements__ended_at__isnull=True,
-        placements__node__name__in=lost,
-    ).distinct():
+    for workload in workloads_in(
+        Workload.objects.filter(
+            state__in=Workload.ACTIVE_STATES,
+            placements__ended_at__isnull=True,
+            placements__node__name__in=lost,
+        ).distinct(),
+        cluster,
+        active=True,
+    ):
         on_lost = sorted(
             workload.placements.filter(ended_at__isnull=True, node__name__in=lost).values_list(
                 "node__name", flat=True
