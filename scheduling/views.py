@@ -65,6 +65,7 @@ def workloads(request, org_slug: str, project_slug: str):
         tiers=selectors.tier_list(),
         gpu_classes=selectors.gpu_class_list(),
         granted=selectors.quota_class_most_granted(caller=caller, organization=organization),
+        regions=selectors.region_list(),
     )
     checked = None
     if request.method == "POST" and form.is_valid() and "check" in request.POST:

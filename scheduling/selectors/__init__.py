@@ -52,6 +52,7 @@ from .cluster import (
     gpu_workloads_seen,
     gpu_workloads_waiting,
     queue_across_tenants,
+    region_list,
     terminating_placements,
     workload_clusters,
 )
@@ -205,6 +206,7 @@ __all__ = [
     "quota_request_list",
     "quota_requests_for_operator",
     "quota_usage",
+    "region_list",
     "reservation_for_operator",
     "reservation_get",
     "reservation_list",

@@ -89,7 +89,11 @@ def cluster_overview(*, caller: Caller) -> list[PoolOverview]:
     engine's view of the ready nodes), its nodes GPU by GPU and MIG instance by instance,
     with who holds each."""
     require_operator(caller)
-    nodes = list(Node.objects.select_related("pool__gpu_class").order_by("pool__name", "name"))
+    nodes = list(
+        Node.objects.select_related("pool__gpu_class", "pool__cluster").order_by(
+            "pool__name", "name"
+        )
+    )
     placements = list(
         Placement.objects.filter(ended_at__isnull=True).select_related(
             "node", "workload__project__organization", "workload__tier"
@@ -202,6 +206,11 @@ def terminating_placements(*, now: datetime) -> list[Placement]:
 def cluster_names() -> list[str]:
     """Every cluster's name: the worker runs each cluster's passes apart."""
     return list(Cluster.objects.values_list("name", flat=True))
+
+
+def region_list() -> list[str]:
+    """The regions of the clusters, each once: what a workload may be pinned to."""
+    return list(Cluster.objects.order_by("region").values_list("region", flat=True).distinct())
 
 
 def cluster_named(name: str) -> Cluster | None:

@@ -21,6 +21,7 @@ from tenants.services import audit_event
 
 from .. import engine
 from ..models import (
+    Cluster,
     GpuClass,
     Node,
     NodePool,
@@ -79,6 +80,7 @@ class WorkloadRequest:
     env: dict | None = None
     max_runtime: timedelta | None = None
     required_topology: str = ""
+    region: str = ""
     requeue_on_eviction: bool = True
     checkpoint_interval: timedelta | None = None
 
@@ -103,6 +105,7 @@ class _Catalog:
     tiers: dict[str, PriorityTier]
     mig_profiles: dict[str, list[str]]  # GPU class name -> the MIG profiles it offers
     topology_levels: tuple[str, ...]
+    regions: tuple[str, ...]
     quotas: list
     node_shapes: list
     tolerations: tuple  # what GPU work tolerates: the GPU pools' taints
@@ -119,6 +122,13 @@ class _Catalog:
             topology_levels=(
                 tuple(topology_levels(NodePool.objects.all()))
                 if any(request.required_topology for request in requests)
+                else ()
+            ),
+            regions=(
+                tuple(
+                    Cluster.objects.order_by("region").values_list("region", flat=True).distinct()
+                )
+                if any(request.region for request in requests)
                 else ()
             ),
             # A request within a grant as an approved increase will make it may wait for it.
@@ -153,6 +163,7 @@ def _workload_of(
         env=dict(request.env or {}),
         max_runtime=request.max_runtime,
         required_topology=request.required_topology,
+        region=request.region,
         requeue_on_eviction=request.requeue_on_eviction,
         checkpoint_interval=request.checkpoint_interval,
     )
@@ -184,6 +195,10 @@ def _catalog_errors(
     if workload.required_topology and workload.required_topology not in catalog.topology_levels:
         errors["required_topology"] = [
             f"Use one of: {', '.join(catalog.topology_levels) or 'none'}."
+        ]
+    if workload.region and workload.region not in catalog.regions:
+        errors["region"] = [
+            f"Unknown region {workload.region!r}: use one of {', '.join(catalog.regions)}."
         ]
     return errors
 
