@@ -111,8 +111,8 @@ def cluster_provision(cluster: str | None = None) -> str | list[str]:
 def inventory_sync(cluster: str | None = None) -> list[str] | None:
     if cluster is None:
         return each_cluster(inventory_sync)
-    return services.inventory_sync(
-        backend=backend_named(cluster), cluster=selectors.cluster_named(cluster)
+    return services.cluster_inventory_sync(
+        cluster=selectors.cluster_named(cluster), backend=backend_named(cluster)
     )
 
 

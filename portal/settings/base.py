@@ -335,6 +335,12 @@ PORTAL_CLUSTER = os.environ.get("PORTAL_CLUSTER", "simulated")
 # teardowns) on a queue of its own, `cluster-<name>`, that workers must consume (-Q): a slow or
 # unreachable cluster then holds up no other's. Off: they share the task's usual queue.
 PORTAL_CLUSTER_QUEUES = env_bool("PORTAL_CLUSTER_QUEUES", False)
+# A cluster whose inventory could not be read for this long since it was last seen is
+# unreachable: its pools take no new work and its running workloads stop being metered at the
+# last time it was seen, until it answers again (seconds).
+PORTAL_CLUSTER_UNREACHABLE_SECONDS = int(
+    os.environ.get("PORTAL_CLUSTER_UNREACHABLE_SECONDS", "300")
+)
 PORTAL_SIMULATED_CLUSTER = os.environ.get(
     "PORTAL_SIMULATED_CLUSTER", str(BASE_DIR / "deploy" / "clusters" / "demo.yaml")
 )

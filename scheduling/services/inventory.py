@@ -9,7 +9,7 @@ from django.db import transaction
 
 from portal import clock
 
-from ..cluster import ClusterBackend
+from ..cluster import ClusterBackend, ClusterError
 from ..cluster.description import cluster_description_load
 from ..cluster.manifests import (
     POOL_LABEL,
@@ -24,7 +24,7 @@ from ..models import (
     PriorityTier,
     Workload,
 )
-from .clusters import workloads_in
+from .clusters import cluster_answered, cluster_unanswered, workloads_in
 from .lifecycle import workload_requeue
 
 
@@ -197,4 +197,17 @@ def inventory_sync(*, backend: ClusterBackend, cluster: Cluster | None = None) -
             reason=f"Node {', '.join(on_lost)} is no longer ready. The gang was requeued.",
             backend=backend,
         )
+    return lost
+
+
+def cluster_inventory_sync(*, cluster: Cluster, backend: ClusterBackend) -> list[str] | None:
+    """The cluster's inventory synced (`inventory_sync`), and whether it answered recorded
+    (`cluster_answered`, `cluster_unanswered`): a cluster that does not answer is left to the
+    next pass, and to the unreachable rule. None when it did not answer."""
+    try:
+        lost = inventory_sync(backend=backend, cluster=cluster)
+    except ClusterError as error:
+        cluster_unanswered(cluster=cluster, error=error)
+        return None
+    cluster_answered(cluster=cluster)
     return lost
