@@ -362,8 +362,9 @@ def quotas(request, org_slug: str):
 
 @login_required
 def cluster(request):
-    """Operators: the cluster per pool, free against schedulable capacity, node by node, each
-    GPU coloured by the tenant that holds it and lettered by its tier."""
+    """Operators: the clusters (whether each answers) and their pools, free against
+    schedulable capacity, node by node, each GPU coloured by the tenant that holds it and
+    lettered by its tier."""
     pools = selectors.cluster_overview(caller=caller_of(request))
     cells = [cell for pool in pools for _, gpus in pool.nodes for cell in gpus]
     cells += [
@@ -401,6 +402,7 @@ def cluster(request):
         "scheduling/cluster.html",
         {
             "grids": grids,
+            "clusters": selectors.cluster_states(),
             "legend": sorted(hues.items()),
             "tiers": [(tier[:1].upper(), tier) for tier in tiers],
             "queue": queue[:QUEUE_SHOWN],

@@ -85,9 +85,9 @@ class PoolOverview:
 
 
 def cluster_overview(*, caller: Caller) -> list[PoolOverview]:
-    """Operators: every pool with its free and schedulable capacity by request size (the
-    engine's view of the ready nodes), its nodes GPU by GPU and MIG instance by instance,
-    with who holds each."""
+    """Operators: every pool, cluster by cluster, with its free and schedulable capacity by
+    request size (the engine's view of the ready nodes), its nodes GPU by GPU and MIG instance
+    by instance, with who holds each."""
     require_operator(caller)
     nodes = list(
         Node.objects.select_related("pool__gpu_class", "pool__cluster").order_by(
@@ -145,7 +145,7 @@ def cluster_overview(*, caller: Caller) -> list[PoolOverview]:
                 if node.pool.name == capacity.pool and node.pk in mig
             },
         )
-        for capacity in capacities
+        for capacity in sorted(capacities, key=lambda c: (c.cluster, c.pool, c.gpu_class))
     ]
 
 
@@ -206,6 +206,11 @@ def terminating_placements(*, now: datetime) -> list[Placement]:
 def cluster_names() -> list[str]:
     """Every cluster's name: the worker runs each cluster's passes apart."""
     return list(Cluster.objects.values_list("name", flat=True))
+
+
+def cluster_states() -> list[Cluster]:
+    """Every cluster, with whether it answers, for operators and /metrics."""
+    return list(Cluster.objects.order_by("name"))
 
 
 def region_list() -> list[str]:
