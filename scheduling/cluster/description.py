@@ -14,7 +14,7 @@ MIB_PER_GIB = 1024
 
 
 # The name and region of the one cluster a file without `clusters:` describes: the cluster a
-# deployment had before there were several (migration 0028 files its pools there).
+# deployment had before there were several (migration 0029 files its pools there).
 DEFAULT_CLUSTER = "default"
 
 

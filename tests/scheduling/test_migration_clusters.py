@@ -1,17 +1,17 @@
-"""Migration 0028: a deployment's existing pools land in a `default` cluster of the backend its
+"""Migration 0029: a deployment's existing pools land in a `default` cluster of the backend its
 settings name, and the simulator's rows so far are that cluster's, so that it keeps working."""
 
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-BEFORE = [("scheduling", "0027_fair_share_standing")]
-AFTER = [("scheduling", "0028_clusters")]
+BEFORE = [("scheduling", "0028_tier_lost_work_credited")]
+AFTER = [("scheduling", "0029_clusters")]
 
 
 @pytest.fixture
 def migrated_from_before(transactional_db):
-    """Apps at 0027 with a pool and a simulated object; a callable migrating to 0028."""
+    """Apps at 0028 with a pool and a simulated object; a callable migrating to 0029."""
     executor = MigrationExecutor(connection)
     executor.migrate(BEFORE)
     apps = executor.loader.project_state(BEFORE).apps

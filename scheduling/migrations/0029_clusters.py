@@ -26,7 +26,7 @@ def default_cluster_create(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("scheduling", "0027_fair_share_standing"),
+        ("scheduling", "0028_tier_lost_work_credited"),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0028_clusters'),
+        ('scheduling', '0029_clusters'),
     ]
 
     operations = [
