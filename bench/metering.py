@@ -46,6 +46,7 @@ from bench.results import append_results, calibration_seconds  # noqa: E402
 from billing import services  # noqa: E402
 from billing.models import BillingRecord, CatalogItem, PriceVersion  # noqa: E402
 from scheduling.models import (  # noqa: E402
+    Cluster,
     GpuClass,
     Node,
     NodePool,
@@ -79,7 +80,8 @@ def seed(*, placements: int, organizations: int, seed: int) -> Decimal:
     durations = trace_durations()
     h100 = GpuClass.objects.create(name="H100-80GB", memory_gib=80)
     tier = PriorityTier.objects.create(name="training", value=1, preemptible=True)
-    pool = NodePool.objects.create(name="dgx", gpu_class=h100, purpose="training")
+    cluster = Cluster.objects.create(name="bench", region="bench", backend="simulated")
+    pool = NodePool.objects.create(name="dgx", cluster=cluster, gpu_class=h100, purpose="training")
     nodes = Node.objects.bulk_create(
         Node(name=f"n{i:04d}", pool=pool, gpu_count=8, cpu_milli=224_000, memory_mib=2_000_000)
         for i in range(1_000)

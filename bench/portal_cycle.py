@@ -60,6 +60,7 @@ from scheduling.engine import Policy  # noqa: E402
 from scheduling.engine.preemption import Preemptor  # noqa: E402
 from scheduling.engine.schedule import _Cycle  # noqa: E402
 from scheduling.models import (  # noqa: E402
+    Cluster,
     GpuClass,
     Node,
     NodePool,
@@ -101,9 +102,14 @@ def seed(*, nodes: int, pending: int, tenants: int, seed: int) -> dict:
         PriorityTier.objects.create(name=name, value=value, preemptible=value < 2)
         for value, name in enumerate(("batch", "training", "production"))
     ]
+    cluster = Cluster.objects.create(name="bench", region="bench", backend="simulated")
     pools = {
         name: NodePool.objects.create(
-            name=name, gpu_class=h100, purpose="training", topology_keys=["rack", "block"]
+            name=name,
+            cluster=cluster,
+            gpu_class=h100,
+            purpose="training",
+            topology_keys=["rack", "block"],
         )
         for name in sorted({state.pool for state in snapshot.nodes})
     }

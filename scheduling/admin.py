@@ -10,8 +10,9 @@ from tenants.permissions import Caller, caller_of
 
 from . import services
 from .admin_fairness import FairShareStandingAdmin
-from .backends import get_backend
+from .backends import backend_named
 from .models import (
+    Cluster,
     Eviction,
     FairShareStanding,
     GpuClass,
@@ -56,6 +57,16 @@ class SettingAdmin(RefusalsAsMessages, admin.ModelAdmin):
 admin.site.register(FairShareStanding, FairShareStandingAdmin)
 
 
+@admin.register(Cluster)
+class ClusterAdmin(SettingAdmin):
+    """The clusters the portal drives; whether each answers is the portal's to say."""
+
+    list_display = ["name", "region", "backend", "state", "last_seen_at"]
+    list_filter = ["region", "backend", "state"]
+    search_fields = ["name", "region"]
+    readonly_fields = ["state", "last_seen_at"]
+
+
 @admin.register(GpuClass)
 class GpuClassAdmin(SettingAdmin):
     list_display = ["name", "memory_gib", "products", "mig_profiles", "resource_name"]
@@ -64,8 +75,16 @@ class GpuClassAdmin(SettingAdmin):
 
 @admin.register(NodePool)
 class NodePoolAdmin(SettingAdmin):
-    list_display = ["name", "gpu_class", "purpose", "taint_key", "taint_effect", "topology_keys"]
-    list_filter = ["purpose", "gpu_class"]
+    list_display = [
+        "name",
+        "cluster",
+        "gpu_class",
+        "purpose",
+        "taint_key",
+        "taint_effect",
+        "topology_keys",
+    ]
+    list_filter = ["cluster", "purpose", "gpu_class"]
     search_fields = ["name"]
 
 
@@ -293,19 +312,22 @@ class SchedulerStateAdmin(ReadOnlyAdmin):
 class SimulatedNodeStateAdmin(ReadOnlyAdmin):
     """Failure injection on the simulated cluster (demo and tests)."""
 
-    list_display = ["name", "failed"]
+    list_display = ["name", "cluster", "failed"]
+    list_filter = ["cluster"]
     actions = ["fail", "recover"]
 
     @admin.action(description="Fail these simulated nodes")
     def fail(self, request, queryset):
-        backend, caller = get_backend(), Caller(user=request.user)
+        caller = Caller(user=request.user)
         for state in queryset:
+            backend = backend_named(state.cluster)
             services.simulated_node_fail(caller=caller, backend=backend, name=state.name)
 
     @admin.action(description="Recover these simulated nodes")
     def recover(self, request, queryset):
-        backend, caller = get_backend(), Caller(user=request.user)
+        caller = Caller(user=request.user)
         for state in queryset:
+            backend = backend_named(state.cluster)
             services.simulated_node_fail(
                 caller=caller, backend=backend, name=state.name, failed=False
             )

@@ -1,4 +1,5 @@
 import shlex
+from collections.abc import Sequence
 from datetime import UTC, timedelta
 
 from django import forms
@@ -67,6 +68,9 @@ class WorkloadSubmitForm(forms.Form):
     env = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="KEY=value per line"
     )
+    region = forms.ChoiceField(
+        choices=(), required=False, help_text="Run only there; any: wherever there is room."
+    )
     requeue_on_eviction = forms.BooleanField(
         required=False, initial=True, label="Back to the queue if preempted"
     )
@@ -79,9 +83,12 @@ class WorkloadSubmitForm(forms.Form):
         help_text="It saves a checkpoint this often: preempted, it loses only the work since.",
     )
 
-    def __init__(self, *args, tiers, gpu_classes, granted: str | None, **kwargs):
+    def __init__(
+        self, *args, tiers, gpu_classes, granted: str | None, regions: Sequence[str] = (), **kwargs
+    ):
         """``granted``: the class the organization's quotas grant whole GPUs of, preselected
-        with one GPU (else CPU only), so that the form as it opens submits."""
+        with one GPU (else CPU only), so that the form as it opens submits; ``regions``: the
+        clusters' regions a workload may be pinned to."""
         super().__init__(*args, **kwargs)
         classes = [(c.name, c.name) for c in gpu_classes]
         profiles = sorted({profile for c in gpu_classes for profile in c.mig_profiles})
@@ -89,6 +96,7 @@ class WorkloadSubmitForm(forms.Form):
         self.fields["gpu_class"].choices = [("", "none (CPU only)"), *classes]
         self.fields["fallback_gpu_class"].choices = [("", "no fallback"), *classes]
         self.fields["mig_profile"].choices = [("", "none"), *((p, p) for p in profiles)]
+        self.fields["region"].choices = [("", "any region"), *((r, r) for r in regions)]
         self.fields["gpu_class"].initial = granted or ""
         self.fields["gpus"].initial = 1 if granted else request_default("gpus")
 
@@ -132,6 +140,7 @@ class WorkloadSubmitForm(forms.Form):
             env=data["env"],
             requeue_on_eviction=data["requeue_on_eviction"],
             checkpoint_interval=timedelta(minutes=every) if every else None,
+            region=data["region"],
         )
 
 

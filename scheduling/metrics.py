@@ -77,19 +77,28 @@ def scheduling_metrics():
         oldest.add_metric([gpu_class], max((now - submitted_at).total_seconds(), 0.0))
 
     by_pool = ["pool", "gpu_class"]
-    total = _gauge("portal_gpus_total", "GPUs of the pool's ready nodes.", by_pool)
+    # The inventory's gauges name the cluster too (a pool is one cluster's).
+    inventory = ["cluster", *by_pool]
+    total = _gauge("portal_gpus_total", "GPUs of the pool's ready nodes.", inventory)
     allocated = _gauge(
-        "portal_gpus_allocated", "GPUs of ready nodes that work holds, whole or in part.", by_pool
+        "portal_gpus_allocated", "GPUs of ready nodes that work holds, whole or in part.", inventory
     )
-    free = _gauge("portal_gpus_free", "GPUs of ready nodes that nothing holds.", by_pool)
+    free = _gauge("portal_gpus_free", "GPUs of ready nodes that nothing holds.", inventory)
     slots = _gauge(
         "portal_schedulable_slots",
         "How many requests of request_gpus GPUs on one node would fit now, each size counted "
         "on its own (free against schedulable: the pool's fragmentation).",
-        [*by_pool, "request_gpus"],
+        [*inventory, "request_gpus"],
     )
+    up = _gauge(
+        "portal_cluster_up",
+        "1 while the cluster answers, 0 once it is unreachable.",
+        ["cluster", "region"],
+    )
+    for cluster in selectors.cluster_states():
+        up.add_metric([cluster.name, cluster.region], int(cluster.state == "ready"))
     for pool in selectors.cluster_capacity():
-        labels = [pool.pool, pool.gpu_class]
+        labels = [pool.cluster, pool.pool, pool.gpu_class]
         total.add_metric(labels, pool.gpus_total)
         allocated.add_metric(labels, pool.gpus_total - pool.gpus_idle)
         free.add_metric(labels, pool.gpus_idle)
@@ -158,6 +167,7 @@ def scheduling_metrics():
         allocated,
         free,
         slots,
+        up,
         borrowed,
         reserved,
         reserved_in_use,

@@ -18,6 +18,7 @@ from . import engine
 from .cluster.manifests import POOL_LABEL
 from .cluster.specs import NodeSpec, PoolSpec, ProjectSpec, TaintSpec, TierSpec, WorkloadSpec
 from .models import (
+    Cluster,
     GpuClass,
     Node,
     NodePool,
@@ -265,7 +266,10 @@ def engine_nodes(
                 labels={**node.labels, **node.pool.labels, POOL_LABEL: node.pool.name},
                 taints=_engine_taint(node.pool),
                 topology=dict(node.topology),
-                cordoned=node.cordoned,
+                # An unreachable cluster's pools take no new work (`services.clusters`).
+                cordoned=node.cordoned or node.pool.cluster.state == Cluster.State.UNREACHABLE,
+                cluster=node.pool.cluster.name,
+                region=node.pool.cluster.region,
             )
         )
     return tuple(states)
@@ -321,6 +325,7 @@ class WorkloadRow(NamedTuple):
     cpu_milli: int
     memory_mib: int
     required_topology: str
+    region: str
     max_runtime: timedelta | None
     preemptible: bool
     borrowed: bool
@@ -386,6 +391,7 @@ def engine_request(
         tolerations=tolerations if workload.needs_gpu else (),
         anti_affinity=workload.kind == Workload.Kind.INFERENCE,
         required_topology=workload.required_topology or None,
+        region=workload.region or None,
         max_runtime=workload.max_runtime,
         preemptible=workload.preemptible,
         min_run_time=workload.tier.min_run_time or timedelta(0),

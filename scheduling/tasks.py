@@ -1,18 +1,23 @@
-"""Celery tasks of scheduling: each loads ids, takes the configured backend and calls the
+"""Celery tasks of scheduling: each loads ids, takes the backend of its cluster and calls the
 service of the same name. Cluster failures are retried with exponential backoff and jitter; when
-the retries run out, the failure is recorded where users and operators see it."""
+the retries run out, the failure is recorded where users and operators see it.
+
+Work in the clusters runs per cluster, one task invocation each, so that a slow or unreachable
+cluster holds up only its own: a task called without a cluster (beat, an event) queues itself
+once per cluster concerned, each on the cluster's own queue when PORTAL_CLUSTER_QUEUES is on."""
 
 import functools
 import logging
 from collections.abc import Callable
 
 from celery import Task, shared_task
+from django.conf import settings
 
 from portal.celery import queue_depth
 from portal.db import advisory_lock
 
-from . import services
-from .backends import get_backend
+from . import selectors, services
+from .backends import backend_named
 from .cluster import ClusterError
 
 logger = logging.getLogger(__name__)
@@ -31,11 +36,12 @@ def one_at_a_time(task: Callable) -> Callable:
     that outlasts its interval, finds the lock taken and does nothing (None). For passes whose
     work a concurrent twin would repeat: a reservation's state change published (mailed) twice,
     an idle warning recorded twice, a gang requeued again by a pass that read it before the
-    first requeued it."""
+    first requeued it. A pass of one cluster locks that cluster's only."""
 
     @functools.wraps(task)
     def run(*args, **kwargs):
-        with advisory_lock(f"task:{task.__module__}.{task.__name__}") as taken:
+        of = "".join(f":{value}" for value in (*args, *kwargs.values()))
+        with advisory_lock(f"task:{task.__module__}.{task.__name__}{of}") as taken:
             if not taken:
                 logger.info("%s is already running elsewhere; skipped", task.__name__)
                 return None
@@ -55,25 +61,59 @@ def cluster_task(give_up: Callable[..., object]):
     return shared_task(base=GivesUp, **RETRY)
 
 
-@cluster_task(give_up=services.provisioning_give_up)
-def project_provision(project_id: str) -> str:
-    return services.project_provision(project_id=project_id, backend=get_backend()).state
+def cluster_route(cluster: str) -> dict:
+    """The `apply_async` options of a task of the named cluster: the cluster's own queue,
+    `cluster-<name>`, when PORTAL_CLUSTER_QUEUES is on (a worker must consume it: see
+    docs/operators/workers.md); otherwise the task's usual queue."""
+    if not settings.PORTAL_CLUSTER_QUEUES or not cluster:
+        return {}
+    prefix = settings.CELERY_TASK_DEFAULT_QUEUE.removesuffix("default")
+    return {"queue": f"{prefix}cluster-{cluster}"}
+
+
+def each_cluster(task, *args) -> list[str]:
+    """Queue `task` once per cluster, the cluster's name after `args`; the names."""
+    names = selectors.cluster_names()
+    for name in names:
+        task.apply_async(args=[*args, name], **cluster_route(name))
+    return names
 
 
 @cluster_task(give_up=services.provisioning_give_up)
-def project_deprovision(project_id: str) -> str:
-    return services.project_deprovision(project_id=project_id, backend=get_backend()).state
+def project_provision(project_id: str, cluster: str | None = None) -> str | list[str]:
+    if cluster is None:
+        return each_cluster(project_provision, project_id)
+    return services.project_provision(project_id=project_id, backend=backend_named(cluster)).state
 
 
 @cluster_task(give_up=services.provisioning_give_up)
-def cluster_provision() -> str:
-    return services.cluster_provision(backend=get_backend()).state
+def project_deprovision(project_id: str, cluster: str | None = None) -> str | list[str]:
+    if cluster is None:
+        return each_cluster(project_deprovision, project_id)
+    return services.project_deprovision(
+        project_id=project_id,
+        backend=backend_named(cluster),
+        cluster=selectors.cluster_named(cluster),
+    ).state
+
+
+@cluster_task(give_up=services.provisioning_give_up)
+def cluster_provision(cluster: str | None = None) -> str | list[str]:
+    if cluster is None:
+        return each_cluster(cluster_provision)
+    return services.cluster_provision(
+        backend=backend_named(cluster), cluster=selectors.cluster_named(cluster)
+    ).state
 
 
 @shared_task(**RETRY)
 @one_at_a_time
-def inventory_sync() -> list[str] | None:
-    return services.inventory_sync(backend=get_backend())
+def inventory_sync(cluster: str | None = None) -> list[str] | None:
+    if cluster is None:
+        return each_cluster(inventory_sync)
+    return services.cluster_inventory_sync(
+        cluster=selectors.cluster_named(cluster), backend=backend_named(cluster)
+    )
 
 
 @shared_task
@@ -95,37 +135,71 @@ LAUNCH_CHUNK = 25
 
 
 @cluster_task(give_up=services.workloads_launch_give_up)
-def workloads_launch(workload_ids: list[str]) -> int:
-    return len(services.workloads_launch(workload_ids=workload_ids, backend=get_backend()))
+def workloads_launch(workload_ids: list[str], cluster: str | None = None) -> int:
+    if cluster is None:
+        return len(workloads_by_cluster(workloads_launch, workload_ids))
+    return len(services.workloads_launch(workload_ids=workload_ids, backend=backend_named(cluster)))
+
+
+def workloads_by_cluster(task, workload_ids: list[str]) -> dict[str, list[str]]:
+    """Queue `task` for the workloads of each cluster (by their placements; "": never placed,
+    the settings' backend), on the cluster's queue; the ids by cluster."""
+    clusters = selectors.workload_clusters(workload_ids)
+    by_cluster: dict[str, list[str]] = {}
+    for workload_id in workload_ids:
+        by_cluster.setdefault(clusters.get(str(workload_id), ""), []).append(workload_id)
+    for name, ids in by_cluster.items():
+        task.apply_async(args=[ids, name], **cluster_route(name))
+    return by_cluster
 
 
 def workloads_launch_request(*, workload_ids: list[str]) -> None:
-    """Queue the launches of a cycle's admissions, LAUNCH_CHUNK workloads a task."""
+    """Queue the launches of a cycle's admissions, LAUNCH_CHUNK workloads a task (each task
+    queues them again by cluster)."""
     for at in range(0, len(workload_ids), LAUNCH_CHUNK):
         workloads_launch.delay(workload_ids[at : at + LAUNCH_CHUNK])
 
 
 @cluster_task(give_up=services.workload_objects_delete_give_up)
-def workload_objects_delete(workload_id: str) -> None:
-    services.workload_objects_delete(workload_id=workload_id, backend=get_backend())
+def workload_objects_delete(workload_id: str, cluster: str | None = None) -> None:
+    if cluster is None:
+        name = selectors.workload_clusters([workload_id]).get(str(workload_id), "")
+        workload_objects_delete.apply_async(args=[workload_id, name], **cluster_route(name))
+        return
+    services.workload_objects_delete(workload_id=workload_id, backend=backend_named(cluster))
 
 
 @shared_task(**RETRY)
 @one_at_a_time
-def workloads_sync() -> int | None:
-    return services.workloads_sync(backend=get_backend())
+def workloads_sync(cluster: str | None = None) -> int | list[str] | None:
+    if cluster is None:
+        return each_cluster(workloads_sync)
+    return services.workloads_sync(
+        backend=backend_named(cluster), cluster=selectors.cluster_named(cluster)
+    )
 
 
 @shared_task(**RETRY)
 @one_at_a_time
-def idle_and_runtime_check() -> None:
-    services.idle_and_runtime_check(backend=get_backend())
+def idle_and_runtime_check(cluster: str | None = None) -> list[str] | None:
+    if cluster is None:
+        return each_cluster(idle_and_runtime_check)
+    services.idle_and_runtime_check(
+        backend=backend_named(cluster), cluster=selectors.cluster_named(cluster)
+    )
+    return None
 
 
 @shared_task
-def cluster_reconcile() -> dict:
+def cluster_reconcile(cluster: str | None = None) -> dict | list[str]:
+    if cluster is None:
+        return each_cluster(cluster_reconcile)
     queued = queue_depth(workloads_launch.name) > 0
-    result = services.cluster_reconcile(backend=get_backend(), launches_queued=queued)
+    result = services.cluster_reconcile(
+        backend=backend_named(cluster),
+        cluster=selectors.cluster_named(cluster),
+        launches_queued=queued,
+    )
     return {kind: len(ids) for kind, ids in vars(result).items()}
 
 

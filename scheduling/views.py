@@ -21,7 +21,7 @@ from . import insights as scheduling_insights
 from . import selectors, services
 from .api.filters import WorkloadFilter
 from .api.operator_serializers import CalibrationQuery
-from .backends import get_backend
+from .backends import workload_backend
 from .cluster import ClusterError
 from .forms import QuotaRequestForm, ReservationForm, WorkloadSubmitForm
 
@@ -65,6 +65,7 @@ def workloads(request, org_slug: str, project_slug: str):
         tiers=selectors.tier_list(),
         gpu_classes=selectors.gpu_class_list(),
         granted=selectors.quota_class_most_granted(caller=caller, organization=organization),
+        regions=selectors.region_list(),
     )
     checked = None
     if request.method == "POST" and form.is_valid() and "check" in request.POST:
@@ -143,7 +144,10 @@ def workload_logs(request, org_slug: str, project_slug: str, name: str):
     lines, note, following = [], "", not workload.is_final
     try:
         logs = selectors.workload_logs(
-            workload=workload, backend=get_backend(), tail=LOG_PANE_LINES, since=since
+            workload=workload,
+            backend=workload_backend(workload.pk),
+            tail=LOG_PANE_LINES,
+            since=since,
         )
         lines = list(logs.lines)
         if logs.kept is not None:
@@ -358,8 +362,9 @@ def quotas(request, org_slug: str):
 
 @login_required
 def cluster(request):
-    """Operators: the cluster per pool, free against schedulable capacity, node by node, each
-    GPU coloured by the tenant that holds it and lettered by its tier."""
+    """Operators: the clusters (whether each answers) and their pools, free against
+    schedulable capacity, node by node, each GPU coloured by the tenant that holds it and
+    lettered by its tier."""
     pools = selectors.cluster_overview(caller=caller_of(request))
     cells = [cell for pool in pools for _, gpus in pool.nodes for cell in gpus]
     cells += [
@@ -397,6 +402,7 @@ def cluster(request):
         "scheduling/cluster.html",
         {
             "grids": grids,
+            "clusters": selectors.cluster_states(),
             "legend": sorted(hues.items()),
             "tiers": [(tier[:1].upper(), tier) for tier in tiers],
             "queue": queue[:QUEUE_SHOWN],

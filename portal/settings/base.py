@@ -331,6 +331,16 @@ def celery_queues(prefix: str) -> tuple[str, list[Queue], dict]:
 CELERY_TASK_DEFAULT_QUEUE, CELERY_TASK_QUEUES, CELERY_TASK_ROUTES = celery_queues("")
 
 PORTAL_CLUSTER = os.environ.get("PORTAL_CLUSTER", "simulated")
+# Each cluster's tasks (inventory and status sync, reconciler, provisioning, launches and
+# teardowns) on a queue of its own, `cluster-<name>`, that workers must consume (-Q): a slow or
+# unreachable cluster then holds up no other's. Off: they share the task's usual queue.
+PORTAL_CLUSTER_QUEUES = env_bool("PORTAL_CLUSTER_QUEUES", False)
+# A cluster whose inventory could not be read for this long since it was last seen is
+# unreachable: its pools take no new work and its running workloads stop being metered at the
+# last time it was seen, until it answers again (seconds).
+PORTAL_CLUSTER_UNREACHABLE_SECONDS = int(
+    os.environ.get("PORTAL_CLUSTER_UNREACHABLE_SECONDS", "300")
+)
 PORTAL_SIMULATED_CLUSTER = os.environ.get(
     "PORTAL_SIMULATED_CLUSTER", str(BASE_DIR / "deploy" / "clusters" / "demo.yaml")
 )

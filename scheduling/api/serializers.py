@@ -169,6 +169,7 @@ class WorkloadOutput(serializers.ModelSerializer):
             "env",
             "max_runtime_seconds",
             "required_topology",
+            "region",
             "preemptible",
             "borrowed",
             "requeue_on_eviction",
@@ -275,6 +276,13 @@ class WorkloadSubmitInput(InputSerializer):
     )
     required_topology = serializers.CharField(
         max_length=63, required=False, default="", allow_blank=True
+    )
+    region = serializers.CharField(
+        max_length=40,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="Run only in this region (a cluster's); empty: wherever the scheduler chooses.",
     )
     requeue_on_eviction = serializers.BooleanField(
         default=True,

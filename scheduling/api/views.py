@@ -12,7 +12,7 @@ from portal.api.schema import ERROR_REF
 from portal.api.views import ApiView, CollectionApiView, list_response
 from portal.errors import Unavailable
 from scheduling import selectors, services
-from scheduling.backends import get_backend
+from scheduling.backends import workload_backend
 from scheduling.cluster import ClusterError
 from scheduling.models import QuotaGrant, QuotaRequest, Reservation, Workload
 from tenants.lookups import organization_of, project_of
@@ -249,7 +249,9 @@ class WorkloadLogsApi(ApiView):
         query = WorkloadLogsQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         options = query.validated_data
-        logs = selectors.workload_logs(workload=workload, backend=get_backend(), **options)
+        logs = selectors.workload_logs(
+            workload=workload, backend=workload_backend(workload.pk), **options
+        )
         shown = 1 if options.get("replica") is not None else workload.replicas
         texts = (f"{selectors.log_text(line, replicas_shown=shown)}\n" for line in logs.lines)
         if options["follow"]:

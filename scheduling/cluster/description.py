@@ -1,5 +1,7 @@
-"""Reading a cluster description file (deploy/clusters/*.yaml): GPU classes, pools with their
-nodes as GPU Feature Discovery would label them, and priority tiers."""
+"""Reading a cluster description file (deploy/clusters/*.yaml): GPU classes, the simulated
+clusters with their pools and the pools' nodes as GPU Feature Discovery would label them, and
+priority tiers. A file lists its clusters under `clusters:` (each a name, a region and pools);
+one with `pools:` at the top describes one cluster, named `default`."""
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,12 +13,38 @@ from .specs import NodeInventory
 MIB_PER_GIB = 1024
 
 
+# The name and region of the one cluster a file without `clusters:` describes: the cluster a
+# deployment had before there were several (migration 0029 files its pools there).
+DEFAULT_CLUSTER = "default"
+
+
+@dataclass(frozen=True)
+class ClusterSection:
+    """One simulated cluster of a description: its pools and their nodes."""
+
+    name: str
+    region: str
+    pools: list[dict]
+    nodes: list[NodeInventory]
+
+
 @dataclass(frozen=True)
 class ClusterDescription:
     gpu_classes: list[dict]
-    pools: list[dict]
+    clusters: list[ClusterSection]
     tiers: list[dict]
-    nodes: list[NodeInventory]
+
+    @property
+    def nodes(self) -> list[NodeInventory]:
+        return [node for cluster in self.clusters for node in cluster.nodes]
+
+    def nodes_of(self, cluster: str | None) -> list[NodeInventory]:
+        """The nodes of the named cluster; of every cluster for None."""
+        if cluster is None:
+            return self.nodes
+        return [
+            node for section in self.clusters if section.name == cluster for node in section.nodes
+        ]
 
 
 def _expand_nodes(pool: dict, gpu_memory_gib: int | None) -> list[NodeInventory]:
@@ -54,13 +82,24 @@ def _expand_nodes(pool: dict, gpu_memory_gib: int | None) -> list[NodeInventory]
 def cluster_description_load(path: Path) -> ClusterDescription:
     data = yaml.safe_load(Path(path).read_text())
     memory = {c["name"]: c["memory_gib"] for c in data["gpu_classes"]}
-    nodes = [
-        node
-        for pool in data["pools"]
-        for node in _expand_nodes(
-            pool, memory[pool["gpu_class"]] if pool.get("gpu_class") else None
+    described = data.get("clusters") or [
+        {"name": DEFAULT_CLUSTER, "region": DEFAULT_CLUSTER, "pools": data["pools"]}
+    ]
+    clusters = [
+        ClusterSection(
+            name=cluster["name"],
+            region=cluster["region"],
+            pools=cluster["pools"],
+            nodes=[
+                node
+                for pool in cluster["pools"]
+                for node in _expand_nodes(
+                    pool, memory[pool["gpu_class"]] if pool.get("gpu_class") else None
+                )
+            ],
         )
+        for cluster in described
     ]
     return ClusterDescription(
-        gpu_classes=data["gpu_classes"], pools=data["pools"], tiers=data["tiers"], nodes=nodes
+        gpu_classes=data["gpu_classes"], clusters=clusters, tiers=data["tiers"]
     )

@@ -200,11 +200,15 @@ class KubernetesBackend(PodLogs):
         return cls(api_client=client.ApiClient(configuration), **options)
 
     @classmethod
-    def from_environment(cls, **options: Any) -> "KubernetesBackend":
-        """In a pod, the service account's in-cluster config; elsewhere KUBECONFIG (or
-        ~/.kube/config)."""
+    def from_environment(
+        cls, *, config_file: str | None = None, **options: Any
+    ) -> "KubernetesBackend":
+        """The kubeconfig file given; else, in a pod, the service account's in-cluster config;
+        elsewhere KUBECONFIG (or ~/.kube/config)."""
         configuration = client.Configuration()
-        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        if config_file is not None:
+            config.load_kube_config(config_file=config_file, client_configuration=configuration)
+        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
             config.load_incluster_config(client_configuration=configuration)
         else:
             config.load_kube_config(

@@ -1,8 +1,9 @@
 """The simulated cluster: the embedded default, the demo's cluster and most tests'.
 
-Nodes come from a cluster description file; the objects the portal applies and what it does to
-nodes are kept in a `SimulatorStore` the app passes in (its database, so that the web process
-and the workers see the same cluster); workloads "run" on the clock passed in as `now`, which
+Nodes come from a cluster description file (of one of its clusters, or of all of them); the
+objects the portal applies and what it does to nodes are kept in a `SimulatorStore` the app
+passes in (its database, so that the web process and the workers see the same cluster, each
+cluster's store its own); workloads "run" on the clock passed in as `now`, which
 tests advance.
 Environment variables of a workload's container steer the simulation:
 `SIMULATED_RUNTIME_SECONDS` (how long a job runs before it succeeds, default 300),
@@ -148,7 +149,7 @@ def _gpus_by_node(manifest: dict) -> dict[str, Counter]:
     them (rounded up: a node never seems to hold fewer than it may)."""
     if manifest["kind"] not in POD_KINDS:
         return {}
-    nodes, per_pod = _affinity_nodes(manifest), _gpu_limits(manifest)
+    nodes, per_pod = affinity_nodes(manifest), _gpu_limits(manifest)
     if not nodes or not per_pod:
         return {}
     pods = math.ceil(_replicas(manifest) / len(nodes))
@@ -185,7 +186,7 @@ def _simulated_run(stored: StoredObject) -> SimulatedRun:
     )
 
 
-def _affinity_nodes(manifest: dict) -> tuple[str, ...]:
+def affinity_nodes(manifest: dict) -> tuple[str, ...]:
     affinity = _pod_spec(manifest).get("affinity", {}).get("nodeAffinity", {})
     terms = affinity.get("requiredDuringSchedulingIgnoredDuringExecution", {})
     nodes: list[str] = []
@@ -202,12 +203,14 @@ class SimulatedBackend:
         *,
         description_path: Path,
         store: SimulatorStore,
+        cluster: str | None = None,
         now: Callable[[], datetime],
         latency_seconds: float = 0.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.description_path = Path(description_path)
         self.store = store
+        self.cluster = cluster  # one cluster of the description; None: all of them as one
         self.now = now
         self.latency_seconds = latency_seconds
         self.sleep = sleep
@@ -215,7 +218,7 @@ class SimulatedBackend:
     def list_nodes(self) -> list[NodeInventory]:
         states = self.store.node_states()
         nodes = []
-        for node in cluster_description_load(self.description_path).nodes:
+        for node in cluster_description_load(self.description_path).nodes_of(self.cluster):
             state = states.get(node.name)
             if state is None:
                 nodes.append(node)
@@ -242,7 +245,7 @@ class SimulatedBackend:
             "namespace": metadata.get("namespace", ""),
             "name": metadata["name"],
         }
-        existing = self._stored(**key)
+        existing = self.stored(**key)
         if existing is not None and (gone := gone_at(existing)) is not None:
             if gone > now:
                 raise ClusterError(
@@ -302,7 +305,7 @@ class SimulatedBackend:
         """Gracefully, as Kubernetes deletes: an object whose pods run and hold GPUs stays,
         terminating, for their grace period; anything else goes at once."""
         key = {"kind": kind, "namespace": namespace or "", "name": name}
-        stored, now = self._stored(**key), self.now()
+        stored, now = self.stored(**key), self.now()
         if stored is None:
             return
         gone = gone_at(stored)
@@ -356,7 +359,7 @@ class SimulatedBackend:
     ) -> WorkloadStatus:
         if stored is None or ((gone := gone_at(stored)) is not None and gone <= now):
             return WorkloadStatus(phase=Phase.MISSING)
-        nodes = _affinity_nodes(stored.manifest)
+        nodes = affinity_nodes(stored.manifest)
         lost = sorted(failed.intersection(nodes))
         if lost:
             return WorkloadStatus.node_lost(lost, what="stopped responding", nodes=nodes)
@@ -417,7 +420,7 @@ class SimulatedBackend:
                 )
         return readings
 
-    def _stored(self, *, namespace: str, name: str, kind: str) -> StoredObject | None:
+    def stored(self, *, namespace: str, name: str, kind: str) -> StoredObject | None:
         found = self.store.objects(namespaces=[namespace], names=[name], kinds=[kind])
         return found[0] if found else None
 
@@ -432,7 +435,7 @@ class SimulatedBackend:
         since: datetime | None = None,
         keep_following: Callable[[], bool] | None = None,
     ) -> Iterator[LogLine]:
-        stored = self._stored(namespace=namespace, name=name, kind=kind)
+        stored = self.stored(namespace=namespace, name=name, kind=kind)
         if stored is None:
             return
         run = _simulated_run(stored)
@@ -441,7 +444,7 @@ class SimulatedBackend:
         yield from simulated_lines(run, replicas=replicas, until=read, since=since, tail=tail)
         while keep_following is not None and not run.ended_by(read) and keep_following():
             self.sleep(FOLLOW_POLL_SECONDS)
-            stored = self._stored(namespace=namespace, name=name, kind=kind)
+            stored = self.stored(namespace=namespace, name=name, kind=kind)
             if stored is None or gone_at(stored) is not None:
                 return  # deleted: cancelled, evicted, or ended and torn down
             previous, read = read, self.now()

@@ -27,6 +27,7 @@ class PoolCapacity:
     # Idle GPUs of its uncordoned nodes: what requests could use, unlike a cordoned node's.
     gpus_idle_schedulable: int
     schedulable: dict[int, int]  # GPUs per request -> how many such requests fit right now
+    cluster: str = ""  # the cluster the pool is in
 
 
 def pool_capacity(
@@ -38,6 +39,7 @@ def pool_capacity(
     pools = np.array([n.pool for n in cluster.nodes])
     classes = np.array([n.gpu_class for n in cluster.nodes])
     open_nodes = np.array([not n.cordoned for n in cluster.nodes], dtype=bool)
+    clusters = {n.pool: n.cluster for n in cluster.nodes}
     views = []
     for pool, gpu_class in sorted({(n.pool, n.gpu_class) for n in cluster.nodes}):
         members = np.flatnonzero((pools == pool) & (classes == gpu_class))
@@ -61,6 +63,7 @@ def pool_capacity(
                     )
                     for size in sizes
                 },
+                cluster=clusters[pool],
             )
         )
     return views

@@ -65,6 +65,8 @@ def ineligibility(*, node: NodeState, request: Request, gpu_class: str) -> str |
         return "cordoned"
     if request.pools and node.pool not in request.pools:
         return f"pool {node.pool} not requested"
+    if request.region and node.region != request.region:
+        return f"region {node.region} not requested"
     if request.needs_gpu and node.gpu_class != gpu_class:
         return f"GPU class {node.gpu_class}"
     labels = node_labels(node)
@@ -84,6 +86,8 @@ def node_labels(node: NodeState) -> Mapping[str, str]:
     return {
         "pool": node.pool,
         "gpu-class": node.gpu_class,
+        "cluster": node.cluster,
+        "region": node.region,
         **node.topology,
         "kubernetes.io/hostname": node.name,
         **node.labels,

@@ -1,9 +1,11 @@
 """Placing a whole gang: every replica at once or none, in as tight a topology as it fits.
 
 Preference order: all replicas on one node, then within one domain of each topology level
-from the narrowest (e.g. rack) to the widest (e.g. block), then anywhere. A required level
-stops the search at that level. Within a level, the domain with the least room that still
-fits the gang wins (best fit), so big domains stay free for big gangs.
+from the narrowest (e.g. rack) to the widest (e.g. block), then anywhere in one cluster: a gang
+never spans clusters (a domain of a level is one cluster's: racks of two clusters with the same
+name are two racks). A required level stops the search at that level. Within a level, the
+domain with the least room that still fits the gang wins (best fit), so big domains stay free
+for big gangs.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .free_capacity import ClusterState, Demand
-from .model import ReplicaPlacement, Request
+from .model import NodeState, ReplicaPlacement, Request
 from .placement import place_replica
 from .policies import PlacementPolicy
 
 HOSTNAME = "hostname"
+# The widest level of all, always required: the cluster.
+CLUSTER_LEVEL = "gpu-cloud.io/cluster"
 
 
 @dataclass(frozen=True)
@@ -41,12 +45,20 @@ class GangShape:
         )
 
 
+def _domain(node: NodeState, level: str) -> tuple[str, str] | None:
+    if level == CLUSTER_LEVEL:
+        return (node.cluster, "")
+    name = node.topology.get(level)
+    return None if name is None else (node.cluster, name)
+
+
 def topology_domains(*, cluster: ClusterState, levels: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """Per level, a domain number per node (-1: the node has no such label); numbers follow
-    the domain names' order, so the lowest number is the smallest name."""
+    """Per level, and last per cluster, a domain number per node (-1: the node has no such
+    label); numbers follow the (cluster, domain name) order, so the lowest number is the
+    smallest name."""
     domains = {}
-    for level in levels:
-        values = [node.topology.get(level) for node in cluster.nodes]
+    for level in (*levels, CLUSTER_LEVEL):
+        values = [_domain(node, level) for node in cluster.nodes]
         names = sorted({v for v in values if v is not None})
         number = {name: i for i, name in enumerate(names)}
         domains[level] = np.array(
@@ -141,9 +153,9 @@ def _choose_domain(
         if len(big_enough):
             best = big_enough[np.argmin(room[big_enough])]
             return among[ids == best]
-        if level == shape.required_level:
+        if level in (shape.required_level, CLUSTER_LEVEL):
             return None
-    return None if shape.required_level else among
+    return None
 
 
 def _place_in(

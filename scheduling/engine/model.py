@@ -80,6 +80,9 @@ class NodeState:
     taints: tuple[Taint, ...] = ()
     topology: Mapping[str, str] = field(default_factory=dict)
     cordoned: bool = False
+    # The cluster the node is in, and the cluster's region: a workload never spans clusters.
+    cluster: str = ""
+    region: str = ""
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,8 @@ class Request:
     cpu_milli: int = 0
     memory_mib: int = 0
     pools: tuple[str, ...] = ()
+    # The region it is pinned to (None: any).
+    region: str | None = None
     tolerations: tuple[Toleration, ...] = ()
     required_affinity: tuple[NodeSelectorRequirement, ...] = ()
     preferred_affinity: tuple[PreferredAffinity, ...] = ()

@@ -6,6 +6,7 @@ from .fairness import FairShareStanding, TenantUsage
 from .inventory import (
     DEFAULT_NOTICE_SECONDS,
     NOTICE_MAX_SECONDS,
+    Cluster,
     GpuClass,
     Node,
     NodePool,
@@ -35,6 +36,7 @@ __all__ = [
     "ENV_VALUE_MAX",
     "IMAGE_MAX",
     "NOTICE_MAX_SECONDS",
+    "Cluster",
     "CycleEndState",
     "Eviction",
     "FairShareStanding",

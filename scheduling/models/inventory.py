@@ -1,6 +1,7 @@
-"""The GPU inventory: GPU classes, node pools, nodes, and the priority tiers work runs at."""
+"""The GPU inventory: the clusters, GPU classes, node pools, nodes, and the priority tiers
+work runs at."""
 
-from django.core.validators import MaxValueValidator
+from django.core.validators import MaxValueValidator, RegexValidator
 from django.db import models
 
 from tenants.models import slug_validator
@@ -10,6 +11,50 @@ from .validators import gpu_class_name_validator
 # Kubernetes' own default terminationGracePeriodSeconds, and the longest notice a tier may give.
 DEFAULT_NOTICE_SECONDS = 30
 NOTICE_MAX_SECONDS = 3600
+
+
+# Where a Kubernetes cluster's kubeconfig is: `env:NAME` (the environment variable NAME holds
+# the file's path) or the path of a mounted file (a Secret volume); never the secret itself.
+kubeconfig_reference_validator = RegexValidator(
+    r"^(env:[A-Za-z_][A-Za-z0-9_]*|/\S+)$",
+    "Give env:VARIABLE (naming the file) or the absolute path of a mounted kubeconfig file.",
+)
+
+
+class Cluster(models.Model):
+    """A GPU cluster the portal drives through one backend; pools belong to one cluster."""
+
+    class Backend(models.TextChoices):
+        SIMULATED = "simulated", "Simulated"
+        KUBERNETES = "kubernetes", "Kubernetes"
+
+    class State(models.TextChoices):
+        READY = "ready", "Ready"
+        UNREACHABLE = "unreachable", "Unreachable"
+
+    name = models.CharField(max_length=40, unique=True, validators=[slug_validator])
+    region = models.CharField(max_length=40, validators=[slug_validator])
+    backend = models.CharField(max_length=16, choices=Backend.choices)
+    kubeconfig = models.CharField(
+        max_length=255,
+        blank=True,
+        validators=[kubeconfig_reference_validator],
+        help_text="Kubernetes: env:VARIABLE naming the kubeconfig file, or its mounted path;"
+        " empty: the in-cluster service account (or the process's KUBECONFIG).",
+    )
+    simulated_path = models.CharField(
+        max_length=255,
+        blank=True,
+        help_text="Simulated: the cluster description file; empty: PORTAL_SIMULATED_CLUSTER.",
+    )
+    state = models.CharField(max_length=16, choices=State.choices, default=State.READY)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class GpuClass(models.Model):
@@ -40,6 +85,7 @@ class NodePool(models.Model):
         DEV = "dev", "Development"
 
     name = models.CharField(max_length=40, unique=True, validators=[slug_validator])
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="pools")
     # None: a CPU pool, whose untainted nodes have no GPUs and run CPU-only work.
     gpu_class = models.ForeignKey(
         GpuClass, null=True, blank=True, on_delete=models.PROTECT, related_name="pools"

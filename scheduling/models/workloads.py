@@ -53,6 +53,8 @@ class Workload(models.Model):
     cpu_milli = models.PositiveIntegerField(default=1000)
     memory_mib = models.PositiveIntegerField(default=4096)
     required_topology = models.CharField(max_length=63, blank=True)
+    # The region it must run in (a Cluster's region); empty: wherever the scheduler chooses.
+    region = models.CharField(max_length=40, blank=True)
     image = models.CharField(max_length=IMAGE_MAX, validators=[image_reference_validator])
     command = models.JSONField(default=list, blank=True)
     env = models.JSONField(default=dict, blank=True, validators=[env_validator])

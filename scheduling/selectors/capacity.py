@@ -76,7 +76,7 @@ def capacity_ahead(
         nodes = nodes.filter(pool__name=pool)
     if gpu_class:
         nodes = nodes.filter(pool__gpu_class__name=gpu_class)
-    nodes = list(nodes.select_related("pool__gpu_class"))
+    nodes = list(nodes.select_related("pool__gpu_class", "pool__cluster"))
     if not nodes and (pool or gpu_class):
         field, name = ("pool", pool) if pool else ("gpu_class", gpu_class)
         raise ValidationError({field: [f"No GPU pool {'named' if pool else 'of'} {name!r}."]})

@@ -10,7 +10,7 @@ from tenants.permissions import Caller, require_operator
 
 from .. import engine
 from ..engine.model import MILLI_PER_GPU
-from ..models import Node, Placement, Workload
+from ..models import Cluster, Node, Placement, Workload
 from ..models.inventory import NOTICE_MAX_SECONDS
 from ..specs_from_models import engine_nodes
 
@@ -85,11 +85,15 @@ class PoolOverview:
 
 
 def cluster_overview(*, caller: Caller) -> list[PoolOverview]:
-    """Operators: every pool with its free and schedulable capacity by request size (the
-    engine's view of the ready nodes), its nodes GPU by GPU and MIG instance by instance,
-    with who holds each."""
+    """Operators: every pool, cluster by cluster, with its free and schedulable capacity by
+    request size (the engine's view of the ready nodes), its nodes GPU by GPU and MIG instance
+    by instance, with who holds each."""
     require_operator(caller)
-    nodes = list(Node.objects.select_related("pool__gpu_class").order_by("pool__name", "name"))
+    nodes = list(
+        Node.objects.select_related("pool__gpu_class", "pool__cluster").order_by(
+            "pool__name", "name"
+        )
+    )
     placements = list(
         Placement.objects.filter(ended_at__isnull=True).select_related(
             "node", "workload__project__organization", "workload__tier"
@@ -141,7 +145,7 @@ def cluster_overview(*, caller: Caller) -> list[PoolOverview]:
                 if node.pool.name == capacity.pool and node.pk in mig
             },
         )
-        for capacity in capacities
+        for capacity in sorted(capacities, key=lambda c: (c.cluster, c.pool, c.gpu_class))
     ]
 
 
@@ -197,3 +201,35 @@ def terminating_placements(*, now: datetime) -> list[Placement]:
         .select_related("node")
     )
     return [p for p in recent if p.ended_at + timedelta(seconds=p.notice_seconds) > now]
+
+
+def cluster_names() -> list[str]:
+    """Every cluster's name: the worker runs each cluster's passes apart."""
+    return list(Cluster.objects.values_list("name", flat=True))
+
+
+def cluster_states() -> list[Cluster]:
+    """Every cluster, with whether it answers, for operators and /metrics."""
+    return list(Cluster.objects.order_by("name"))
+
+
+def region_list() -> list[str]:
+    """The regions of the clusters, each once: what a workload may be pinned to."""
+    return list(Cluster.objects.order_by("region").values_list("region", flat=True).distinct())
+
+
+def cluster_named(name: str) -> Cluster | None:
+    """The cluster of a task's argument; None for "" (no cluster known: the settings' backend)."""
+    return Cluster.objects.filter(name=name).first() if name else None
+
+
+def workload_clusters(workload_ids) -> dict[str, str]:
+    """The name of the cluster each workload was placed in (its latest placement's), by id;
+    a workload never placed is absent. For the worker, which routes each workload's tasks to
+    its cluster."""
+    rows = (
+        Placement.objects.filter(workload_id__in=list(workload_ids))
+        .order_by("workload_id", "started_at")
+        .values_list("workload_id", "node__pool__cluster__name")
+    )
+    return {str(workload_id): name for workload_id, name in rows}

@@ -48,7 +48,7 @@ def cluster_capacity() -> list[engine.PoolCapacity]:
     """Per pool and class, as on the cluster page (`cluster_overview`): GPUs of the ready
     nodes, the idle ones, and how many 1-, 2-, 4- and 8-GPU requests fit now."""
     placements = list(Placement.objects.filter(ended_at__isnull=True).select_related("node"))
-    ready = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
+    ready = list(Node.objects.filter(ready=True).select_related("pool__gpu_class", "pool__cluster"))
     return engine.pool_capacity(nodes=engine_nodes(ready, placements))
 
 

@@ -147,7 +147,11 @@ def _history(*, since: datetime, until: datetime, limits: ReplayLimits) -> _Hist
 
 def replay_snapshot(change: PolicyChange) -> engine.ClusterSnapshot:
     """Today's ready nodes (empty), quotas and weights, with ``change`` applied."""
-    nodes = list(Node.objects.filter(ready=True, cordoned=False).select_related("pool__gpu_class"))
+    nodes = list(
+        Node.objects.filter(ready=True, cordoned=False).select_related(
+            "pool__gpu_class", "pool__cluster"
+        )
+    )
     pools = NodePool.objects.select_related("gpu_class")
     quotas = list(
         engine_quotas(QuotaGrant.objects.select_related("organization", "project", "gpu_class"))

@@ -21,7 +21,9 @@ def workloads_as_shown(workloads: QuerySet[Workload]) -> QuerySet[Workload]:
     ).prefetch_related(
         Prefetch(
             "placements",
-            queryset=Placement.objects.filter(ended_at__isnull=True).select_related("node"),
+            queryset=Placement.objects.filter(ended_at__isnull=True).select_related(
+                "node__pool__cluster"
+            ),
             to_attr="active_placements",
         )
     )

@@ -20,10 +20,11 @@
 """
 
 from .alternatives import QuotaPrefill, ShownAlternative
+from .clusters import cluster_answered, cluster_unanswered
 from .cycle import CycleResult, scheduling_cycle_request, scheduling_cycle_run
 from .evictions import evictions_record, workload_checkpoint_report
 from .following import idle_and_runtime_check, workloads_sync
-from .inventory import cluster_description_apply, inventory_sync
+from .inventory import cluster_description_apply, cluster_inventory_sync, inventory_sync
 from .lifecycle import (
     workload_cancel,
     workload_end,
@@ -105,10 +106,13 @@ __all__ = [
     "WhatIfReport",
     "WorkloadRequest",
     "WorkloadWhatIf",
+    "cluster_answered",
     "cluster_description_apply",
+    "cluster_inventory_sync",
     "cluster_manifests",
     "cluster_provision",
     "cluster_reconcile",
+    "cluster_unanswered",
     "evictions_record",
     "idle_and_runtime_check",
     "inventory_sync",

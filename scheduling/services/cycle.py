@@ -234,7 +234,9 @@ def cycle_inputs(*, now, past: Mapping[str, float] | None = None) -> CycleInputs
         teardown_due_at__isnull=True,
     )
     pending, held = _held(workload_rows(waiting.order_by("submitted_at", "pk"), **related))
-    ready_nodes = list(Node.objects.filter(ready=True).select_related("pool__gpu_class"))
+    ready_nodes = list(
+        Node.objects.filter(ready=True).select_related("pool__gpu_class", "pool__cluster")
+    )
     running = [
         engine_running(w, by_workload.get(w.pk, []), tolerations=tolerations) for w in active
     ]

@@ -9,7 +9,8 @@ from portal.events import Event, publish
 from ..cluster import ClusterBackend
 from ..cluster.manifests import workload_primary_object
 from ..cluster.specs import NODE_LOST, GpuReading, Phase, WorkloadStatus
-from ..models import Node, Placement, Workload, WorkloadEvent
+from ..models import Cluster, Node, Placement, Workload, WorkloadEvent
+from .clusters import workloads_in
 from .lifecycle import workload_end, workload_requeue
 from .timeline import workload_event, workload_event_record
 
@@ -79,14 +80,16 @@ def _status_follow(workload: Workload, status: WorkloadStatus, *, backend: Clust
         workload_end(workload_id=workload.pk, state=state, reason=reason, backend=backend)
 
 
-def workloads_sync(*, backend: ClusterBackend) -> int:
-    """Follow every launched workload: one status listing per namespace, however many
-    workloads it runs; those that run now recorded together, a write for each that ended. The
-    number followed."""
-    launched = (
+def workloads_sync(*, backend: ClusterBackend, cluster: Cluster | None = None) -> int:
+    """Follow every launched workload (of the cluster; None: of every cluster): one status
+    listing per namespace, however many workloads it runs; those that run now recorded
+    together, a write for each that ended. The number followed."""
+    launched = workloads_in(
         Workload.objects.filter(state__in=Workload.ACTIVE_STATES, launched_at__isnull=False)
         .select_related("project")
-        .only("pk", "name", "kind", "state", "project__namespace")
+        .only("pk", "name", "kind", "state", "project__namespace"),
+        cluster,
+        active=True,
     )
     by_namespace: dict[str, list[Workload]] = {}
     for workload in launched:
@@ -128,13 +131,15 @@ def _idle_rule(workload: Workload, *, idle_since, now, backend: ClusterBackend) 
         )
 
 
-def idle_and_runtime_check(*, backend: ClusterBackend) -> None:
-    """Stop over-runtime workloads; record what monitoring sees of each running workload's
-    GPUs (one reading of them all); warn, then stop, workloads idle past their tier's
-    limits."""
+def idle_and_runtime_check(*, backend: ClusterBackend, cluster: Cluster | None = None) -> None:
+    """Stop over-runtime workloads (of the cluster; None: of every cluster); record what
+    monitoring sees of each running workload's GPUs (one reading of them all); warn, then
+    stop, workloads idle past their tier's limits."""
     now = clock.now()
-    running = Workload.objects.filter(state=Workload.State.RUNNING).select_related(
-        "tier", "project"
+    running = workloads_in(
+        Workload.objects.filter(state=Workload.State.RUNNING).select_related("tier", "project"),
+        cluster,
+        active=True,
     )
     watched = []
     for workload in running:

@@ -1,20 +1,22 @@
-"""The cluster's inventory: GPU classes, pools and tiers from the description file; nodes as
-the backend reports them, and the gangs of lost nodes requeued."""
+"""The clusters' inventory: GPU classes, clusters, pools and tiers from the description file;
+nodes as each cluster's backend reports them, and the gangs of lost nodes requeued."""
 
 from datetime import timedelta
 from pathlib import Path
 
+from django.conf import settings
 from django.db import transaction
 
 from portal import clock
 
-from ..cluster import ClusterBackend
+from ..cluster import ClusterBackend, ClusterError
 from ..cluster.description import cluster_description_load
 from ..cluster.manifests import (
     POOL_LABEL,
 )
 from ..cluster.specs import NodeInventory
 from ..models import (
+    Cluster,
     GpuClass,
     Node,
     NodePool,
@@ -22,13 +24,17 @@ from ..models import (
     PriorityTier,
     Workload,
 )
+from .clusters import cluster_answered, cluster_unanswered, workloads_in
 from .lifecycle import workload_requeue
 
 
 @transaction.atomic
 def cluster_description_apply(*, path: Path) -> None:
-    """GPU classes, pools and tiers from a cluster description file; idempotent."""
+    """GPU classes, the simulated clusters with their pools, and tiers from a cluster
+    description file; idempotent."""
     description = cluster_description_load(path)
+    # The settings' file is named by the settings, so that the rows outlive a moved checkout.
+    simulated_path = "" if Path(path) == Path(settings.PORTAL_SIMULATED_CLUSTER) else str(path)
     for item in description.gpu_classes:
         GpuClass.objects.update_or_create(
             name=item["name"],
@@ -38,18 +44,17 @@ def cluster_description_apply(*, path: Path) -> None:
                 "mig_profiles": item.get("mig_profiles", []),
             },
         )
-    for item in description.pools:
-        gpu_class = GpuClass.objects.get(name=item["gpu_class"]) if item.get("gpu_class") else None
-        NodePool.objects.update_or_create(
-            name=item["name"],
+    for section in description.clusters:
+        cluster, _ = Cluster.objects.update_or_create(
+            name=section.name,
             defaults={
-                "gpu_class": gpu_class,
-                "purpose": item["purpose"],
-                "topology_keys": item.get("topology_keys", []),
-                "labels": item.get("labels", {}),
-                **_pool_taint(item, gpu_class=gpu_class),
+                "region": section.region,
+                "backend": Cluster.Backend.SIMULATED,
+                "simulated_path": simulated_path,
             },
         )
+        for item in section.pools:
+            _pool_apply(item, cluster=cluster)
     for item in description.tiers:
         minutes = {k: item.get(f"{k}_minutes") for k in ("idle_warn_after", "idle_stop_after")}
         PriorityTier.objects.update_or_create(
@@ -64,6 +69,21 @@ def cluster_description_apply(*, path: Path) -> None:
                 **{k: timedelta(minutes=v) if v else None for k, v in minutes.items()},
             },
         )
+
+
+def _pool_apply(item: dict, *, cluster: Cluster) -> None:
+    gpu_class = GpuClass.objects.get(name=item["gpu_class"]) if item.get("gpu_class") else None
+    NodePool.objects.update_or_create(
+        name=item["name"],
+        defaults={
+            "cluster": cluster,
+            "gpu_class": gpu_class,
+            "purpose": item["purpose"],
+            "topology_keys": item.get("topology_keys", []),
+            "labels": item.get("labels", {}),
+            **_pool_taint(item, gpu_class=gpu_class),
+        },
+    )
 
 
 def _pool_taint(item: dict, *, gpu_class: GpuClass | None) -> dict:
@@ -107,11 +127,16 @@ def _quantity_mib(value: str) -> int:
     return int(value) // (1024 * 1024)
 
 
-def inventory_sync(*, backend: ClusterBackend) -> list[str]:
-    """Bring the Node table to what the cluster reports; requeue the gangs of lost nodes.
+def inventory_sync(*, backend: ClusterBackend, cluster: Cluster | None = None) -> list[str]:
+    """Bring the Node table to what the cluster reports (the nodes of the cluster's pools;
+    None: of every pool, for the settings' one backend); requeue the gangs of lost nodes.
     Returns the names of the lost nodes that still held workloads."""
     reported = backend.list_nodes()
-    pools = list(NodePool.objects.select_related("gpu_class"))
+    pools = NodePool.objects.select_related("gpu_class")
+    nodes = Node.objects.all()
+    if cluster is not None:
+        pools, nodes = pools.filter(cluster=cluster), nodes.filter(pool__cluster=cluster)
+    pools = list(pools)
     now = clock.now()
     seen: set[str] = set()
     with transaction.atomic():
@@ -145,19 +170,23 @@ def inventory_sync(*, backend: ClusterBackend) -> list[str]:
                     "last_seen_at": now,
                 },
             )
-        Node.objects.exclude(name__in=seen).update(ready=False)
+        nodes.exclude(name__in=seen).update(ready=False)
     lost = sorted(
         set(
-            Placement.objects.filter(ended_at__isnull=True, node__ready=False).values_list(
-                "node__name", flat=True
-            )
+            Placement.objects.filter(
+                ended_at__isnull=True, node__ready=False, node__in=nodes
+            ).values_list("node__name", flat=True)
         )
     )
-    for workload in Workload.objects.filter(
-        state__in=Workload.ACTIVE_STATES,
-        placements__ended_at__isnull=True,
-        placements__node__name__in=lost,
-    ).distinct():
+    for workload in workloads_in(
+        Workload.objects.filter(
+            state__in=Workload.ACTIVE_STATES,
+            placements__ended_at__isnull=True,
+            placements__node__name__in=lost,
+        ).distinct(),
+        cluster,
+        active=True,
+    ):
         on_lost = sorted(
             workload.placements.filter(ended_at__isnull=True, node__name__in=lost).values_list(
                 "node__name", flat=True
@@ -168,4 +197,17 @@ def inventory_sync(*, backend: ClusterBackend) -> list[str]:
             reason=f"Node {', '.join(on_lost)} is no longer ready. The gang was requeued.",
             backend=backend,
         )
+    return lost
+
+
+def cluster_inventory_sync(*, cluster: Cluster, backend: ClusterBackend) -> list[str] | None:
+    """The cluster's inventory synced (`inventory_sync`), and whether it answered recorded
+    (`cluster_answered`, `cluster_unanswered`): a cluster that does not answer is left to the
+    next pass, and to the unreachable rule. None when it did not answer."""
+    try:
+        lost = inventory_sync(backend=backend, cluster=cluster)
+    except ClusterError as error:
+        cluster_unanswered(cluster=cluster, error=error)
+        return None
+    cluster_answered(cluster=cluster)
     return lost

@@ -394,8 +394,10 @@ def workload_launch(*, workload_id, backend: ClusterBackend) -> Workload | None:
     return Workload.objects.filter(pk=workload_id).first()
 
 
-def workloads_launch_give_up(workload_ids, *, reason: str) -> None:
-    """The launches retried in vain: those still waiting to launch end failed."""
+def workloads_launch_give_up(workload_ids, cluster: str = "", *, reason: str) -> None:
+    """The launches (in the named cluster) retried in vain: those still waiting to launch end
+    failed."""
+    where = f"cluster {cluster}" if cluster else "the cluster"
     unlaunched = Workload.objects.filter(
         pk__in=workload_ids, state=Workload.State.ADMITTED, launched_at__isnull=True
     ).values_list("pk", flat=True)
@@ -403,14 +405,15 @@ def workloads_launch_give_up(workload_ids, *, reason: str) -> None:
         workload_end(
             workload_id=workload_id,
             state=Workload.State.FAILED,
-            reason=f"Its objects could not be created in the cluster: {reason}",
+            reason=f"Its objects could not be created in {where}: {reason}",
         )
 
 
-def workload_objects_delete_give_up(workload_id, *, reason: str) -> None:
-    """Its objects may still be in the cluster: tell the operator (its GPUs are released)."""
+def workload_objects_delete_give_up(workload_id, cluster: str = "", *, reason: str) -> None:
+    """Its objects may still be in the cluster (the named one): tell the operator (its GPUs
+    are released)."""
     workload = Workload.objects.filter(pk=workload_id).first()
-    logger.error("Teardown of workload %s failed for good: %s", workload_id, reason)
+    logger.error("Teardown of workload %s failed for good (%s): %s", workload_id, cluster, reason)
     if workload is None:
         return
     workload_event_record(

@@ -15,6 +15,7 @@ from ..cluster.manifests import (
     project_manifests,
 )
 from ..models import (
+    Cluster,
     Node,
     PriorityTier,
     ProvisioningRecord,
@@ -25,6 +26,7 @@ from ..specs_from_models import (
     project_spec,
     tier_spec,
 )
+from .clusters import workloads_in
 from .lifecycle import workload_end, workload_objects_delete
 
 
@@ -53,13 +55,15 @@ def _provisioning_result(record: ProvisioningRecord, *, error: ClusterError | No
         raise error
 
 
-def provisioning_give_up(project_id=None, *, reason: str) -> ProvisioningRecord:
-    """The cluster kept failing: record why, for the project's users and for operators."""
+def provisioning_give_up(project_id=None, cluster=None, *, reason: str) -> ProvisioningRecord:
+    """The cluster (named, if the task named one) kept failing: record why, for the project's
+    users and for operators."""
     project = Project.objects.filter(pk=project_id).first() if project_id else None
     record = _provisioning_record(project)
     metrics.PROVISIONING_FAILURES.labels(scope=record.scope, outcome="gave_up").inc()
     record.state = ProvisioningRecord.State.FAILED
-    record.error = f"Gave up after retries: {reason}"
+    where = f" in cluster {cluster}" if cluster else ""
+    record.error = f"Gave up after retries{where}: {reason}"
     record.save(update_fields=["state", "error", "updated_at"])
     return record
 
@@ -94,19 +98,25 @@ def project_provision(*, project_id, backend: ClusterBackend) -> ProvisioningRec
     return record
 
 
-def project_deprovision(*, project_id, backend: ClusterBackend) -> ProvisioningRecord:
-    """Stop the project's workloads, then remove its objects from the cluster."""
+def project_deprovision(
+    *, project_id, backend: ClusterBackend, cluster: Cluster | None = None
+) -> ProvisioningRecord:
+    """Stop the project's workloads (those placed in the cluster, and those never placed;
+    None: all of them), then remove its objects from the cluster."""
     project = Project.objects.select_related("organization").get(pk=project_id)
-    for workload in Workload.objects.filter(project=project).exclude(
-        state__in=Workload.FINAL_STATES
-    ):
+    ended = Workload.objects.filter(project=project).exclude(state__in=Workload.FINAL_STATES)
+    if cluster is not None:
+        placed_here = workloads_in(ended, cluster, active=False)
+        ended = ended.filter(placements__isnull=True) | placed_here
+    for workload in ended.distinct():
         workload_end(
             workload_id=workload.pk,
             state=Workload.State.CANCELLED,
             reason="Its project was deleted.",
             backend=backend,
         )
-    for workload in Workload.objects.filter(project=project, objects_deleted_at__isnull=True):
+    undeleted = Workload.objects.filter(project=project, objects_deleted_at__isnull=True)
+    for workload in workloads_in(undeleted, cluster, active=False):
         workload_objects_delete(workload_id=workload.pk, backend=backend)
     record = _provisioning_record(project)
     error = None
@@ -118,15 +128,21 @@ def project_deprovision(*, project_id, backend: ClusterBackend) -> ProvisioningR
     return record
 
 
-def cluster_provision(*, backend: ClusterBackend) -> ProvisioningRecord:
-    """Priority classes for the tiers; labels and taints of every node of every pool."""
+def cluster_provision(
+    *, backend: ClusterBackend, cluster: Cluster | None = None
+) -> ProvisioningRecord:
+    """Priority classes for the tiers; labels and taints of every node of the cluster's pools
+    (None: of every pool)."""
     record = _provisioning_record(None)
     error = _apply_all(
         backend, [priority_class_manifest(tier_spec(tier)) for tier in PriorityTier.objects.all()]
     )
+    nodes = Node.objects.select_related("pool__gpu_class")
+    if cluster is not None:
+        nodes = nodes.filter(pool__cluster=cluster)
     if error is None:
         try:
-            for node in Node.objects.select_related("pool__gpu_class"):
+            for node in nodes:
                 labels, taints = node_labels(node_spec(node))
                 backend.label_node(name=node.name, labels=labels, taints=taints)
         except ClusterError as failure:

@@ -20,7 +20,8 @@ from portal import clock
 from tenants.models import Project
 
 from ..cluster import ClusterBackend, ClusterError
-from ..models import ProvisioningRecord, Workload
+from ..models import Cluster, ProvisioningRecord, Workload
+from .clusters import workloads_in
 from .lifecycle import workload_launch, workload_objects_delete
 from .provisioning import project_deprovision, project_provision
 
@@ -57,10 +58,15 @@ def _each(step, ids, *, id_name: str, backend: ClusterBackend) -> tuple[str, ...
 
 
 def cluster_reconcile(
-    *, backend: ClusterBackend, grace: timedelta | None = None, launches_queued: bool = False
+    *,
+    backend: ClusterBackend,
+    cluster: Cluster | None = None,
+    grace: timedelta | None = None,
+    launches_queued: bool = False,
 ) -> Reconciled:
     """Launch the workloads admitted but not launched, delete the objects of those due for
-    teardown, provision and deprovision the projects whose task was lost.
+    teardown (those placed in the cluster; None: in every cluster), provision and deprovision
+    the projects whose task was lost.
 
     A launch that started and did not finish within the grace was lost with its worker. One
     that never started may only be waiting behind a burst: it counts as lost once the grace
@@ -70,10 +76,16 @@ def cluster_reconcile(
     lost_launch = Q(launch_started_at__lt=before)
     if not launches_queued:
         lost_launch |= Q(launch_started_at__isnull=True, admitted_at__lt=before)
-    unlaunched = Workload.objects.filter(
-        lost_launch, state=Workload.State.ADMITTED, launched_at__isnull=True
+    unlaunched = workloads_in(
+        Workload.objects.filter(
+            lost_launch, state=Workload.State.ADMITTED, launched_at__isnull=True
+        ),
+        cluster,
+        active=True,
     ).values_list("pk", flat=True)
-    undeleted = Workload.objects.filter(teardown_due_at__lt=before).values_list("pk", flat=True)
+    undeleted = workloads_in(
+        Workload.objects.filter(teardown_due_at__lt=before), cluster, active=False
+    ).values_list("pk", flat=True)
     wall = clock.wall()
     stale = wall - max(grace, PROVISIONING_STALE_AFTER)
     unprovisioned = Project.objects.filter(

@@ -67,6 +67,7 @@ class WorkloadRequest:
     env: dict | None = None
     max_runtime: timedelta | None = None
     required_topology: str = ""
+    region: str = ""
     requeue_on_eviction: bool = True
     checkpoint_interval: timedelta | None = None
 
@@ -109,6 +110,7 @@ def _workload_of(
         env=dict(request.env or {}),
         max_runtime=request.max_runtime,
         required_topology=request.required_topology,
+        region=request.region,
         requeue_on_eviction=request.requeue_on_eviction,
         checkpoint_interval=request.checkpoint_interval,
     )
@@ -140,6 +142,10 @@ def _catalog_errors(
     if workload.required_topology and workload.required_topology not in cluster.topology_levels:
         errors["required_topology"] = [
             f"Use one of: {', '.join(cluster.topology_levels) or 'none'}."
+        ]
+    if workload.region and workload.region not in cluster.regions:
+        errors["region"] = [
+            f"Unknown region {workload.region!r}: use one of {', '.join(cluster.regions)}."
         ]
     return errors
 

@@ -1,5 +1,5 @@
-"""What every submission is checked against: its priority tiers, the cluster's catalog (GPU
-classes, topology levels, node shapes) and the organization's quotas, read once per
+"""What every submission is checked against: its priority tiers, the clusters' catalog (GPU
+classes, topology levels, regions, node shapes) and the organization's quotas, read once per
 submission however many workloads it holds.
 
 The catalog and the quotas come from the shared cache (Django's, Redis in production: every
@@ -16,7 +16,7 @@ from django.core.cache import cache
 
 from tenants.models import Project
 
-from ..models import GpuClass, Node, NodePool, PriorityTier
+from ..models import Cluster, GpuClass, Node, NodePool, PriorityTier
 from ..selectors import quota_grants_to_come
 from ..specs_from_models import engine_quotas, node_shapes, shape_tolerations, topology_levels
 
@@ -28,6 +28,7 @@ QUOTAS_KEY = "scheduling:submission:quotas"
 class ClusterCatalog:
     mig_profiles: dict[str, list[str]]  # GPU class name -> the MIG profiles it offers
     topology_levels: tuple[str, ...]
+    regions: tuple[str, ...]  # the clusters' regions, that a workload may be pinned to
     node_shapes: tuple
     tolerations: tuple  # what GPU work tolerates: the GPU pools' taints
 
@@ -37,6 +38,9 @@ class ClusterCatalog:
         return cls(
             mig_profiles=dict(GpuClass.objects.order_by().values_list("name", "mig_profiles")),
             topology_levels=tuple(topology_levels(NodePool.objects.order_by("name"))),
+            regions=tuple(
+                Cluster.objects.order_by("region").values_list("region", flat=True).distinct()
+            ),
             node_shapes=shapes,
             tolerations=shape_tolerations(shapes),
         )

@@ -46,6 +46,18 @@ def test_submit_sends_the_job_file_and_the_workload_waits_pending(gpuctl, logged
     assert "train-small" in result.stdout
 
 
+def test_submit_with_a_region_pins_the_workload_there(gpuctl, logged_in, job):
+    result = gpuctl("submit", "-f", job(), "--region", "eu-west")
+    assert result.exit_code == 0, result.output
+    assert workload(gpuctl, "train-small")["region"] == "eu-west"
+
+
+def test_submit_with_an_unknown_region_is_refused_naming_it(gpuctl, logged_in, job):
+    result = gpuctl("submit", "-f", job(), "--region", "mars")
+    assert result.exit_code != 0
+    assert "region" in result.output
+
+
 def test_environment_values_written_as_numbers_are_sent_as_strings(gpuctl, logged_in, job):
     gpuctl("submit", "-f", job())
     assert workload(gpuctl, "train-small")["env"]["EPOCHS"] == "3"

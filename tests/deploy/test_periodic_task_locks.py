@@ -102,7 +102,6 @@ def test_a_pass_runs_again_once_the_previous_one_finished(due_reservation):
 def test_a_locked_pass_does_nothing_while_another_runs(task, monkeypatch):
     name = task.name.rsplit(".", 1)[1]
     monkeypatch.setattr(tasks.services, name, lambda **_: pytest.fail("ran twice"))
-    monkeypatch.setattr(tasks, "get_backend", lambda: None)
     holder = threading.Event()
     release = threading.Event()
 

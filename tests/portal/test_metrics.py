@@ -21,7 +21,7 @@ from billing.models import BillingRecord
 from portal import clock
 from scheduling import services
 from scheduling.backends import get_backend
-from scheduling.models import GpuClass, NodePool, Reservation, Workload
+from scheduling.models import Cluster, GpuClass, NodePool, Reservation, Workload
 from tenants.models import Organization, Project
 from tenants.tasks import invitation_email_send
 
@@ -110,7 +110,7 @@ def test_the_oldest_wait_per_class_counts_from_submission(client, token, demo):
 
 def test_admitted_work_shows_as_allocated_and_no_longer_free(client, token, scheduled):
     metrics = scrape(client)
-    dgx = {"pool": "dgx-h100", "gpu_class": "H100-80GB"}
+    dgx = {"cluster": "eu-west", "pool": "dgx-h100", "gpu_class": "H100-80GB"}
     assert (
         metrics["portal_gpus_total"].type,
         value(metrics["portal_gpus_total"], **dgx),
@@ -119,9 +119,24 @@ def test_admitted_work_shows_as_allocated_and_no_longer_free(client, token, sche
     ) == ("gauge", 64, 16, 48)  # llama-finetune: 2 replicas of 8 H100
 
 
+def test_each_pools_gpus_are_labelled_with_its_cluster(client, token, scheduled):
+    family = scrape(client)["portal_gpus_total"]
+    l4 = {"cluster": "us-east", "pool": "l4-inference", "gpu_class": "L4"}
+    assert value(family, **l4) == 16
+
+
+def test_each_cluster_says_whether_it_answers(client, token, scheduled):
+    Cluster.objects.filter(name="us-east").update(state=Cluster.State.UNREACHABLE)
+    family = scrape(client)["portal_cluster_up"]
+    assert (
+        value(family, cluster="eu-west", region="eu-west"),
+        value(family, cluster="us-east", region="us-east"),
+    ) == (1, 0)
+
+
 def test_schedulable_slots_are_counted_by_request_size(client, token, scheduled):
     family = scrape(client)["portal_schedulable_slots"]
-    dgx = {"pool": "dgx-h100", "gpu_class": "H100-80GB"}
+    dgx = {"cluster": "eu-west", "pool": "dgx-h100", "gpu_class": "H100-80GB"}
     assert {size: value(family, **dgx, request_gpus=size) for size in ("1", "2", "4", "8")} == {
         "1": 48,
         "2": 24,

@@ -18,6 +18,7 @@ def operator_client(client):
 @pytest.mark.parametrize(
     "model",
     [
+        "cluster",
         "gpuclass",
         "nodepool",
         "node",

@@ -1,9 +1,11 @@
 """Operators' cluster page: each pool's free against schedulable capacity in words, and its
 nodes GPU by GPU with the tenant that holds each; tenants get a 403."""
 
+import re
+
 import pytest
 
-from scheduling.models import Node, Placement, Workload
+from scheduling.models import Cluster, Node, Placement, Workload
 from scheduling.selectors import cluster_overview
 from tenants.permissions import Caller
 
@@ -152,5 +154,18 @@ def test_the_cluster_page_reads_in_a_fixed_number_of_queries(
     one_gpu_held_on_each_dgx(submit)
     for n in range(3):
         submit(name=f"waits-{n}")
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(9):
         operator_client.get(URL)
+
+
+def test_the_cluster_page_lists_each_cluster_with_its_region_and_state(operator_client, cluster):
+    Cluster.objects.filter(name="us-east").update(state=Cluster.State.UNREACHABLE)
+    page = operator_client.get(URL).content.decode()
+    assert re.search(r"<td>eu-west</td><td>eu-west</td><td>Simulated</td><td>.*Ready", page)
+    assert re.search(r"<td>us-east</td><td>us-east</td><td>Simulated</td><td>.*Unreachable", page)
+
+
+def test_the_cluster_page_shows_each_clusters_pools_under_it(operator_client, cluster):
+    page = operator_client.get(URL).content.decode()
+    eu_west, us_east = page.index('id="cluster-eu-west"'), page.index('id="cluster-us-east"')
+    assert eu_west < page.index("dgx-h100 <span") < us_east < page.index("l4-inference <span")

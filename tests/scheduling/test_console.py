@@ -485,6 +485,33 @@ def test_a_weekly_series_that_would_overbook_the_pool_is_refused_in_the_console(
     assert (response.status_code, Reservation.objects.count()) == (200, 0)
 
 
+def test_a_member_pins_a_workload_to_a_region_from_the_console(signed_in, mia):
+    signed_in(mia).post(PAGE, {**FORM, "region": "eu-west"})
+    assert Workload.objects.get(name="train-1").region == "eu-west"
+
+
+def test_the_form_refuses_a_region_no_cluster_is_in(signed_in, mia):
+    page = signed_in(mia).post(PAGE, {**FORM, "region": "mars"}).content.decode()
+    assert "Select a valid choice" in page
+    assert not Workload.objects.exists()
+
+
+def test_the_workloads_page_says_in_which_cluster_and_region_work_runs(
+    signed_in, mia, submit, cycle
+):
+    submit(name="serve", gpu_classes=("L4",), gpus=1)
+    cycle()
+    page = signed_in(mia).get(PAGE).content.decode()
+    assert 'l4-01 <span class="muted">in us-east (us-east)</span>' in page
+
+
+def test_the_detail_page_names_each_replicas_cluster_and_region(signed_in, mia, submit, cycle):
+    submit(name="train-1")
+    cycle()
+    page = signed_in(mia).get(f"{PAGE}train-1/").content.decode()
+    assert "<td>eu-west (eu-west)</td>" in page
+
+
 # Query counts, locked: what each page reads stays the same however many rows it lists.
 
 
@@ -495,7 +522,8 @@ def test_the_workloads_page_reads_in_a_fixed_number_of_queries(
         submit(name=f"w{n}", gpus=1, replicas=2)
     cycle()
     client = signed_in(mia)
-    with django_assert_num_queries(13):
+    # 14: one of them the clusters' regions the submit form offers.
+    with django_assert_num_queries(14):
         client.get(PAGE)
 
 

@@ -51,7 +51,9 @@ def test_provisioning_a_project_creates_its_namespace_objects(cluster, quotas, a
 
 def test_the_namespace_quota_follows_the_organizations_gpu_limits(cluster, quotas, ai_dev):
     services.project_provision(project_id=ai_dev.pk, backend=cluster)
-    quota = SimulatedObject.objects.get(kind="ResourceQuota", namespace="acme-ai-dev")
+    quota = SimulatedObject.objects.get(
+        cluster="us-east", kind="ResourceQuota", namespace="acme-ai-dev"
+    )
     hard = quota.manifest["spec"]["hard"]
     assert hard["requests.nvidia.com/gpu"] == "88"  # 64 H100 + 8 A100 + 16 L4
 
@@ -68,9 +70,9 @@ def test_the_namespace_quota_counts_mig_instances_by_the_profiles_grant(cluster,
         limit=6,
     )
     services.project_provision(project_id=ai_dev.pk, backend=cluster)
-    hard = SimulatedObject.objects.get(kind="ResourceQuota", namespace="acme-ai-dev").manifest[
-        "spec"
-    ]["hard"]
+    hard = SimulatedObject.objects.get(
+        cluster="eu-west", kind="ResourceQuota", namespace="acme-ai-dev"
+    ).manifest["spec"]["hard"]
     assert (
         hard["requests.nvidia.com/gpu"],
         hard["requests.nvidia.com/mig-1g.10gb"],
@@ -84,6 +86,12 @@ def test_provisioning_twice_changes_nothing(cluster, quotas, ai_dev):
     before = list(SimulatedObject.objects.order_by("pk").values_list("pk", "manifest"))
     services.project_provision(project_id=ai_dev.pk, backend=cluster)
     assert list(SimulatedObject.objects.order_by("pk").values_list("pk", "manifest")) == before
+
+
+def test_a_project_is_provisioned_in_every_cluster(cluster, quotas, ai_dev):
+    services.project_provision(project_id=ai_dev.pk, backend=cluster)
+    namespaces = SimulatedObject.objects.filter(kind="Namespace", name="acme-ai-dev")
+    assert set(namespaces.values_list("cluster", flat=True)) == {"eu-west", "us-east"}
 
 
 def test_cluster_provisioning_labels_and_taints_every_gpu_node(cluster):

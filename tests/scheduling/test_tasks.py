@@ -11,7 +11,30 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_provisioning_task_provisions_through_the_service(cluster, quotas, ai_dev):
-    assert tasks.project_provision(str(ai_dev.pk)) == ProvisioningRecord.State.READY
+    assert tasks.project_provision(str(ai_dev.pk), "eu-west") == ProvisioningRecord.State.READY
+
+
+def test_a_project_is_provisioned_by_one_task_per_cluster(cluster, ai_dev):
+    queue = app.amqp.router.route({}, tasks.project_provision.name)["queue"].name
+    with app.connection_for_write() as connection:
+        connection.default_channel.queue_purge(queue)
+    try:
+        assert tasks.project_provision(str(ai_dev.pk)) == ["eu-west", "us-east"]
+        assert queue_depth(tasks.project_provision.name) == 2
+    finally:
+        with app.connection_for_write() as connection:
+            connection.default_channel.queue_purge(queue)
+
+
+def test_with_cluster_queues_each_clusters_task_goes_to_its_own_queue(settings):
+    settings.PORTAL_CLUSTER_QUEUES = True
+    prefix = settings.CELERY_TASK_DEFAULT_QUEUE.removesuffix("default")
+    assert tasks.cluster_route("eu-west") == {"queue": f"{prefix}cluster-eu-west"}
+
+
+def test_without_cluster_queues_a_clusters_task_keeps_its_usual_queue(settings):
+    settings.PORTAL_CLUSTER_QUEUES = False
+    assert tasks.cluster_route("eu-west") == {}
 
 
 def test_the_cycle_task_reports_what_it_admitted(submit):
@@ -48,7 +71,7 @@ def test_a_teardown_that_keeps_failing_is_shown_on_the_timeline(submit):
 def test_a_late_launch_of_a_workload_that_no_longer_exists_does_nothing(submit, cycle):
     workload = submit()
     Workload.objects.filter(pk=workload.pk).delete()
-    assert tasks.workloads_launch([str(workload.pk)]) == 0
+    assert tasks.workloads_launch([str(workload.pk)], "eu-west") == 0
 
 
 def test_giving_up_on_a_workload_that_no_longer_exists_raises_nothing(submit):

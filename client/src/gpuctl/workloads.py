@@ -125,14 +125,17 @@ def _check(session: Session, bodies: list[dict]) -> None:
 @click.option(
     "--check", is_flag=True, help="Only say what the scheduler would do with it; submit nothing."
 )
+@click.option("--region", help="Run only in this region (overrides the job file's).")
 @click.option("--wait", is_flag=True, help="Wait until the workloads run (or --for done).")
 @TARGET
 @TIMEOUT
 @INTERVAL
 @scoped(project=True)
-def submit(session: Session, path, overrides, check, wait, target, timeout, interval):
+def submit(session: Session, path, overrides, check, region, wait, target, timeout, interval):
     """Submit the workload of a job file (a job array through the batch endpoint)."""
     project, bodies = jobfile.load(path, overrides)
+    if region:
+        bodies = [{**body, "region": region} for body in bodies]
     if project and not session.project_flag:  # --project wins over the file's project
         session.target.project = project
     if check:

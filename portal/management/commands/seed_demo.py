@@ -5,10 +5,10 @@ running it again changes nothing and prints the same logins."""
 import os
 from datetime import timedelta
 from decimal import Decimal
-from pathlib import Path
+from io import StringIO
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
@@ -17,7 +17,6 @@ from billing.models import CancellationCharge, CatalogItem, Order
 from portal import clock
 from portal.management.demo_history import HISTORY_SPAN, demo_history_seed
 from scheduling import services as scheduling
-from scheduling.backends import get_backend
 from scheduling.models import GpuClass, PriorityTier, QuotaGrant, Workload
 from tenants import services
 from tenants.models import Organization, Project, Role
@@ -86,11 +85,7 @@ class Command(BaseCommand):
             self.stdout.write(f"  {email:<22} {DEMO_PASSWORD}   ({what})")
 
     def _cluster(self):
-        backend = get_backend()
-        if settings.PORTAL_CLUSTER == "simulated":
-            scheduling.cluster_description_apply(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
-        scheduling.inventory_sync(backend=backend)
-        scheduling.cluster_provision(backend=backend)
+        call_command("cluster_sync", stdout=StringIO())
 
     def _tier_contracts(self, operator_caller):
         """The preemption contract of the demo's tiers (DEMO_TIER_CONTRACTS), set as an

@@ -122,8 +122,9 @@ def test_the_calendar_takes_the_same_queries_however_large_the_cluster(
         for _ in range(count):
             n = len(made)
             made.append(n)
+            dgx = NodePool.objects.get(name="dgx-h100")
             pool = NodePool.objects.create(
-                name=f"x-{n}", gpu_class=NodePool.objects.get(name="dgx-h100").gpu_class
+                name=f"x-{n}", cluster=dgx.cluster, gpu_class=dgx.gpu_class
             )
             Node.objects.create(
                 name=f"x-{n}-node", pool=pool, gpu_count=8, cpu_milli=1000, memory_mib=1024

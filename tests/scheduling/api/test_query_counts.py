@@ -49,6 +49,7 @@ def add_rows(quotas, alice, acme, submit):
     a quota request, a reservation, a workload and an event of the first one."""
     first = submit(name="first")
     h100 = GpuClass.objects.get(name="H100-80GB")
+    cluster = NodePool.objects.get(name="dgx-h100").cluster
     made = []
 
     def add(count: int) -> None:
@@ -56,7 +57,9 @@ def add_rows(quotas, alice, acme, submit):
             n = len(made)
             made.append(n)
             gpu_class = GpuClass.objects.create(name=f"X{n}", memory_gib=80)
-            pool = NodePool.objects.create(name=f"x-{n}", gpu_class=gpu_class, purpose="training")
+            pool = NodePool.objects.create(
+                name=f"x-{n}", cluster=cluster, gpu_class=gpu_class, purpose="training"
+            )
             Node.objects.create(
                 name=f"x-{n}-node", pool=pool, gpu_count=8, cpu_milli=1000, memory_mib=1024
             )

@@ -11,7 +11,7 @@ import yaml
 from portal import clock
 from scheduling import services
 from scheduling.backends import get_backend
-from scheduling.models import Workload, WorkloadLogTail
+from scheduling.models import Cluster, Workload, WorkloadLogTail
 from tenants.permissions import Caller
 
 pytestmark = pytest.mark.django_db
@@ -46,6 +46,7 @@ def api_server(httpserver, settings, monkeypatch, tmp_path):
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     settings.PORTAL_CLUSTER = "kubernetes"
     settings.PORTAL_PROMETHEUS_URL = ""
+    Cluster.objects.update(backend=Cluster.Backend.KUBERNETES)  # through the kubeconfig
     yield httpserver
     httpserver.check_assertions()
 
