@@ -12,9 +12,9 @@ pytestmark = pytest.mark.django_db
 # token, project (with the role), tiers, simulated clock, budgets, the workload's insert in its
 # savepoint (3), its event, its audit event, the transaction's savepoint (2), the cycle request
 CACHED = 13
-# and, the catalog not cached: node shapes, GPU classes, pools' topology, quota grants,
-# approved increases to come
-UNCACHED = CACHED + 5
+# and, the catalog not cached: node shapes, GPU classes, pools' topology, the clusters'
+# regions, quota grants, approved increases to come
+UNCACHED = CACHED + 6
 
 
 @pytest.fixture

@@ -262,9 +262,9 @@ def test_a_submission_takes_a_fixed_number_of_queries(
     with CaptureQueriesContext(connection) as queries, django_capture_on_commit_callbacks():
         response = client.post(URL, BODY, format="json")
     assert response.status_code == 201
-    # 18: one of them is billing's budget check (no budget with a hard stop here), one the
-    # approved quota increases still to start.
-    assert len(queries) == 18, [query["sql"][:80] for query in queries]
+    # 19: one of them is billing's budget check (no budget with a hard stop here), one the
+    # approved quota increases still to start, one the clusters' regions.
+    assert len(queries) == 19, [query["sql"][:80] for query in queries]
 
 
 def test_a_submitter_may_opt_out_of_requeue_on_eviction(ready, api_as):
