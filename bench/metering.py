@@ -44,7 +44,7 @@ from django.test.utils import setup_test_environment  # noqa: E402
 
 from bench.results import append_results, calibration_seconds  # noqa: E402
 from billing import services  # noqa: E402
-from billing.models import BillingRecord, CatalogItem, PriceVersion  # noqa: E402
+from billing.models import BillingRecord, CatalogItem, PriceVersion, UsageInterval  # noqa: E402
 from scheduling.models import (  # noqa: E402
     GpuClass,
     Node,
@@ -203,7 +203,22 @@ def run(size: int, organizations: int, seed_value: int) -> dict:
         "total_s": round(sync_s + rate_s + invoice_s, 2),
         "peak_rss_mib": peak_mib(),
         "seconds_equal": billed == placed,
+        "gpu_hours": round(placed / 3600),
+        **(row_bytes() if connection.vendor == "postgresql" else {}),
     }
+
+
+def row_bytes() -> dict:
+    """Bytes on disk per interval and per record, indexes and every partition included."""
+    sizes = {}
+    with connection.cursor() as cursor:
+        for name, model in (("interval", UsageInterval), ("record", BillingRecord)):
+            cursor.execute(
+                "SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree(%s)",
+                [model._meta.db_table],
+            )
+            sizes[f"{name}_bytes"] = round(cursor.fetchone()[0] / model.objects.count())
+    return sizes
 
 
 def main() -> None:
