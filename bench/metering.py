@@ -213,9 +213,11 @@ def row_bytes() -> dict:
     sizes = {}
     with connection.cursor() as cursor:
         for name, model in (("interval", UsageInterval), ("record", BillingRecord)):
+            # pg_partition_tree has no rows for a table that is not partitioned.
             cursor.execute(
-                "SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree(%s)",
-                [model._meta.db_table],
+                "SELECT COALESCE(sum(pg_total_relation_size(relid)),"
+                " pg_total_relation_size(%s::regclass)) FROM pg_partition_tree(%s)",
+                [model._meta.db_table, model._meta.db_table],
             )
             sizes[f"{name}_bytes"] = round(cursor.fetchone()[0] / model.objects.count())
     return sizes

@@ -1,6 +1,7 @@
 """On PostgreSQL, usage intervals and billing records become tables range-partitioned by month
 (UTC) of their start, each with a DEFAULT partition; their rows, checks, indexes and foreign keys
-are kept. SQLite's tables stay as they are (the models do not change).
+are kept. Elsewhere the operation does nothing: SQLite's tables stay as they are (the models do
+not change).
 
 A partitioned table's primary and unique keys must hold the partition key, so on PostgreSQL:
 - the primary keys become (id, started_at) and (id, starts_at): ids still come from one
@@ -18,8 +19,8 @@ Nothing points at these tables with a foreign key (a record's interval is uncons
 Django's migration state keeps the placement's one-to-one key: a later migration that alters
 that field on PostgreSQL must widen or drop ``usage_one_per_placement`` by hand.
 
-Rows are copied in one transaction: on a large table, run it in a maintenance window (the
-copy of 1,000,000 intervals and 3.8 million records is measured in bench/RESULTS.md).
+Rows are copied in one transaction that holds both tables exclusively until it commits: on
+large tables, run it in a maintenance window with metering stopped.
 """
 
 from django.db import migrations
