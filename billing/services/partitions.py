@@ -1,5 +1,5 @@
 """Monthly partitions of the metering tables on PostgreSQL: usage intervals by the month (UTC)
-they started, billing records by the month their piece starts (migration 0018 made both tables
+they started, billing records by the month their piece starts (migration 0019 made both tables
 range-partitioned, each with a DEFAULT partition for any moment no month covers, so that an
 insert never fails for want of a partition).
 

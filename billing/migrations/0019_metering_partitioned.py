@@ -33,7 +33,7 @@ from billing.services.partitions import (
 from billing.pricing import month_of
 from portal import clock
 
-# Per table: the partition column, and the keys it has (plain, as 0017 left them; partitioned).
+# Per table: the partition column, and its keys (plain, as before this migration; partitioned).
 TABLES = {
     "billing_usageinterval": (
         "started_at",
@@ -123,7 +123,7 @@ def unpartition(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("billing", "0017_stamps_from_portal_clock"),
+        ("billing", "0018_contract_credits"),
     ]
 
     operations = [
