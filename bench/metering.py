@@ -44,7 +44,7 @@ from django.test.utils import setup_test_environment  # noqa: E402
 
 from bench.results import append_results, calibration_seconds  # noqa: E402
 from billing import services  # noqa: E402
-from billing.models import BillingRecord, CatalogItem, PriceVersion  # noqa: E402
+from billing.models import BillingRecord, CatalogItem, PriceVersion, UsageInterval  # noqa: E402
 from scheduling.models import (  # noqa: E402
     Cluster,
     GpuClass,
@@ -76,8 +76,21 @@ def seed(*, placements: int, organizations: int, seed: int) -> Decimal:
     """The rows: organizations with one project and workload each, placements that ran inside
     the month as long as the trace's pods, an on-demand price with a change mid-month. Returns
     the GPU-seconds placed."""
-    rng = random.Random(seed)
-    durations = trace_durations()
+    workloads, nodes = fixtures(organizations=organizations, since=MONTH_START)
+    return placements_add(
+        workloads,
+        nodes,
+        placements=placements,
+        since=MONTH_START,
+        until=MONTH_START + MONTH,
+        rng=random.Random(seed),
+    )
+
+
+def fixtures(*, organizations: int, since: datetime) -> tuple[list[Workload], list[Node]]:
+    """One H100 pool of 1,000 nodes, an on-demand H100 price from ``since`` with a change
+    fifteen days later, and organizations with one project and workload each: the workloads
+    and the nodes."""
     h100 = GpuClass.objects.create(name="H100-80GB", memory_gib=80)
     tier = PriorityTier.objects.create(name="training", value=1, preemptible=True)
     cluster = Cluster.objects.create(name="bench", region="bench", backend="simulated")
@@ -87,14 +100,12 @@ def seed(*, placements: int, organizations: int, seed: int) -> Decimal:
         for i in range(1_000)
     )
     item = CatalogItem.objects.create(
-        slug="h100", name="H100", kind="on_demand", gpu_class=h100, active_from=MONTH_START
+        slug="h100", name="H100", kind="on_demand", gpu_class=h100, active_from=since
     )
     PriceVersion.objects.bulk_create(
         [
-            PriceVersion(item=item, unit_price=Decimal("2.9000"), effective_from=MONTH_START),
-            PriceVersion(
-                item=item, unit_price=Decimal("3.1000"), effective_from=MONTH_START + MONTH / 2
-            ),
+            PriceVersion(item=item, unit_price=Decimal("2.9000"), effective_from=since),
+            PriceVersion(item=item, unit_price=Decimal("3.1000"), effective_from=since + MONTH / 2),
         ]
     )
     workloads = []
@@ -115,17 +126,34 @@ def seed(*, placements: int, organizations: int, seed: int) -> Decimal:
                 state=Workload.State.SUCCEEDED,
             )
         )
+    return workloads, nodes
+
+
+def placements_add(
+    workloads: list[Workload],
+    nodes: list[Node],
+    *,
+    placements: int,
+    since: datetime,
+    until: datetime,
+    rng: random.Random,
+) -> Decimal:
+    """``placements`` that started in [since, until) and ran as long as the trace's pods,
+    capped at ``until``, spread over ``workloads`` and ``nodes``: the GPU-seconds placed."""
+    # Their month's partitions (PostgreSQL), as beat makes them ahead of time.
+    services.metering_partitions_ensure(now=since)
+    durations = trace_durations()
     placed = 0
     for start in range(0, placements, BATCH):
         rows = []
         for n in range(start, min(start + BATCH, placements)):
-            running = MONTH_START + timedelta(seconds=rng.randrange(int(MONTH.total_seconds())))
-            ended = min(running + timedelta(seconds=rng.choice(durations)), MONTH_START + MONTH)
+            running = since + timedelta(seconds=rng.randrange(int((until - since).total_seconds())))
+            ended = min(running + timedelta(seconds=rng.choice(durations)), until)
             gpus = rng.choice((1, 2, 4, 8))
             placed += gpus * int((ended - running).total_seconds())
             rows.append(
                 Placement(
-                    workload=workloads[n % organizations],
+                    workload=workloads[n % len(workloads)],
                     replica=n % 30_000,
                     node=nodes[n % len(nodes)],
                     gpu_indices=list(range(gpus)),
@@ -177,7 +205,24 @@ def run(size: int, organizations: int, seed_value: int) -> dict:
         "total_s": round(sync_s + rate_s + invoice_s, 2),
         "peak_rss_mib": peak_mib(),
         "seconds_equal": billed == placed,
+        "gpu_hours": round(placed / 3600),
+        **(row_bytes() if connection.vendor == "postgresql" else {}),
     }
+
+
+def row_bytes() -> dict:
+    """Bytes on disk per interval and per record, indexes and every partition included."""
+    sizes = {}
+    with connection.cursor() as cursor:
+        for name, model in (("interval", UsageInterval), ("record", BillingRecord)):
+            # pg_partition_tree has no rows for a table that is not partitioned.
+            cursor.execute(
+                "SELECT COALESCE(sum(pg_total_relation_size(relid)),"
+                " pg_total_relation_size(%s::regclass)) FROM pg_partition_tree(%s)",
+                [model._meta.db_table, model._meta.db_table],
+            )
+            sizes[f"{name}_bytes"] = round(cursor.fetchone()[0] / model.objects.count())
+    return sizes
 
 
 def main() -> None:

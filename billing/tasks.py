@@ -37,6 +37,11 @@ def usage_meter() -> dict:
 
 
 @shared_task(**RETRY)
+def metering_partitions_ensure() -> list[str]:
+    return services.metering_partitions_ensure()
+
+
+@shared_task(**RETRY)
 def usage_reconcile_yesterday() -> bool:
     """Meter first, then compare yesterday (UTC) placed with billed; True when they agree."""
     services.usage_meter()

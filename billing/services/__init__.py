@@ -2,6 +2,7 @@
 - catalog: what the catalog offers, to whom, and its prices
 - commerce: orders through the approval workflow to their fulfilment, cancellation charges
 - metering: usage intervals from placements, reconciled with what was billed
+- partitions: the metering tables' monthly partitions on PostgreSQL, made ahead of time
 - rating: intervals and reserved capacity rated into billing records; unpriced use priced
 - credits: the preemption contract's credits, for lost work and for lent reservations
 - drafting: monthly invoice drafts from the records, charges and packages
@@ -41,6 +42,7 @@ from .invoicing import (
     invoice_void,
 )
 from .metering import usage_intervals_sync, usage_reconcile
+from .partitions import metering_partitions_ensure
 from .rating import usage_meter, usage_rate, usage_unpriced_price
 
 __all__ = [
@@ -63,6 +65,7 @@ __all__ = [
     "invoice_void",
     "invoices_draft_month",
     "invoices_draft_recent",
+    "metering_partitions_ensure",
     "order_approve",
     "order_cancel",
     "order_create",

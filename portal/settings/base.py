@@ -305,6 +305,7 @@ TASK_QUEUES = {
     "billing.tasks.billing_reconcile": "sync",
     "billing.tasks.usage_meter": "sync",
     "billing.tasks.usage_reconcile_yesterday": "sync",
+    "billing.tasks.metering_partitions_ensure": "sync",
     "billing.tasks.invoices_draft": "sync",
     "billing.tasks.budgets_check": "sync",
     "billing.tasks.budget_alert_email_send": "mail",
@@ -458,6 +459,8 @@ CELERY_BEAT_SCHEDULE = {
     "quota-requests-advance": every(60, "scheduling.tasks.quota_requests_advance"),
     # Usage intervals from placements, rated into billing records.
     "usage-meter": every(PORTAL_METER_SECONDS, "billing.tasks.usage_meter"),
+    # The metering tables' monthly partitions, made months ahead (PostgreSQL).
+    "metering-partitions": every(24 * 3600, "billing.tasks.metering_partitions_ensure"),
     # Placed against billed GPU-seconds of the day before, once a day.
     "usage-reconcile": every(24 * 3600, "billing.tasks.usage_reconcile_yesterday"),
     # This month's and last month's invoice drafts, from what is rated.

@@ -7,10 +7,12 @@ from decimal import Decimal
 
 import pytest
 from django.core import mail
+from django.db import connection
 from django.db.models import Sum
 
 from billing import tasks
 from billing.models import BillingRecord, BudgetAlert, Invoice, Order
+from billing.pricing import month_of
 from portal import clock
 from scheduling.models import Placement
 
@@ -80,6 +82,16 @@ def test_the_reconciliation_task_says_when_yesterday_does_not_balance(on_demand,
     tasks.usage_meter()
     Placement.objects.update(running_at=None)  # the rows no longer say it ran
     assert tasks.usage_reconcile_yesterday() is False
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="the metering tables are partitioned on PostgreSQL only; set DATABASE_URL",
+)
+def test_the_partitions_task_makes_the_partitions_of_the_months_to_come(db):
+    clock.advance(seconds=200 * 24 * 3600)  # past the months the migration made
+    this_month = month_of(clock.now())[0]
+    assert f"billing_usageinterval_{this_month:%Y_%m}" in tasks.metering_partitions_ensure()
 
 
 def test_the_beat_task_drafts_this_month(on_demand, acme, vision):

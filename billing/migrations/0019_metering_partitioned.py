@@ -1,0 +1,131 @@
+"""On PostgreSQL, usage intervals and billing records become tables range-partitioned by month
+(UTC) of their start, each with a DEFAULT partition; their rows, checks, indexes and foreign keys
+are kept. Elsewhere the operation does nothing: SQLite's tables stay as they are (the models do
+not change).
+
+A partitioned table's primary and unique keys must hold the partition key, so on PostgreSQL:
+- the primary keys become (id, started_at) and (id, starts_at): ids still come from one
+  sequence per table, so each stays unique on its own;
+- a usage interval's one-per-placement key becomes (placement, started_at). An interval is only
+  ever written by ``usage_intervals_sync``, which takes ``started_at`` from its placement's
+  ``running_at``, set once when the placement starts running and never changed (scheduling's
+  ``following``): two intervals of one placement would have the same start, so the key still
+  refuses the second (``tests/billing/test_services_partitions.py``). The sync's anti-join
+  skips a placement with an interval whatever its start.
+- a billing record's keys, (interval, starts_at) and (reservation, starts_at), hold it already.
+Nothing points at these tables with a foreign key (a record's interval is unconstrained since
+0014), which a partitioned table could only be given as a whole.
+
+Django's migration state keeps the placement's one-to-one key: a later migration that alters
+that field on PostgreSQL must widen or drop ``usage_one_per_placement`` by hand.
+
+Rows are copied in one transaction that holds both tables exclusively until it commits: on
+large tables, run it in a maintenance window with metering stopped.
+"""
+
+from django.db import migrations
+
+from billing.services.partitions import (
+    MONTHS_AHEAD,
+    default_partition,
+    month_partitions_create,
+)
+from billing.pricing import month_of
+from portal import clock
+
+# Per table: the partition column, and its keys (plain, as before this migration; partitioned).
+TABLES = {
+    "billing_usageinterval": (
+        "started_at",
+        {
+            "billing_usageinterval_pkey": "PRIMARY KEY (id)",
+            "billing_usageinterval_placement_id_key": "UNIQUE (placement_id)",
+        },
+        {
+            "billing_usageinterval_pkey": "PRIMARY KEY (id, started_at)",
+            "usage_one_per_placement": "UNIQUE (placement_id, started_at)",
+        },
+    ),
+    "billing_billingrecord": (
+        "starts_at",
+        {"billing_billingrecord_pkey": "PRIMARY KEY (id)"},
+        {"billing_billingrecord_pkey": "PRIMARY KEY (id, starts_at)"},
+    ),
+}
+
+
+def rebuilt(cursor, table: str, keys: dict[str, str], partitioned_on: str | None) -> None:
+    """``table`` made again under its name with its rows, checks, defaults, indexes, foreign
+    keys and identity, ``keys`` (name: definition) as its primary and unique keys instead of
+    the ones it had; range-partitioned by month on ``partitioned_on`` if given (a DEFAULT
+    partition, one for each month its rows fall in and the coming months'), else plain."""
+    # The indexes and foreign keys as PostgreSQL describes them, made again once the rows are
+    # in (faster than kept up row by row); the keys' own indexes aside.
+    cursor.execute(
+        "SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i WHERE i.indrelid = %s::regclass"
+        " AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid"
+        " AND c.conrelid = i.indrelid AND c.contype IN ('p', 'u'))",
+        [table],
+    )
+    # A partitioned table's index is described "ON ONLY" it (not its partitions).
+    indexes = [d.replace(" ON ONLY ", " ON ", 1) for (d,) in cursor.fetchall()]
+    cursor.execute(
+        "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint"
+        " WHERE conrelid = %s::regclass AND contype = 'f'",
+        [table],
+    )
+    foreign_keys = cursor.fetchall()
+    old = f"{table}_old"
+    cursor.execute(f"ALTER TABLE {table} RENAME TO {old}")
+    cursor.execute(
+        f"CREATE TABLE {table} (LIKE {old} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)"
+        + (f" PARTITION BY RANGE ({partitioned_on})" if partitioned_on else "")
+    )
+    if partitioned_on:
+        cursor.execute(f"CREATE TABLE {default_partition(table)} PARTITION OF {table} DEFAULT")
+        cursor.execute(f"SELECT DISTINCT date_trunc('month', {partitioned_on}, 'UTC') FROM {old}")
+        months = {month_of(moment) for (moment,) in cursor.fetchall()}
+        coming = [month_of(clock.wall())]
+        while len(coming) <= MONTHS_AHEAD:
+            coming.append(month_of(coming[-1][1]))
+        month_partitions_create(cursor, table, partitioned_on, sorted({*months, *coming}))
+    cursor.execute(f"INSERT INTO {table} SELECT * FROM {old}")
+    # Its identity sequence goes with it: the new table's starts after the last id.
+    cursor.execute(f"DROP TABLE {old}")
+    cursor.execute(f"ALTER TABLE {table} ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY")
+    cursor.execute(
+        f"SELECT setval(pg_get_serial_sequence('{table}', 'id'),"
+        f" COALESCE(max(id), 0) + 1, false) FROM {table}"
+    )
+    for name, definition in keys.items():
+        cursor.execute(f"ALTER TABLE {table} ADD CONSTRAINT {name} {definition}")
+    for definition in indexes:
+        cursor.execute(definition)
+    for name, definition in foreign_keys:
+        cursor.execute(f"ALTER TABLE {table} ADD CONSTRAINT {name} {definition}")
+
+
+def partition(apps, schema_editor):
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    with schema_editor.connection.cursor() as cursor:
+        for table, (column, _, partitioned_keys) in TABLES.items():
+            rebuilt(cursor, table, partitioned_keys, column)
+
+
+def unpartition(apps, schema_editor):
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    with schema_editor.connection.cursor() as cursor:
+        for table, (_, plain_keys, _) in TABLES.items():
+            rebuilt(cursor, table, plain_keys, None)
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("billing", "0018_contract_credits"),
+    ]
+
+    operations = [
+        migrations.RunPython(partition, unpartition, elidable=False),
+    ]
