@@ -8,9 +8,11 @@ public names are importable from here.
   use
 - budgets: budgets with what their scope spent
 - credits: the preemption contract's credits as invoice lines
+- books: the operator's books: each pool's hours by category, cost, revenue, margin
 """
 
 from ..pricing import offered_to, price_in_force
+from .books import PoolBooks, books_for_operator, pool_allocation
 from .budgets import budget_get, budget_list, budget_spent
 from .catalog import UnpricedResource, catalog_for, resources_unpriced, usage_prices
 from .credits import CreditLine, contract_credit_lines
@@ -65,10 +67,12 @@ __all__ = [
     "CreditLine",
     "PackageCharge",
     "PendingApprovals",
+    "PoolBooks",
     "UnpricedResource",
     "UnpricedUse",
     "UsageSummary",
     "approvals_pending",
+    "books_for_operator",
     "budget_get",
     "budget_list",
     "budget_spent",
@@ -100,6 +104,7 @@ __all__ = [
     "orders_for_operator",
     "package_charges",
     "period_of",
+    "pool_allocation",
     "price_in_force",
     "reservation_terms",
     "resources_unpriced",

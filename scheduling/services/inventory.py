@@ -1,7 +1,7 @@
 """The clusters' inventory: GPU classes, clusters, pools and tiers from the description file;
 nodes as each cluster's backend reports them, and the gangs of lost nodes requeued."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -19,6 +19,7 @@ from ..models import (
     Cluster,
     GpuClass,
     Node,
+    NodeAvailability,
     NodePool,
     Placement,
     PriorityTier,
@@ -171,6 +172,7 @@ def inventory_sync(*, backend: ClusterBackend, cluster: Cluster | None = None) -
                 },
             )
         nodes.exclude(name__in=seen).update(ready=False)
+        node_availability_record(now=now, nodes=nodes)
     lost = sorted(
         set(
             Placement.objects.filter(
@@ -200,14 +202,5 @@ def inventory_sync(*, backend: ClusterBackend, cluster: Cluster | None = None) -
     return lost
 
 
-def cluster_inventory_sync(*, cluster: Cluster, backend: ClusterBackend) -> list[str] | None:
-    """The cluster's inventory synced (`inventory_sync`), and whether it answered recorded
-    (`cluster_answered`, `cluster_unanswered`): a cluster that does not answer is left to the
-    next pass, and to the unreachable rule. None when it did not answer."""
-    try:
-        lost = inventory_sync(backend=backend, cluster=cluster)
-    except ClusterError as error:
-        cluster_unanswered(cluster=cluster, error=error)
-        return None
-    cluster_answered(cluster=cluster)
-    return lost
+        nodes.exclude(name__in=seen).update(ready=False)
+        node_availability_record(now=now, nodes=nodes)
