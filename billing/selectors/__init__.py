@@ -29,6 +29,7 @@ from .invoices import (
     period_of,
 )
 from .operators import (
+    cost_models_for_operator,
     credits_for_operator,
     invoice_for_operator,
     invoices_for_operator,
@@ -83,6 +84,7 @@ __all__ = [
     "catalog_for",
     "charged",
     "contract_credit_lines",
+    "cost_models_for_operator",
     "credit_balance",
     "credit_list",
     "credits_for_operator",

@@ -144,6 +144,18 @@ class PoolBooks:
         return to_cents(self.cost / total) if total else None
 
     @property
+    def costs(self) -> dict[str, Decimal]:
+        """The cost by category, in proportion to its hours, in cents; the largest category
+        takes what rounding leaves, so they add up to the cost."""
+        total = self.total_hours
+        if not total:
+            return dict.fromkeys(self.hours, Decimal(0))
+        costs = {name: to_cents(self.cost * hours / total) for name, hours in self.hours.items()}
+        largest = max(self.hours, key=lambda name: self.hours[name])
+        costs[largest] += self.cost - sum(costs.values())
+        return costs
+
+    @property
     def utilisation(self) -> Decimal | None:
         """The share of the pool's hours that work used (billed, reserved and used, lent)."""
         total = self.total_hours
