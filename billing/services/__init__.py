@@ -11,7 +11,7 @@
 - books: the operator's cost models
 """
 
-from .books import cost_model_add
+from .books import cost_model_add, cost_model_problems
 from .budgets import (
     budget_alert_email_send,
     budget_delete,
@@ -60,6 +60,7 @@ __all__ = [
     "catalog_item_save",
     "contract_credits_compute",
     "cost_model_add",
+    "cost_model_problems",
     "credit_grant",
     "credit_note_issue",
     "invoice_draft",

@@ -15,6 +15,18 @@ from tenants.services import audit_record
 from ..models import CostModel
 
 
+def cost_model_problems(
+    *, pool: NodePool, node: Node | None, effective_from: datetime, now: datetime
+) -> dict[str, list[str]]:
+    """What is wrong with a new cost model's date and node (empty: nothing)."""
+    errors = {}
+    if effective_from < now:
+        errors["effective_from"] = ["A cost model cannot start in the past."]
+    if node is not None and node.pool_id != pool.pk:
+        errors["node"] = [f"Node {node.name} is not in pool {pool.name}."]
+    return errors
+
+
 def cost_model_add(
     *,
     caller: Caller,
@@ -44,11 +56,7 @@ def cost_model_add(
         effective_from=effective_from,
         created_by=caller.user,
     )
-    errors: dict[str, list[str]] = {}
-    if effective_from < now:
-        errors["effective_from"] = ["A cost model cannot start in the past."]
-    if node is not None and node.pool_id != pool.pk:
-        errors["node"] = [f"Node {node.name} is not in pool {pool.name}."]
+    errors = cost_model_problems(pool=pool, node=node, effective_from=effective_from, now=now)
     try:
         version.full_clean(validate_unique=False, validate_constraints=False)
     except ValidationError as invalid:
