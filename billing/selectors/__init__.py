@@ -12,7 +12,7 @@ public names are importable from here.
 """
 
 from ..pricing import offered_to, price_in_force
-from .books import PoolBooks, books_for_operator, pool_allocation
+from .books import PoolBooks, Showback, books_for_operator, pool_allocation, showback
 from .budgets import budget_get, budget_list, budget_spent
 from .catalog import UnpricedResource, catalog_for, resources_unpriced, usage_prices
 from .credits import CreditLine, contract_credit_lines
@@ -69,6 +69,7 @@ __all__ = [
     "PackageCharge",
     "PendingApprovals",
     "PoolBooks",
+    "Showback",
     "UnpricedResource",
     "UnpricedUse",
     "UsageSummary",
@@ -110,6 +111,7 @@ __all__ = [
     "price_in_force",
     "reservation_terms",
     "resources_unpriced",
+    "showback",
     "spend",
     "usage_prices",
     "usage_reconciliation_last",

@@ -6,16 +6,19 @@ usage intervals and the quota guarantees; what it cost (``billing.costing``), wh
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from decimal import Decimal
+from decimal import Decimal, localcontext
+from uuid import UUID
 
+from django.conf import settings
 from django.db.models import Q, Sum
 
+from portal.errors import NotFound
 from portal.money import to_cents
 from scheduling import selectors as scheduling_selectors
 from scheduling.engine.model import mig_profile_slices
 from scheduling.models import NodePool, QuotaGrant, Reservation
 from tenants.models import Organization, Project
-from tenants.permissions import Caller, require_operator
+from tenants.permissions import Action, Caller, authorize, require_operator
 
 from .. import costing
 from ..allocation import CATEGORIES, MILLI, SLICES_PER_GPU, UNITS_PER_GPU, Allocation, Layer, Span
@@ -185,15 +188,7 @@ def pool_books(
     *, pool: NodePool, starts_at: datetime, ends_at: datetime, watts: dict[str, Decimal]
 ) -> PoolBooks:
     allocation = pool_allocation(pool=pool, starts_at=starts_at, ends_at=ends_at)
-    spans = list(
-        scheduling_selectors.node_availability(
-            starts_at=starts_at, ends_at=ends_at, pool=pool
-        ).select_related("node")
-    )
-    versions = list(CostModel.objects.filter(pool=pool, effective_from__lt=ends_at))
-    cost = costing.nodes_cost(
-        spans=spans, versions=versions, starts_at=starts_at, ends_at=ends_at, watts=watts
-    )
+    cost = pool_cost(pool=pool, starts_at=starts_at, ends_at=ends_at, watts=watts)
     return PoolBooks(
         pool=pool,
         hours={name: gpu_hours(allocation.totals[name]) for name in CATEGORIES},
@@ -204,6 +199,19 @@ def pool_books(
         on_demand={
             organization: gpu_hours(amount) for organization, amount in allocation.on_demand.items()
         },
+    )
+
+
+def pool_cost(
+    *, pool: NodePool, starts_at: datetime, ends_at: datetime, watts: dict[str, Decimal]
+) -> Decimal:
+    """What the pool's nodes cost over [starts_at, ends_at) (``costing.nodes_cost``)."""
+    spans = scheduling_selectors.node_availability(
+        starts_at=starts_at, ends_at=ends_at, pool=pool
+    ).select_related("node")
+    versions = list(CostModel.objects.filter(pool=pool, effective_from__lt=ends_at))
+    return costing.nodes_cost(
+        spans=spans, versions=versions, starts_at=starts_at, ends_at=ends_at, watts=watts
     )
 
 
@@ -248,3 +256,69 @@ def _idle_guarantees(allocation: Allocation) -> list[dict]:
         for owner, amount in top
         if amount > 0
     ]
+
+
+# Showback: what an organization's use cost the operator, and its share of idle.
+
+IDLE = ("reserved_idle", "guarantee_idle", "unallocated_idle")
+
+
+@dataclass(frozen=True)
+class Showback:
+    """One organization's part of one pool's books: its GPU-hours of use (its own
+    reservations' and outside them) at the pool's cost per GPU-hour, and its share of the
+    cost of the pool's idle hours under ``PORTAL_BOOKS_IDLE_SHARING``."""
+
+    pool: NodePool
+    used_hours: Decimal
+    usage_cost: Decimal
+    idle_cost: Decimal
+
+    @property
+    def total(self) -> Decimal:
+        return self.usage_cost + self.idle_cost
+
+
+def showback(
+    *, caller: Caller, organization: Organization, starts_at: datetime, ends_at: datetime
+) -> list[Showback]:
+    """The organization's showback of each GPU pool over [starts_at, ends_at), for its owners
+    and admins, when the operator turned showback on (``PORTAL_BOOKS_SHOWBACK``; off: 404)."""
+    if not settings.PORTAL_BOOKS_SHOWBACK:
+        raise NotFound("Showback is not offered.")
+    authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
+    found = []
+    for pool in scheduling_selectors.pool_list():
+        allocation = pool_allocation(pool=pool, starts_at=starts_at, ends_at=ends_at)
+        cost = pool_cost(pool=pool, starts_at=starts_at, ends_at=ends_at, watts={})
+        found.append(_pool_showback(pool, allocation, cost, organization.pk))
+    return found
+
+
+def _pool_showback(pool: NodePool, allocation: Allocation, cost: Decimal, organization_id):
+    total = allocation.total
+    owners = dict(
+        Reservation.objects.filter(pk__in=list(allocation.reservations)).values_list(
+            "pk", "organization_id"
+        )
+    )
+    used = defaultdict(int, allocation.on_demand)
+    held = defaultdict(int)
+    for key, parts in allocation.reservations.items():
+        owner = owners.get(UUID(key))
+        used[owner] += parts["used"]
+        held[owner] += parts["idle"]
+    for (owner, _), idle in allocation.guarantees.items():
+        held[owner] += idle
+    weights = {"apart": {}, "usage": used, "guarantees": held}[settings.PORTAL_BOOKS_IDLE_SHARING]
+    idle = sum(allocation.totals[name] for name in IDLE)
+    whole = sum(weights.values())
+    with localcontext(prec=60):
+        per_unit = cost / total if total else Decimal(0)
+        share = Decimal(weights.get(organization_id, 0)) / whole if whole else Decimal(0)
+        return Showback(
+            pool=pool,
+            used_hours=gpu_hours(used[organization_id]),
+            usage_cost=to_cents(per_unit * used[organization_id]),
+            idle_cost=to_cents(per_unit * idle * share),
+        )
