@@ -12,7 +12,7 @@ public names are importable from here.
 """
 
 from ..pricing import offered_to, price_in_force
-from .books import PoolBooks, Showback, books_for_operator, pool_allocation, showback
+from .books import PoolBooks, Showback, books, books_for_operator, pool_allocation, showback
 from .budgets import budget_get, budget_list, budget_spent
 from .catalog import UnpricedResource, catalog_for, resources_unpriced, usage_prices
 from .credits import CreditLine, contract_credit_lines
@@ -74,6 +74,7 @@ __all__ = [
     "UnpricedUse",
     "UsageSummary",
     "approvals_pending",
+    "books",
     "books_for_operator",
     "budget_get",
     "budget_list",

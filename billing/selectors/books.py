@@ -14,6 +14,7 @@ from django.db.models import Q, Sum
 
 from portal.errors import NotFound
 from portal.money import to_cents
+from portal.prometheus import PrometheusClient
 from scheduling import selectors as scheduling_selectors
 from scheduling.engine.model import mig_profile_slices
 from scheduling.models import NodePool, QuotaGrant, Reservation
@@ -166,22 +167,35 @@ class PoolBooks:
         return (used / total).quantize(Decimal("0.0001")) if total else None
 
 
-def books_for_operator(
+def books_for_operator(*, caller: Caller, starts_at: datetime, ends_at: datetime, **options):
+    """``books``, for an operator."""
+    require_operator(caller)
+    return books(starts_at=starts_at, ends_at=ends_at, **options)
+
+
+def books(
     *,
-    caller: Caller,
     starts_at: datetime,
     ends_at: datetime,
     pools=None,
     watts: dict[str, Decimal] | None = None,
 ) -> list[PoolBooks]:
-    """Every GPU pool's books (or ``pools``') over [starts_at, ends_at). ``watts``: measured
-    average watts per GPU by node name (``costing.measured_watts``); nameplate elsewhere."""
-    require_operator(caller)
+    """Every GPU pool's books (or ``pools``') over [starts_at, ends_at). ``watts``: average
+    watts per GPU by node name (None: as DCGM measured them, ``measured_watts``); nameplate
+    for the nodes not named."""
     pools = scheduling_selectors.pool_list() if pools is None else pools
+    watts = measured_watts(starts_at=starts_at, ends_at=ends_at) if watts is None else watts
     return [
-        pool_books(pool=pool, starts_at=starts_at, ends_at=ends_at, watts=watts or {})
-        for pool in pools
+        pool_books(pool=pool, starts_at=starts_at, ends_at=ends_at, watts=watts) for pool in pools
     ]
+
+
+def measured_watts(*, starts_at: datetime, ends_at: datetime) -> dict[str, Decimal]:
+    """The nodes' power draw per GPU over the period from the portal's Prometheus, if any."""
+    url = settings.PORTAL_PROMETHEUS_URL
+    return costing.measured_watts(
+        metrics=PrometheusClient(url=url) if url else None, starts_at=starts_at, ends_at=ends_at
+    )
 
 
 def pool_books(
@@ -288,9 +302,10 @@ def showback(
         raise NotFound("Showback is not offered.")
     authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
     found = []
+    watts = measured_watts(starts_at=starts_at, ends_at=ends_at)
     for pool in scheduling_selectors.pool_list():
         allocation = pool_allocation(pool=pool, starts_at=starts_at, ends_at=ends_at)
-        cost = pool_cost(pool=pool, starts_at=starts_at, ends_at=ends_at, watts={})
+        cost = pool_cost(pool=pool, starts_at=starts_at, ends_at=ends_at, watts=watts)
         found.append(_pool_showback(pool, allocation, cost, organization.pk))
     return found
 
