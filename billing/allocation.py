@@ -50,8 +50,8 @@ CATEGORIES = (
 @dataclass(frozen=True)
 class Span:
     """``amount`` milli-units of a layer over [starts_at, ends_at) (None: still open).
-    ``owner``: (organization, project) for work and guarantees, ``key`` names a reservation;
-    ``available`` tells capacity apart."""
+    ``owner``: (organization, project) for work, reservations and guarantees, ``tier`` the
+    work's; ``key`` names a reservation; ``available`` tells capacity apart."""
 
     amount: int
     starts_at: datetime
@@ -59,6 +59,7 @@ class Span:
     owner: tuple = (None, None)
     key: str = ""
     available: bool = True
+    tier: object = None
 
 
 @dataclass
@@ -82,8 +83,9 @@ class Allocation:
     reservations: dict[str, dict[str, int]] = field(default_factory=dict)
     # Per owner (organization, project) with a guarantee: what of it sat idle.
     guarantees: dict[tuple, int] = field(default_factory=lambda: defaultdict(int))
-    # Per organization: its work's unit-microseconds outside its own reservations.
-    on_demand: dict[object, int] = field(default_factory=lambda: defaultdict(int))
+    # Per (organization, project, tier): its work's unit-microseconds outside its own
+    # organization's reservations (what ran on lent capacity included).
+    on_demand: dict[tuple, int] = field(default_factory=lambda: defaultdict(int))
 
     @property
     def total(self) -> int:
@@ -138,15 +140,27 @@ class _Grid:
 
 def _allocate_layer(layer: Layer, start: int, end: int, allocation: Allocation) -> None:
     grid = _Grid([*layer.capacity, *layer.holdings, *layer.uses, *layer.guarantees], start, end)
+    weight, lengths = layer.weight, grid.lengths
     available = grid.level([s for s in layer.capacity if s.available])
     unavailable = grid.level([s for s in layer.capacity if not s.available])
-    by_owner: dict[tuple, list[Span]] = defaultdict(list)
+    # Only the holders' work is followed piece by piece, by owner and tier (it fills their
+    # reservations); the others' adds up to the guests' level and is counted span by span.
+    holders = {h.owner[0] for h in layer.holdings}
+    of_holders: dict[tuple, list[Span]] = defaultdict(list)
     for use in layer.uses:
-        by_owner[use.owner].append(use)
-    use_of = {owner: grid.level(spans) for owner, spans in by_owner.items()}
+        if use.owner[0] in holders:
+            of_holders[(*use.owner, use.tier)].append(use)
+        else:
+            allocation.on_demand[(*use.owner, use.tier)] += (
+                use.amount * _lasted(use, start, end) * weight
+            )
     everyone = grid.level(layer.uses)
     held = grid.level(layer.holdings)
-    fills, idles = _fills(layer.holdings, use_of, grid)
+    fills, idles, remaining = _fills(
+        layer.holdings, {owner: grid.level(spans) for owner, spans in of_holders.items()}, grid
+    )
+    for owner, level in remaining.items():
+        allocation.on_demand[owner] += _dot(level, lengths) * weight
     owners_fill = sum(fills.values(), np.zeros_like(everyone))
     idle = sum(idles.values(), np.zeros_like(everyone))
     guests = everyone - owners_fill
@@ -163,23 +177,25 @@ def _allocate_layer(layer: Layer, start: int, end: int, allocation: Allocation) 
     ):
         parts[name] = np.minimum(np.maximum(wanted, 0), left)
         left = left - parts[name]
-    unused = _unused_guarantees(layer.guarantees, use_of, grid)
-    parts["guarantee_idle"] = np.minimum(sum(unused.values(), np.zeros_like(left)), left)
+    by_organization: dict[object, list[Span]] = defaultdict(list)
+    for use in layer.uses:
+        by_organization[use.owner[0]].append(use)
+    unused = np.zeros_like(left)
+    for _, level in _unused_guarantees(layer, by_organization, grid):
+        unused += level
+    parts["guarantee_idle"] = np.minimum(unused, left)
     parts["unallocated_idle"] = left - parts["guarantee_idle"]
     parts["unavailable"] = unavailable
-    weight, lengths = layer.weight, grid.lengths
     for name, level in parts.items():
         allocation.totals[name] += _dot(level, lengths) * weight
     _reservations(layer, fills, idles, lent, grid, allocation)
-    _guarantees(unused, parts["guarantee_idle"], grid, weight, allocation)
-    # An organization's work outside its own reservations (whichever of its projects ran it).
-    held_by = defaultdict(list)
-    for holding in layer.holdings:
-        held_by[holding.owner[0]].append(fills[holding.key])
-    for organization in {owner[0] for owner in use_of}:
-        work = sum(level for owner, level in use_of.items() if owner[0] == organization)
-        outside = work - sum(held_by[organization], np.zeros_like(work))
-        allocation.on_demand[organization] += _dot(outside, lengths) * weight
+    _guarantees(layer, by_organization, grid, unused, parts["guarantee_idle"], allocation)
+
+
+def _lasted(span: Span, start: int, end: int) -> int:
+    """Microseconds of ``span`` inside [start, end)."""
+    until = end if span.ends_at is None else min(microseconds(span.ends_at), end)
+    return max(until - max(microseconds(span.starts_at), start), 0)
 
 
 def _dot(level: np.ndarray, lengths: np.ndarray) -> int:
@@ -188,12 +204,11 @@ def _dot(level: np.ndarray, lengths: np.ndarray) -> int:
     return int(np.dot(level.astype(object), lengths.astype(object)))
 
 
-def _fills(
-    holdings: list[Span], use_of: dict[tuple, np.ndarray], grid: _Grid
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def _fills(holdings: list[Span], use_of: dict[tuple, np.ndarray], grid: _Grid):
     """Per reservation, how much of it its owner's work fills at each piece, and how much is
     left idle: project reservations first (from their project's work), then the
-    organization's (from any of its projects' work left), then by key."""
+    organization's (from any of its projects' work left), then by key; and each holder's work
+    (by owner and tier) that its reservations leave over."""
     remaining = dict(use_of)
     fills, idles = {}, {}
     for holding in sorted(holdings, key=lambda h: (h.owner[1] is None, h.key)):
@@ -208,27 +223,17 @@ def _fills(
             left = left - taken
         fills[holding.key] = amount - left
         idles[holding.key] = left
-    return fills, idles
+    return fills, idles, remaining
 
 
-def _unused_guarantees(
-    guarantees: list[Span], use_of: dict[tuple, np.ndarray], grid: _Grid
-) -> dict[tuple, np.ndarray]:
-    """Per guarantee's owner, what of it its work leaves unused at each piece (a project's
-    guarantee counts the project's work, an organization's all of its work)."""
-    unused = {}
-    for guarantee in guarantees:
+def _unused_guarantees(layer: Layer, by_organization: dict, grid: _Grid):
+    """Each guarantee's owner and what of it its work leaves unused at each piece (a
+    project's guarantee counts the project's work, an organization's all of its work), one at
+    a time (a level of every piece each)."""
+    for guarantee in layer.guarantees:
         organization, project = guarantee.owner
-        work = sum(
-            (
-                level
-                for owner, level in use_of.items()
-                if owner[0] == organization and project in (None, owner[1])
-            ),
-            np.zeros(len(grid.lengths), dtype=np.int64),
-        )
-        unused[guarantee.owner] = np.maximum(grid.level([guarantee]) - work, 0)
-    return unused
+        work = [use for use in by_organization[organization] if project in (None, use.owner[1])]
+        yield guarantee.owner, np.maximum(grid.level([guarantee]) - grid.level(work), 0)
 
 
 def _reservations(layer, fills, idles, lent, grid: _Grid, allocation: Allocation) -> None:
@@ -249,31 +254,36 @@ def _reservations(layer, fills, idles, lent, grid: _Grid, allocation: Allocation
         }
 
 
-def _guarantees(unused, idle_level, grid: _Grid, weight: int, allocation: Allocation) -> None:
-    """Each guarantee's idle unit-microseconds: each piece's granted quota idle split among
-    the unused guarantees in proportion to what of each is unused (rounded down), what the
+def _guarantees(
+    layer: Layer, by_organization: dict, grid: _Grid, unused, idle_level, allocation: Allocation
+) -> None:
+    """Each guarantee's idle unit-microseconds: all of what it left unused where the free
+    capacity covers every guarantee; where it does not, the pieces' granted quota idle split
+    among the guarantees in proportion to what of each is unused (rounded down), what the
     rounding leaves given by largest remainder over the period; the parts add up exactly."""
-    pieces = np.flatnonzero(idle_level)
-    if not len(pieces) or not unused:
-        return
-    owners = sorted(unused, key=str)
-    weights = np.array([unused[o][pieces] for o in owners], dtype=object)
-    whole = weights.sum(axis=0)
-    total = idle_level[pieces].astype(object) * grid.lengths[pieces].astype(object)
-    numerators = weights * total
-    parts = {o: int(sum(numerators[i] // whole)) for i, o in enumerate(owners)}
-    # What rounding down left per owner (a float: it only orders who gets the units left).
-    remainders = {o: float(sum(numerators[i] % whole / whole)) for i, o in enumerate(owners)}
-    left = int(sum(total)) - sum(parts.values())
-    order = sorted(owners, key=lambda o: -(remainders[o] % 1))
+    short = np.flatnonzero(idle_level < unused)
+    covered = np.ones(len(grid.lengths), dtype=bool)
+    covered[short] = False
+    owners, floors, remainders = [], {}, {}
+    whole = unused[short].astype(object)
+    total = idle_level[short].astype(object) * grid.lengths[short].astype(object)
+    for owner, level in _unused_guarantees(layer, by_organization, grid):
+        owners.append(owner)
+        allocation.guarantees[owner] += _dot(level[covered], grid.lengths[covered]) * layer.weight
+        numerators = level[short].astype(object) * total
+        floors[owner] = int(sum(numerators // whole)) if len(short) else 0
+        # What rounding down left (a float: it only orders who gets the units left).
+        remainders[owner] = float(sum(numerators % whole / whole)) if len(short) else 0.0
+    left = int(sum(total)) - sum(floors.values())
     for owner in owners:
         extra = min(int(remainders[owner]), left)
-        parts[owner] += extra
+        floors[owner] += extra
         left -= extra
+    order = sorted(owners, key=lambda o: -(remainders[o] % 1))
     for index in range(left):
-        parts[order[index % len(order)]] += 1
-    for owner, part in parts.items():
-        allocation.guarantees[owner] += part * weight
+        floors[order[index % len(order)]] += 1
+    for owner, part in floors.items():
+        allocation.guarantees[owner] += part * layer.weight
 
 
 def split(total: int, weights: dict) -> dict:

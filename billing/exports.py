@@ -309,6 +309,15 @@ def pool_books_json(books) -> dict:
             }
             for row in books.idle_reservations
         ],
+        "on_demand": [
+            {
+                "organization": row["organization"].slug,
+                "project": row["project"].slug if row["project"] else None,
+                "tier": row["tier"].name if row["tier"] else None,
+                "gpu_hours": str(row["gpu_hours"]),
+            }
+            for row in books.on_demand
+        ],
         "idle_guarantees": [
             {
                 "organization": row["organization"].slug,

@@ -17,7 +17,7 @@ from portal.money import to_cents
 from portal.prometheus import PrometheusClient
 from scheduling import selectors as scheduling_selectors
 from scheduling.engine.model import mig_profile_slices
-from scheduling.models import NodePool, QuotaGrant, Reservation
+from scheduling.models import NodePool, PriorityTier, QuotaGrant, Reservation
 from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize, require_operator
 
@@ -74,17 +74,24 @@ def pool_layers(*, pool: NodePool, starts_at: datetime, ends_at: datetime) -> li
     ).values_list(
         "organization_id",
         "project_id",
+        "tier_id",
         "resource",
         "mig_profile",
         "amount",
         "started_at",
         "ended_at",
     )
-    for organization, project, resource, profile, amount, started, ended in intervals:
+    for organization, project, tier, resource, profile, amount, started, ended in intervals:
         shared = resource == UsageInterval.Resource.SHARED
         layer = profile if resource == UsageInterval.Resource.MIG else WHOLE
         layers[layer].uses.append(
-            Span(amount if shared else amount * MILLI, started, ended, (organization, project))
+            Span(
+                amount if shared else amount * MILLI,
+                started,
+                ended,
+                (organization, project),
+                tier=tier,
+            )
         )
     _guarantees(pool, layers, starts_at, ends_at)
     for profile, layer in layers.items():
@@ -132,7 +139,8 @@ class PoolBooks:
     revenue: Decimal
     idle_reservations: list[dict] = field(default_factory=list)
     idle_guarantees: list[dict] = field(default_factory=list)
-    on_demand: dict = field(default_factory=dict)
+    # Work outside its organization's reservations, per organization, project and tier.
+    on_demand: list[dict] = field(default_factory=list)
 
     @property
     def total_hours(self) -> Decimal:
@@ -210,9 +218,7 @@ def pool_books(
         revenue=pool_revenue(pool=pool, starts_at=starts_at, ends_at=ends_at),
         idle_reservations=_idle_reservations(allocation),
         idle_guarantees=_idle_guarantees(allocation),
-        on_demand={
-            organization: gpu_hours(amount) for organization, amount in allocation.on_demand.items()
-        },
+        on_demand=_on_demand(allocation),
     )
 
 
@@ -238,6 +244,23 @@ def pool_revenue(*, pool: NodePool, starts_at: datetime, ends_at: datetime) -> D
         Q(interval__in=intervals) | Q(reservation__pool=pool, interval__isnull=True)
     ).aggregate(total=Sum("cost"))["total"]
     return to_cents(Decimal(total or 0))
+
+
+def _on_demand(allocation: Allocation) -> list[dict]:
+    """The on-demand use of the pool by organization, project and tier, the most first."""
+    keys = [key for key, amount in allocation.on_demand.items() if amount > 0]
+    organizations = Organization.objects.in_bulk({key[0] for key in keys})
+    projects = Project.objects.in_bulk({key[1] for key in keys})
+    tiers = PriorityTier.objects.in_bulk({key[2] for key in keys if key[2] is not None})
+    return [
+        {
+            "organization": organizations[organization],
+            "project": projects.get(project),
+            "tier": tiers.get(tier),
+            "gpu_hours": gpu_hours(allocation.on_demand[(organization, project, tier)]),
+        }
+        for organization, project, tier in sorted(keys, key=lambda k: -allocation.on_demand[k])
+    ]
 
 
 def _idle_reservations(allocation: Allocation) -> list[dict]:
@@ -317,7 +340,9 @@ def _pool_showback(pool: NodePool, allocation: Allocation, cost: Decimal, organi
             "pk", "organization_id"
         )
     )
-    used = defaultdict(int, allocation.on_demand)
+    used = defaultdict(int)
+    for (organization, _, _), amount in allocation.on_demand.items():
+        used[organization] += amount
     held = defaultdict(int)
     for key, parts in allocation.reservations.items():
         owner = owners.get(UUID(key))

@@ -56,7 +56,7 @@ def test_the_holders_own_work_fills_its_reservation_first():
     allocation = allocate(layers=[pool(holdings=[held], uses=[own])], start=START, end=END)
     assert hours(allocation, "reserved_used") == 8
     assert hours(allocation, "used_billed") == 4
-    assert allocation.on_demand["acme"] == 4 * UNITS_PER_GPU * HOUR
+    assert allocation.on_demand[(*ACME, None)] == 4 * UNITS_PER_GPU * HOUR
 
 
 def test_an_unused_guarantee_is_granted_quota_idle_up_to_what_is_free():
@@ -84,3 +84,22 @@ def test_work_recorded_beyond_the_available_capacity_is_kept_within_it():
     allocation = allocate(layers=[pool(uses=[too_much])], start=START, end=END)
     assert hours(allocation, "used_billed") == 16
     assert allocation.total == 16 * UNITS_PER_GPU * HOUR
+
+
+def test_on_demand_work_is_counted_per_organization_project_and_tier():
+    batch = Span(2 * MILLI, START, END, owner=GLOBEX, tier="batch")
+    training = Span(1 * MILLI, START, END, owner=GLOBEX, tier="training")
+    allocation = allocate(layers=[pool(uses=[batch, training])], start=START, end=END)
+    assert allocation.on_demand[(*GLOBEX, "batch")] == 4 * UNITS_PER_GPU * HOUR
+    assert allocation.on_demand[(*GLOBEX, "training")] == 2 * UNITS_PER_GPU * HOUR
+
+
+def test_guarantees_share_too_little_free_capacity_in_proportion_to_what_each_left_unused():
+    others = Span(6 * MILLI, START, END, owner=("hooli", None))
+    guarantees = [
+        Span(4 * MILLI, START, END, owner=ACME),
+        Span(2 * MILLI, START, END, owner=GLOBEX),
+    ]
+    allocation = allocate(layers=[pool(uses=[others], guarantees=guarantees)], start=START, end=END)
+    assert hours(allocation, "guarantee_idle") == 4
+    assert allocation.guarantees[ACME] == 2 * allocation.guarantees[GLOBEX]
