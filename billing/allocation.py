@@ -35,6 +35,7 @@ SLICES_PER_GPU = 7
 UNITS_PER_GPU = MILLI * SLICES_PER_GPU
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
+HOUR = 3600 * 10**6  # microseconds
 
 CATEGORIES = (
     "used_billed",
@@ -114,7 +115,12 @@ class _Grid:
             points.append(microseconds(span.starts_at))
             if span.ends_at is not None:
                 points.append(microseconds(span.ends_at))
-        cuts = np.unique(np.clip(np.array(points, dtype=np.int64), start, end))
+        # Every whole hour cuts too, as the lending credit's hourly pieces do: each piece's
+        # lent time is split among the reservations the same way whoever asks.
+        hours = np.arange(-(-start // HOUR) * HOUR, end, HOUR, dtype=np.int64)
+        cuts = np.unique(
+            np.concatenate([np.clip(np.array(points, dtype=np.int64), start, end), hours])
+        )
         self.cuts = cuts
         self.lengths = np.diff(cuts)
         self.start, self.end = start, end
