@@ -146,6 +146,8 @@ def test_issuing_a_held_draft_in_admin_says_why_instead_of_failing(finance, held
 def test_finance_sees_the_contract_credits_in_admin(lost_work_invoice, finance):
     page = finance.get(reverse("admin:billing_contractcredit_changelist")).content.decode()
     assert "Credit for work lost to an eviction" in page
+
+
 def _cost_model_form(pool, moment) -> dict:
     return {
         "pool": pool.pk,
