@@ -22,6 +22,7 @@ from .models import (
     CancellationCharge,
     CatalogItem,
     ContractCredit,
+    CostModel,
     Credit,
     Invoice,
     InvoiceLine,
@@ -152,6 +153,66 @@ class PriceVersionAdmin(admin.ModelAdmin):
             unit_price=obj.unit_price,
             effective_from=obj.effective_from,
             organization=obj.organization,
+        )
+
+
+class CostModelForm(forms.ModelForm):
+    class Meta:
+        model = CostModel
+        fields = [
+            "pool",
+            "node",
+            "purchase_price_per_gpu",
+            "lifetime_months",
+            "nameplate_watts",
+            "price_per_kwh",
+            "overhead_per_node_hour",
+            "effective_from",
+        ]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("effective_from") and data.get("pool"):
+            problems = services.cost_model_problems(
+                pool=data["pool"],
+                node=data.get("node"),
+                effective_from=data["effective_from"],
+                now=clock.now(),
+            )
+            for field, messages in problems.items():
+                self.add_error(field, messages)
+        return data
+
+
+@admin.register(CostModel)
+class CostModelAdmin(admin.ModelAdmin):
+    """What the pools' GPUs cost the operator: versions added from a moment not in the past,
+    never changed (the books of a closed month stay as they were)."""
+
+    form = CostModelForm
+    list_display = [
+        "pool",
+        "node",
+        "purchase_price_per_gpu",
+        "lifetime_months",
+        "nameplate_watts",
+        "price_per_kwh",
+        "overhead_per_node_hour",
+        "effective_from",
+        "created_by",
+    ]
+    list_filter = ["pool"]
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return obj is None
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def save_model(self, request, obj, form, change) -> None:
+        services.cost_model_add(
+            caller=Caller(user=request.user),
+            **{name: getattr(obj, name) for name in form.Meta.fields},
         )
 
 

@@ -129,3 +129,52 @@ def shares(rows: list[dict], *, by) -> list[Share]:
         )
         for label, (gpu_hours, mig_hours, cost) in ordered
     ]
+
+
+# The operator's books: one bar per pool, its hours stacked by category, in the order of
+# ``billing.allocation.CATEGORIES`` (use first, idle after, unavailable last).
+CATEGORY_LABELS = {
+    "used_billed": "Used and billed",
+    "reserved_used": "Reserved and used",
+    "reserved_lent": "Reserved and lent",
+    "reserved_idle": "Reserved and idle",
+    "guarantee_idle": "Granted quota idle",
+    "unallocated_idle": "Unallocated idle",
+    "unavailable": "Unavailable",
+}
+POOL_BAR_WIDTH = 600  # SVG units
+
+
+@dataclass(frozen=True)
+class PoolSegment:
+    x: int
+    width: int
+    colour: str
+    label: str
+    hours: Decimal
+
+
+def books_by_category(hours: dict[str, Decimal]) -> list[PoolSegment]:
+    """One pool's hours as a horizontal bar of ``POOL_BAR_WIDTH`` stacked by category (a
+    category with any hours at least 1 unit wide); empty for a pool with no hours."""
+    total = sum(hours.values(), Decimal(0))
+    if not total:
+        return []
+    segments, x = [], 0
+    for index, (name, label) in enumerate(CATEGORY_LABELS.items()):
+        if not hours.get(name):
+            continue
+        width = max(round(float(hours[name] / total) * POOL_BAR_WIDTH), 1)
+        colour = PALETTE[index] if index < len(PALETTE) else OTHERS
+        segments.append(
+            PoolSegment(x=x, width=width, colour=colour, label=label, hours=hours[name])
+        )
+        x += width
+    return segments
+
+
+def books_legend() -> list[tuple[str, str]]:
+    return [
+        (label, PALETTE[index] if index < len(PALETTE) else OTHERS)
+        for index, label in enumerate(CATEGORY_LABELS.values())
+    ]

@@ -276,3 +276,85 @@ def usage_csv(rows: list[dict]) -> str:
     writer.writeheader()
     writer.writerows(_csv_row(row | {"cost": _money(row["cost"])}) for row in rows)
     return out.getvalue()
+
+
+# The operator's books: one row per pool and category, for finance.
+BOOKS_COLUMNS = ["pool", "gpu_class", "category", "gpu_hours", "cost", "share_of_hours"]
+
+
+def pool_books_json(books) -> dict:
+    """One pool's books (``selectors.PoolBooks``) as the operator API and the JSON export
+    give them."""
+    return {
+        "pool": books.pool.name,
+        "gpu_class": books.pool.gpu_class_name,
+        "hours": {name: str(hours) for name, hours in books.hours.items()},
+        "total_hours": str(books.total_hours),
+        "cost": str(books.cost),
+        "cost_per_gpu_hour": None
+        if books.cost_per_gpu_hour is None
+        else str(books.cost_per_gpu_hour),
+        "costs": {name: str(cost) for name, cost in books.costs.items()},
+        "revenue": str(books.revenue),
+        "margin": str(books.margin),
+        "utilisation": None if books.utilisation is None else str(books.utilisation),
+        "idle_reservations": [
+            {
+                "reservation": str(row["reservation"].pk),
+                "organization": row["reservation"].organization.slug,
+                "project": row["reservation"].project.slug if row["reservation"].project else None,
+                "idle_hours": str(row["idle_hours"]),
+                "used_hours": str(row["used_hours"]),
+                "lent_hours": str(row["lent_hours"]),
+            }
+            for row in books.idle_reservations
+        ],
+        "on_demand": [
+            {
+                "organization": row["organization"].slug,
+                "project": row["project"].slug if row["project"] else None,
+                "tier": row["tier"].name if row["tier"] else None,
+                "gpu_hours": str(row["gpu_hours"]),
+            }
+            for row in books.on_demand
+        ],
+        "idle_guarantees": [
+            {
+                "organization": row["organization"].slug,
+                "project": row["project"].slug if row["project"] else None,
+                "idle_hours": str(row["idle_hours"]),
+            }
+            for row in books.idle_guarantees
+        ],
+    }
+
+
+def books_json(books: list, *, starts_at, ends_at) -> str:
+    return json.dumps(
+        {
+            "starts_at": starts_at.isoformat(),
+            "ends_at": ends_at.isoformat(),
+            "pools": [pool_books_json(pool) for pool in books],
+        },
+        indent=2,
+    )
+
+
+def books_csv(books: list) -> str:
+    """Each pool's hours and cost by category, one row each."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=BOOKS_COLUMNS)
+    writer.writeheader()
+    for pool in books:
+        total = pool.total_hours
+        for name, hours in pool.hours.items():
+            row = {
+                "pool": pool.pool.name,
+                "gpu_class": pool.pool.gpu_class_name,
+                "category": name,
+                "gpu_hours": str(hours),
+                "cost": str(pool.costs[name]),
+                "share_of_hours": str((hours / total).quantize(Decimal("0.0001"))) if total else "",
+            }
+            writer.writerow(_csv_row(row))
+    return out.getvalue()

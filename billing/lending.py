@@ -1,6 +1,9 @@
-"""The lending rule, written once: whose reserved idle GPUs others' work ran on, and for how
-long. Pure: spans and amounts in, milli-GPU-microseconds (or milli-instance-microseconds) per
-reservation out, exact integers, so no microsecond is lost or counted twice.
+"""The lending rule: whose reserved idle GPUs others' work ran on, and for how long, read off
+the one instant-by-instant decomposition of a pool that the operator's books use
+(``billing.allocation``): a reservation's *reserved and lent* there is exactly what it is
+credited here. Pure: spans and amounts in, milli-GPU-microseconds (or
+milli-instance-microseconds) per reservation out, exact integers, so no microsecond is lost or
+counted twice.
 
 At each instant, in one pool (and MIG profile, for reservations of instances):
 - each active reservation holds its GPUs; its owner's work there (its project's, for a
@@ -16,10 +19,11 @@ Lent time therefore never exceeds a reservation's idle time, nor the guests' tim
 """
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from itertools import pairwise
+from datetime import datetime
 
-MICROSECOND = timedelta(microseconds=1)
+from .allocation import MICROSECOND, Layer, Span, allocate
+
+__all__ = ["MICROSECOND", "Holding", "Use", "lent"]
 
 
 @dataclass(frozen=True)
@@ -49,61 +53,20 @@ def lent(
     *, capacity: int, holdings: list[Holding], uses: list[Use], start: datetime, end: datetime
 ) -> dict[str, int]:
     """Milli-unit-microseconds lent by each holding over [start, end), by key (every holding
-    active there is named, 0 if it lent nothing). ``capacity``: the pool's, in milli-units."""
-    cuts = {start, end}
-    for span in (*holdings, *uses):
-        cuts.update(t for t in (span.starts_at, span.ends_at) if t is not None and start < t < end)
-    ordered = sorted(holdings, key=lambda h: (h.project is None, h.key))
-    totals = {h.key: 0 for h in ordered if h.starts_at < end and h.ends_at > start}
-    moments = sorted(cuts)
-    for span_start, span_end in pairwise(moments):
-        active = [h for h in ordered if h.starts_at <= span_start and h.ends_at >= span_end]
-        if not active:
-            continue
-        running = [
-            u
-            for u in uses
-            if u.starts_at <= span_start and (u.ends_at is None or u.ends_at >= span_end)
-        ]
-        idle = _idle(active, running)
-        guests = sum(u.amount for u in running) - sum(h.amount - idle[h.key] for h in active)
-        unreserved = max(capacity - sum(h.amount for h in active), 0)
-        on_idle = min(max(guests - unreserved, 0), sum(idle.values()))
-        microseconds = (span_end - span_start) // MICROSECOND
-        for key, part in _split(on_idle * microseconds, idle).items():
-            totals[key] += part
-    return totals
-
-
-def _idle(active: list[Holding], running: list[Use]) -> dict[str, int]:
-    """Per holding, what its owner's running work leaves of it (``active`` in filling order)."""
-    owners: dict[tuple, int] = {}
-    for use in running:
-        owners[(use.organization, use.project)] = (
-            owners.get((use.organization, use.project), 0) + use.amount
-        )
-    idle = {}
-    for holding in active:
-        left = holding.amount
-        for owner in sorted(owners, key=str):
-            organization, project = owner
-            if organization != holding.organization or holding.project not in (None, project):
-                continue
-            taken = min(left, owners[owner])
-            owners[owner] -= taken
-            left -= taken
-        idle[holding.key] = left
-    return idle
-
-
-def _split(total: int, weights: dict[str, int]) -> dict[str, int]:
-    """``total`` split in proportion to ``weights`` by largest remainder, ties to the first
-    key in order; the parts add up to ``total``."""
-    weight = sum(weights.values())
-    if not total or not weight:
-        return {}
-    parts = {key: total * w // weight for key, w in weights.items()}
-    remainders = sorted(weights, key=lambda key: (-(total * weights[key] % weight), key))
-    for key in remainders[: total - sum(parts.values())]:
-        parts[key] += 1
-    return parts
+    active there is named, 0 if it lent nothing). ``capacity``: the pool's, in milli-units,
+    available throughout."""
+    layer = Layer(
+        weight=1,
+        capacity=[Span(capacity, start, None)] if capacity > 0 else [],
+        holdings=[
+            Span(h.amount, h.starts_at, h.ends_at, owner=(h.organization, h.project), key=h.key)
+            for h in holdings
+        ],
+        uses=[
+            Span(u.amount, u.starts_at, u.ends_at, owner=(u.organization, u.project)) for u in uses
+        ],
+    )
+    parts = allocate(layers=[layer], start=start, end=end).reservations
+    return {
+        h.key: parts[h.key]["lent"] for h in holdings if h.starts_at < end and h.ends_at > start
+    }

@@ -5,6 +5,7 @@ from . import views
 urlpatterns = [
     path("staff/approvals/", views.approvals, name="approvals"),
     path("staff/metering/", views.metering, name="metering"),
+    path("staff/books/", views.books, name="books"),
     path(
         "staff/approvals/<slug:kind>/<str:pk>/<slug:decision>/",
         views.approval_decide,

@@ -22,6 +22,7 @@ from tenants.permissions import Action, caller_of, role_allows, sees_money
 
 from . import charts, exports, selectors, services
 from .forms import BudgetForm, OrderForm, UsageMonthForm
+from .pricing import month_bounds
 
 
 @login_required
@@ -180,6 +181,46 @@ def metering(request):
         request,
         "billing/metering.html",
         {"result": selectors.usage_reconciliation_last(caller=caller_of(request))},
+    )
+
+
+@login_required
+def books(request):
+    """Operators: a UTC month's books, pool by pool: hours by category (a stacked bar), cost,
+    revenue, margin, utilisation, the idlest reservations and guarantees; ``?format=csv`` or
+    ``json`` downloads them."""
+    form = UsageMonthForm(request.GET)
+    now = clock.now()
+    year, month = form.year_month() or (now.year, now.month)
+    starts_at, ends_at = month_bounds(year, month)
+    found = selectors.books_for_operator(
+        caller=caller_of(request), starts_at=starts_at, ends_at=ends_at
+    )
+    kind = request.GET.get("format")
+    if kind in ("csv", "json"):
+        body = (
+            exports.books_csv(found)
+            if kind == "csv"
+            else exports.books_json(found, starts_at=starts_at, ends_at=ends_at)
+        )
+        response = HttpResponse(
+            body, content_type="text/csv" if kind == "csv" else "application/json"
+        )
+        response["Content-Disposition"] = f'attachment; filename="books-{year}-{month:02d}.{kind}"'
+        return response
+    return render(
+        request,
+        "billing/books.html",
+        {
+            "form": form,
+            "month": f"{year}-{month:02d}",
+            "starts_at": starts_at,
+            "ends_at": ends_at,
+            "pools": [(pool, charts.books_by_category(pool.hours)) for pool in found],
+            "legend": charts.books_legend(),
+            "bar_width": charts.POOL_BAR_WIDTH,
+            "currency": settings.PORTAL_CURRENCY,
+        },
     )
 
 

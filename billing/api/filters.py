@@ -1,6 +1,6 @@
 import django_filters
 
-from billing.models import Credit, Invoice, Order
+from billing.models import CostModel, Credit, Invoice, Order
 from portal.api.filters import DateFilter, EnumFilter
 
 
@@ -31,4 +31,12 @@ class CreditFilter(django_filters.FilterSet):
 
     class Meta:
         model = Credit
+        fields = []
+
+
+class CostModelFilter(django_filters.FilterSet):
+    pool = django_filters.CharFilter(field_name="pool__name")
+
+    class Meta:
+        model = CostModel
         fields = []

@@ -1,27 +1,37 @@
 """The operator API of billing (`/api/v1/operator/…`): decisions on every organization's
-orders, its invoices (issue, void, credit notes) and credit grants. Staff only (404 to anyone
+orders, its invoices (issue, void, credit notes) and credit grants; the books (cost models,
+each pool's hours, cost and margin). Staff only (404 to anyone
 else); every write through the services admin uses, audited as there."""
 
 from django.core.exceptions import ValidationError
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from billing import selectors, services
-from billing.models import Credit, Invoice, Order
+from billing import exports, selectors, services
+from billing.models import CostModel, Credit, Invoice, Order
+from billing.pricing import month_bounds
 from portal.api.serializers import ReasonInput
 from portal.api.views import list_response, validated
+from portal.bounds import FIRST_YEAR, LAST_YEAR, year_in_range
+from portal.errors import NotFound
+from scheduling import selectors as scheduling_selectors
 from tenants import selectors as tenant_selectors
 from tenants.api.operator import OperatorApiView, OperatorCollectionApiView
 from tenants.permissions import caller_of
 
-from .filters import CreditFilter, InvoiceFilter, OperatorOrderFilter
+from .filters import CostModelFilter, CreditFilter, InvoiceFilter, OperatorOrderFilter
 from .operator_serializers import (
+    CostModelInput,
+    CostModelOutput,
     CreditGrantInput,
     CreditNoteInput,
     OperatorCreditOutput,
     OperatorInvoiceOutput,
     OperatorOrderOutput,
+    PoolBooksOutput,
 )
 
 # Operators see every amount.
@@ -200,3 +210,98 @@ class CreditCollectionApi(OperatorCollectionApiView):
         )
         credit = selectors.credits_for_operator(caller=caller).get(pk=credit.pk)
         return Response(OperatorCreditOutput(credit).data, status=status.HTTP_201_CREATED)
+
+
+class CostModelCollectionApi(OperatorCollectionApiView):
+    queryset = CostModel.objects.none()
+    filterset_class = CostModelFilter
+    ordering_fields = ["effective_from"]
+
+    @extend_schema(
+        operation_id="operator_cost_models_list",
+        responses=CostModelOutput(many=True),
+        description="Every cost model of every pool and node, each pool's versions in order;"
+        " `?pool=dgx-h100` lists one pool's.",
+    )
+    def get(self, request):
+        return list_response(
+            view=self,
+            queryset=selectors.cost_models_for_operator(caller=caller_of(request)),
+            serializer_class=CostModelOutput,
+        )
+
+    @extend_schema(
+        operation_id="operator_cost_models_add",
+        request=CostModelInput,
+        responses={201: CostModelOutput},
+        description="Add a cost model for a pool (or one node of it) from `effective_from`"
+        " (unsaid: now; never in the past), audited `books.cost_model_add`.",
+    )
+    def post(self, request):
+        caller = caller_of(request)
+        data = dict(validated(CostModelInput, request).validated_data)
+        errors: dict[str, list[str]] = {}
+        pool = scheduling_selectors.pools_for_operator(caller=caller).filter(name=data["pool"])
+        data["pool"] = pool.first()
+        if data["pool"] is None:
+            errors["pool"] = [f"No pool {request.data['pool']!r}."]
+        if "node" in data:
+            data["node"] = (
+                scheduling_selectors.nodes_for_operator(caller=caller)
+                .filter(name=data["node"])
+                .first()
+            )
+            if data["node"] is None:
+                errors["node"] = [f"No node {request.data['node']!r}."]
+        if errors:
+            raise ValidationError(errors)
+        version = services.cost_model_add(caller=caller, **data)
+        version = selectors.cost_models_for_operator(caller=caller).get(pk=version.pk)
+        return Response(CostModelOutput(version).data, status=status.HTTP_201_CREATED)
+
+
+def _month(year: int, month: int):
+    if not (1 <= month <= 12 and year_in_range(year)):
+        raise NotFound(f"No such month (years {FIRST_YEAR} to {LAST_YEAR}, months 1 to 12).")
+    return month_bounds(year, month)
+
+
+class BooksApi(OperatorApiView):
+    @extend_schema(
+        operation_id="operator_books_month",
+        responses=PoolBooksOutput(many=True),
+        description="The books of a UTC month, pool by pool: GPU-hours by category (used and"
+        " billed, reserved and used, reserved and lent, reserved and idle, granted quota idle,"
+        " unallocated idle, unavailable), cost, revenue, margin, utilisation, and the"
+        " reservations and guarantees that sat idle most.",
+    )
+    def get(self, request, year: int, month: int):
+        starts_at, ends_at = _month(year, month)
+        books = selectors.books_for_operator(
+            caller=caller_of(request), starts_at=starts_at, ends_at=ends_at
+        )
+        return Response(PoolBooksOutput(books, many=True).data)
+
+
+class BooksExportApi(OperatorApiView):
+    @extend_schema(
+        operation_id="operator_books_export",
+        responses={(200, "text/csv"): OpenApiTypes.BINARY},
+        description="The books of a UTC month for finance: `csv` (a row per pool and"
+        " category) or `json`.",
+    )
+    def get(self, request, year: int, month: int, kind: str):
+        starts_at, ends_at = _month(year, month)
+        if kind not in ("csv", "json"):
+            raise NotFound("The books export as csv or json.")
+        books = selectors.books_for_operator(
+            caller=caller_of(request), starts_at=starts_at, ends_at=ends_at
+        )
+        if kind == "csv":
+            body, content_type = exports.books_csv(books), "text/csv"
+        else:
+            body = exports.books_json(books, starts_at=starts_at, ends_at=ends_at)
+            content_type = "application/json"
+        response = HttpResponse(body, content_type=content_type)
+        response["Content-Disposition"] = f'attachment; filename="books-{year}-{month:02d}.{kind}"'
+        return response

@@ -17,4 +17,11 @@ urlpatterns = [
         name="invoice-credit-notes",
     ),
     path("credits/", views.CreditCollectionApi.as_view(), name="credits"),
+    path("cost-models/", views.CostModelCollectionApi.as_view(), name="cost-models"),
+    path("books/<int:year>/<int:month>/", views.BooksApi.as_view(), name="books"),
+    path(
+        "books/<int:year>/<int:month>/<str:kind>/",
+        views.BooksExportApi.as_view(),
+        name="books-export",
+    ),
 ]

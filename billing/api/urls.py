@@ -50,4 +50,9 @@ urlpatterns = [
     ),
     path("organizations/<slug:org_slug>/usage/", views.UsageApi.as_view(), name="usage"),
     path("organizations/<slug:org_slug>/credits/", views.CreditsApi.as_view(), name="credits"),
+    path(
+        "organizations/<slug:org_slug>/showback/<int:year>/<int:month>/",
+        views.ShowbackApi.as_view(),
+        name="showback",
+    ),
 ]

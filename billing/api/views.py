@@ -13,7 +13,7 @@ from rest_framework.response import Response
 
 from billing import exports, selectors, services
 from billing.models import CancellationCharge, CatalogItem, Invoice, Order, UsageInterval
-from billing.pricing import hour_floor
+from billing.pricing import hour_floor, month_bounds
 from portal import clock
 from portal.api.views import ApiView, CollectionApiView, list_response
 from portal.bounds import FIRST_YEAR, LAST_YEAR, year_in_range
@@ -32,6 +32,7 @@ from .serializers import (
     InvoiceOutput,
     OrderInput,
     OrderOutput,
+    ShowbackOutput,
     UsageIntervalOutput,
     UsageOutput,
     UsageQuery,
@@ -346,3 +347,25 @@ class UsageApi(ApiView):
             ends_at=ends_at,
         )
         return Response(UsageOutput(summary).data)
+
+
+class ShowbackApi(ApiView):
+    @extend_schema(
+        operation_id="showback_month",
+        responses=ShowbackOutput(many=True),
+        description="What the organization's use of each GPU pool cost the operator in a UTC"
+        " month, and its share of the cost of idle GPUs by the operator's rule; owners and"
+        " admins, where the operator offers showback (otherwise 404).",
+    )
+    def get(self, request, org_slug: str, year: int, month: int):
+        organization = organization_of(request, org_slug)
+        if not (1 <= month <= 12 and year_in_range(year)):
+            raise NotFound(f"No such month (years {FIRST_YEAR} to {LAST_YEAR}, months 1 to 12).")
+        starts_at, ends_at = month_bounds(year, month)
+        found = selectors.showback(
+            caller=caller_of(request),
+            organization=organization,
+            starts_at=starts_at,
+            ends_at=ends_at,
+        )
+        return Response(ShowbackOutput(found, many=True).data)

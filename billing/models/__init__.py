@@ -8,6 +8,7 @@ decimal places (a GPU-second priced per hour needs them), amounts on invoices ar
 up to cents per line.
 """
 
+from .books import CostModel
 from .budgets import Budget, BudgetAlert, default_thresholds
 from .commerce import CancellationCharge, CatalogItem, Order, PriceVersion
 from .credits import ContractCredit
@@ -22,6 +23,7 @@ __all__ = [
     "CancellationCharge",
     "CatalogItem",
     "ContractCredit",
+    "CostModel",
     "Credit",
     "Invoice",
     "InvoiceCounter",

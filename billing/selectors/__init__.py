@@ -8,9 +8,11 @@ public names are importable from here.
   use
 - budgets: budgets with what their scope spent
 - credits: the preemption contract's credits as invoice lines
+- books: the operator's books: each pool's hours by category, cost, revenue, margin
 """
 
 from ..pricing import offered_to, price_in_force
+from .books import PoolBooks, Showback, books, books_for_operator, pool_allocation, showback
 from .budgets import budget_get, budget_list, budget_spent
 from .catalog import UnpricedResource, catalog_for, resources_unpriced, usage_prices
 from .credits import CreditLine, contract_credit_lines
@@ -27,6 +29,7 @@ from .invoices import (
     period_of,
 )
 from .operators import (
+    cost_models_for_operator,
     credits_for_operator,
     invoice_for_operator,
     invoices_for_operator,
@@ -65,10 +68,14 @@ __all__ = [
     "CreditLine",
     "PackageCharge",
     "PendingApprovals",
+    "PoolBooks",
+    "Showback",
     "UnpricedResource",
     "UnpricedUse",
     "UsageSummary",
     "approvals_pending",
+    "books",
+    "books_for_operator",
     "budget_get",
     "budget_list",
     "budget_spent",
@@ -79,6 +86,7 @@ __all__ = [
     "catalog_for",
     "charged",
     "contract_credit_lines",
+    "cost_models_for_operator",
     "credit_balance",
     "credit_list",
     "credits_for_operator",
@@ -100,9 +108,11 @@ __all__ = [
     "orders_for_operator",
     "package_charges",
     "period_of",
+    "pool_allocation",
     "price_in_force",
     "reservation_terms",
     "resources_unpriced",
+    "showback",
     "spend",
     "usage_prices",
     "usage_reconciliation_last",

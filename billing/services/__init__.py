@@ -8,8 +8,10 @@
 - drafting: monthly invoice drafts from the records, charges and packages
 - invoicing: invoices issued, paid, voided, credited; credit granted
 - budgets: monthly limits, their alerts and their hard stop
+- books: the operator's cost models
 """
 
+from .books import cost_model_add, cost_model_problems
 from .budgets import (
     budget_alert_email_send,
     budget_delete,
@@ -57,6 +59,8 @@ __all__ = [
     "cancellation_charge_record",
     "catalog_item_save",
     "contract_credits_compute",
+    "cost_model_add",
+    "cost_model_problems",
     "credit_grant",
     "credit_note_issue",
     "invoice_draft",

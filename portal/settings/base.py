@@ -386,6 +386,14 @@ PORTAL_TAX_RATE = Decimal(os.environ.get("PORTAL_TAX_RATE", "0"))
 # The share (percent) of its reservation's price a holder is credited for each GPU-hour of its
 # idle reserved GPUs that others' work used (the lending credit; 0 turns it off).
 PORTAL_LENDING_CREDIT_PERCENT = Decimal(os.environ.get("PORTAL_LENDING_CREDIT_PERCENT", "50"))
+# The operator's books: how the cost of idle GPUs is shared in each organization's showback
+# ("apart": kept apart, the operator's; "usage": pro rata to each one's use; "guarantees": to
+# the idle capacity each one's reservations and guarantees held), and whether organizations
+# see their own showback at all.
+PORTAL_BOOKS_IDLE_SHARING = os.environ.get("PORTAL_BOOKS_IDLE_SHARING", "apart")
+if PORTAL_BOOKS_IDLE_SHARING not in ("apart", "usage", "guarantees"):
+    raise ValueError("PORTAL_BOOKS_IDLE_SHARING is apart, usage or guarantees.")
+PORTAL_BOOKS_SHOWBACK = env_bool("PORTAL_BOOKS_SHOWBACK", False)
 # The longest window one reservation may ask for (hours).
 PORTAL_RESERVATION_MAX_HOURS = int(os.environ.get("PORTAL_RESERVATION_MAX_HOURS", "336"))
 # An evicted workload goes back to the queue at most this many times, after a backoff that

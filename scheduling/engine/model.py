@@ -168,10 +168,14 @@ def quota_resource(gpu_class: str, *, mig_profile: str | None = None, shared: bo
     return gpu_class
 
 
+def mig_profile_slices(profile: str) -> int:
+    """A MIG instance's compute slices, of a GPU's seven ("mig-3g.40gb" has 3)."""
+    return int(profile.removeprefix("mig-").split("g", 1)[0])
+
+
 def mig_profile_milli(profile: str) -> int:
     """A MIG instance costs its compute slices out of seven ("mig-3g.40gb" is 3/7 GPU)."""
-    slices = int(profile.removeprefix("mig-").split("g", 1)[0])
-    return slices * MILLI_PER_GPU // MIG_SLICES_PER_GPU
+    return mig_profile_slices(profile) * MILLI_PER_GPU // MIG_SLICES_PER_GPU
 
 
 @dataclass(frozen=True)

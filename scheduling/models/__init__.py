@@ -9,6 +9,7 @@ from .inventory import (
     Cluster,
     GpuClass,
     Node,
+    NodeAvailability,
     NodePool,
     PriorityTier,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "GpuClass",
     "ImageReferenceValidator",
     "Node",
+    "NodeAvailability",
     "NodePool",
     "Placement",
     "PriorityTier",

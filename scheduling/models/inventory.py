@@ -177,3 +177,53 @@ class PriorityTier(models.Model):
     def notice(self) -> int:
         """The notice its evicted work gets, in seconds."""
         return DEFAULT_NOTICE_SECONDS if self.notice_seconds is None else self.notice_seconds
+
+
+class NodeAvailability(models.Model):
+    """A span over which a node was in one state with one inventory: the history the
+    operator's books read to tell a pool's available hours from its unavailable ones. Written
+    by the inventory sync and by cordoning (``node_availability_record``); the open span
+    (``ends_at`` None) is the node's state now."""
+
+    class State(models.TextChoices):
+        AVAILABLE = "available", "Available"
+        CORDONED = "cordoned", "Cordoned"
+        NOT_READY = "not_ready", "Not ready"
+
+    id = models.BigAutoField(primary_key=True)
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="availability")
+    pool = models.ForeignKey(NodePool, on_delete=models.PROTECT, related_name="+")
+    state = models.CharField(max_length=10, choices=State.choices)
+    gpu_count = models.PositiveSmallIntegerField()
+    mig_layout = models.JSONField(default=dict, blank=True)
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["node", "starts_at"]
+        indexes = [models.Index(fields=["pool", "starts_at"], name="node_availability_pool")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["node"],
+                condition=models.Q(ends_at__isnull=True),
+                name="node_availability_one_open",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(ends_at__isnull=True)
+                | models.Q(ends_at__gt=models.F("starts_at")),
+                name="node_availability_ends_after",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node}: {self.state} from {self.starts_at:%Y-%m-%d %H:%M}"
+
+    @staticmethod
+    def state_of(node: Node) -> str:
+        """What a node's flags make it: not ready before cordoned (a node that is down is
+        unavailable whatever the operator said)."""
+        if not node.ready:
+            return NodeAvailability.State.NOT_READY
+        if node.cordoned:
+            return NodeAvailability.State.CORDONED
+        return NodeAvailability.State.AVAILABLE

@@ -34,6 +34,7 @@ from .capacity import (
 from .catalog import (
     class_capacities,
     gpu_class_list,
+    node_availability,
     pool_capacity,
     pool_capacity_named,
     pool_list,
@@ -179,6 +180,7 @@ __all__ = [
     "last_cycle_at",
     "log_text",
     "nearest_windows",
+    "node_availability",
     "node_for_operator",
     "nodes_for_operator",
     "notebooks_running",

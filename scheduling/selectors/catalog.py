@@ -2,10 +2,11 @@
 and the capacity of each."""
 
 from collections import defaultdict
+from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
-from ..models import GpuClass, Node, NodePool, PriorityTier
+from ..models import GpuClass, Node, NodeAvailability, NodePool, PriorityTier
 
 
 def gpu_class_list() -> QuerySet[GpuClass]:
@@ -74,3 +75,16 @@ def pool_capacity_named(name: str) -> int:
 
 def pool_of_class_exists(*, name: str, gpu_class: GpuClass) -> bool:
     return NodePool.objects.filter(name=name, gpu_class=gpu_class).exists()
+
+
+def node_availability(
+    *, starts_at: datetime, ends_at: datetime, pool: NodePool | None = None
+) -> QuerySet[NodeAvailability]:
+    """The nodes' availability spans that overlap [starts_at, ends_at) (of ``pool``; None:
+    every pool), by node and start."""
+    spans = NodeAvailability.objects.filter(
+        Q(ends_at__isnull=True) | Q(ends_at__gt=starts_at), starts_at__lt=ends_at
+    )
+    if pool is not None:
+        spans = spans.filter(pool=pool)
+    return spans.order_by("node_id", "starts_at")

@@ -24,7 +24,12 @@ from .clusters import cluster_answered, cluster_unanswered
 from .cycle import CycleResult, scheduling_cycle_request, scheduling_cycle_run
 from .evictions import evictions_record, workload_checkpoint_report
 from .following import idle_and_runtime_check, workloads_sync
-from .inventory import cluster_description_apply, cluster_inventory_sync, inventory_sync
+from .inventory import (
+    cluster_description_apply,
+    cluster_inventory_sync,
+    inventory_sync,
+    node_availability_record,
+)
 from .lifecycle import (
     workload_cancel,
     workload_end,
@@ -116,6 +121,7 @@ __all__ = [
     "evictions_record",
     "idle_and_runtime_check",
     "inventory_sync",
+    "node_availability_record",
     "node_cordon",
     "node_drain",
     "project_deprovision",

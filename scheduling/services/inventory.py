@@ -1,7 +1,7 @@
 """The clusters' inventory: GPU classes, clusters, pools and tiers from the description file;
 nodes as each cluster's backend reports them, and the gangs of lost nodes requeued."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -19,6 +19,7 @@ from ..models import (
     Cluster,
     GpuClass,
     Node,
+    NodeAvailability,
     NodePool,
     Placement,
     PriorityTier,
@@ -171,6 +172,7 @@ def inventory_sync(*, backend: ClusterBackend, cluster: Cluster | None = None) -
                 },
             )
         nodes.exclude(name__in=seen).update(ready=False)
+        node_availability_record(now=now, nodes=nodes)
     lost = sorted(
         set(
             Placement.objects.filter(
@@ -211,3 +213,38 @@ def cluster_inventory_sync(*, cluster: Cluster, backend: ClusterBackend) -> list
         return None
     cluster_answered(cluster=cluster)
     return lost
+
+
+def node_availability_record(*, now: datetime, nodes=None) -> int:
+    """Close the open availability span of each node (of ``nodes``; None: every node) whose
+    state, pool or inventory changed, and open its new one at ``now``; the spans opened. Call
+    it inside the transaction that changed the nodes."""
+    nodes = Node.objects.all() if nodes is None else nodes
+    open_spans = {
+        span.node_id: span
+        for span in NodeAvailability.objects.filter(ends_at__isnull=True, node__in=nodes)
+    }
+    opened = []
+    for node in nodes:
+        state = NodeAvailability.state_of(node)
+        span = open_spans.get(node.pk)
+        now_is = (node.pool_id, state, node.gpu_count, node.mig_layout)
+        if span is not None:
+            if (span.pool_id, span.state, span.gpu_count, span.mig_layout) == now_is:
+                continue
+            if span.starts_at < now:
+                NodeAvailability.objects.filter(pk=span.pk).update(ends_at=now)
+            else:  # changed again within the same instant: the newer state holds it
+                span.delete()
+        opened.append(
+            NodeAvailability(
+                node=node,
+                pool_id=node.pool_id,
+                state=state,
+                gpu_count=node.gpu_count,
+                mig_layout=node.mig_layout,
+                starts_at=now,
+            )
+        )
+    NodeAvailability.objects.bulk_create(opened)
+    return len(opened)

@@ -8,6 +8,7 @@ from decimal import Decimal
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 
+from portal import clock
 from tenants.permissions import (
     Caller,
     require_operator,
@@ -19,6 +20,7 @@ from ..models import (
     SimulatedNodeState,
     Workload,
 )
+from .inventory import node_availability_record
 from .lifecycle import workload_end, workload_requeue
 
 
@@ -55,6 +57,7 @@ def node_cordon(*, caller: Caller, node: Node, cordoned: bool = True) -> Node:
         )
         node.refresh_from_db()
         if changed:
+            node_availability_record(now=clock.now(), nodes=[node])
             audit_record(
                 caller=caller,
                 organization=None,

@@ -10,6 +10,8 @@ from django.urls import reverse
 from billing import services
 from billing.models import Credit, Invoice, Order
 from portal import clock
+from scheduling.models import NodePool
+from tenants.models import AuditEvent
 
 from .conftest import at, draft, metered, order, period_over, ran
 
@@ -144,3 +146,34 @@ def test_issuing_a_held_draft_in_admin_says_why_instead_of_failing(finance, held
 def test_finance_sees_the_contract_credits_in_admin(lost_work_invoice, finance):
     page = finance.get(reverse("admin:billing_contractcredit_changelist")).content.decode()
     assert "Credit for work lost to an eviction" in page
+
+
+def _cost_model_form(pool, moment) -> dict:
+    return {
+        "pool": pool.pk,
+        "purchase_price_per_gpu": "30000.00",
+        "lifetime_months": "48",
+        "nameplate_watts": "700",
+        "price_per_kwh": "0.2000",
+        "overhead_per_node_hour": "0.5000",
+        "effective_from_0": moment.strftime("%Y-%m-%d"),
+        "effective_from_1": moment.strftime("%H:%M:%S"),
+    }
+
+
+def test_an_operator_adds_a_cost_model_in_admin_audited(cluster, finance):
+    pool = NodePool.objects.get(name="dgx-h100")
+    later = clock.now() + timedelta(days=1)
+    response = finance.post("/admin/billing/costmodel/add/", _cost_model_form(pool, later))
+    assert response.status_code == 302
+    assert AuditEvent.objects.get(action="books.cost_model_add").payload["pool"] == "dgx-h100"
+
+
+def test_the_admin_refuses_a_cost_model_dated_in_the_past_on_the_form(cluster, finance):
+    pool = NodePool.objects.get(name="dgx-h100")
+    past = clock.now() - timedelta(days=1)
+    response = finance.post("/admin/billing/costmodel/add/", _cost_model_form(pool, past))
+    assert (response.status_code, "cannot start in the past" in response.content.decode()) == (
+        200,
+        True,
+    )

@@ -45,13 +45,15 @@ MAX_EXAMPLES = 10
 # The operator API's too: an organization, project or GPU class named that does not exist, a
 # limit below the guarantee, a reason of spaces only, a tier value another tier has, a credit
 # note over what the invoice leaves, an amount granted below one or an end already past, a
-# fair-share weight that is not a positive number (a decimal is a string to the schema). Every
-# other status stays checked.
+# fair-share weight that is not a positive number (a decimal is a string to the schema), a cost
+# model of a pool or node that does not exist or from the past. Every other status stays
+# checked.
 RULES_BEYOND_THE_SCHEMA = [
     "budgets_set",
     "capacity_calendar",
     "invitations_accept",
     "invitations_create",
+    "operator_cost_models_add",
     "operator_credits_grant",
     "operator_fair_share_weight_update",
     "operator_gpu_classes_update",

@@ -15,6 +15,7 @@ from django.db import transaction
 from billing import services as billing
 from billing.models import CancellationCharge, CatalogItem, Order
 from portal import clock
+from portal.management.demo_books import demo_books_seed
 from portal.management.demo_history import HISTORY_SPAN, demo_history_seed
 from scheduling import services as scheduling
 from scheduling.models import GpuClass, PriorityTier, QuotaGrant, Workload
@@ -64,6 +65,9 @@ class Command(BaseCommand):
         demo_history_seed()
         self._reservations(acme, owner_caller, Caller(user=operator))
         self._catalog(Caller(user=operator))
+        # From the first recorded day's midnight, as the history's placements.
+        since = (clock.now() - HISTORY_SPAN).replace(hour=0, minute=0, second=0, microsecond=0)
+        demo_books_seed(operator=Caller(user=operator), since=since)
         self._order(acme, owner_caller, Caller(user=operator))
         self._cancellation(acme, owner_caller)
         self._billing()

@@ -32,6 +32,21 @@ OPERATIONS = {
         201,
     ),
     "credits list": ("get", f"{OP}/credits/", None, 200),
+    "cost models list": ("get", f"{OP}/cost-models/", None, 200),
+    "cost model add": (
+        "post",
+        f"{OP}/cost-models/",
+        {
+            "pool": "dgx-h100",
+            "purchase_price_per_gpu": "30000.00",
+            "lifetime_months": 48,
+            "nameplate_watts": 700,
+            "price_per_kwh": "0.2000",
+        },
+        201,
+    ),
+    "books": ("get", f"{OP}/books/2026/11/", None, 200),
+    "books export": ("get", f"{OP}/books/2026/11/csv/", None, 200),
     "credit grant": (
         "post",
         f"{OP}/credits/",

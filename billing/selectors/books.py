@@ -1,0 +1,364 @@
+"""The operator's books of a period, pool by pool (operators only): its capacity attributed
+hour by hour (``billing.allocation``) from the nodes' availability, the reservations, the
+usage intervals and the quota guarantees; what it cost (``billing.costing``), what it earned
+(its billing records) and the margin."""
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal, localcontext
+from uuid import UUID
+
+from django.conf import settings
+from django.db.models import Q, Sum
+
+from portal.errors import NotFound
+from portal.money import to_cents
+from portal.prometheus import PrometheusClient
+from scheduling import selectors as scheduling_selectors
+from scheduling.engine.model import mig_profile_slices
+from scheduling.models import NodePool, PriorityTier, QuotaGrant, Reservation
+from tenants.models import Organization, Project
+from tenants.permissions import Action, Caller, authorize, require_operator
+
+from .. import costing
+from ..allocation import CATEGORIES, MILLI, SLICES_PER_GPU, UNITS_PER_GPU, Allocation, Layer, Span
+from ..allocation import allocate as allocate_layers
+from ..models import BillingRecord, CostModel, UsageInterval
+
+# Unit-microseconds in a GPU-hour.
+PER_GPU_HOUR = UNITS_PER_GPU * 3600 * 10**6
+WHOLE = ""
+TOP = 10
+
+
+def gpu_hours(unit_microseconds: int) -> Decimal:
+    """GPU-hours of unit-microseconds, exact to the microsecond (to 12 places)."""
+    return (Decimal(unit_microseconds) / PER_GPU_HOUR).quantize(Decimal("1E-12"))
+
+
+def pool_layers(*, pool: NodePool, starts_at: datetime, ends_at: datetime) -> list[Layer]:
+    """What ``billing.allocation`` reads of the pool over [starts_at, ends_at): its whole
+    GPUs and each MIG profile's instances, in milli-units, as layers."""
+    layers: dict[str, Layer] = defaultdict(lambda: Layer(weight=SLICES_PER_GPU))
+    for span in scheduling_selectors.node_availability(
+        starts_at=starts_at, ends_at=ends_at, pool=pool
+    ):
+        available = span.state == span.State.AVAILABLE
+        amounts = {WHOLE: span.gpu_count, **span.mig_layout}
+        for profile, count in amounts.items():
+            if count:
+                layers[profile].capacity.append(
+                    Span(count * MILLI, span.starts_at, span.ends_at, available=available)
+                )
+    for reservation in Reservation.objects.filter(
+        Q(state__in=Reservation.BILLED_STATES) | Q(state=Reservation.State.CANCELLED),
+        pool=pool,
+        starts_at__lt=ends_at,
+        ends_at__gt=starts_at,
+    ):
+        if reservation.held_until > reservation.starts_at and reservation.held_gpus > 0:
+            layers[reservation.mig_profile].holdings.append(
+                Span(
+                    reservation.held_gpus * MILLI,
+                    reservation.starts_at,
+                    reservation.held_until,
+                    owner=(reservation.organization_id, reservation.project_id),
+                    key=str(reservation.pk),
+                )
+            )
+    intervals = UsageInterval.objects.filter(
+        Q(ended_at__isnull=True) | Q(ended_at__gt=starts_at),
+        pool=pool.name,
+        started_at__lt=ends_at,
+    ).values_list(
+        "organization_id",
+        "project_id",
+        "tier_id",
+        "resource",
+        "mig_profile",
+        "amount",
+        "started_at",
+        "ended_at",
+    )
+    for organization, project, tier, resource, profile, amount, started, ended in intervals:
+        shared = resource == UsageInterval.Resource.SHARED
+        layer = profile if resource == UsageInterval.Resource.MIG else WHOLE
+        layers[layer].uses.append(
+            Span(
+                amount if shared else amount * MILLI,
+                started,
+                ended,
+                (organization, project),
+                tier=tier,
+            )
+        )
+    _guarantees(pool, layers, starts_at, ends_at)
+    for profile, layer in layers.items():
+        if profile:
+            layer.weight = mig_profile_slices(profile)
+    return list(layers.values())
+
+
+def _guarantees(pool: NodePool, layers: dict, starts_at: datetime, ends_at: datetime) -> None:
+    """The class's quota guarantees, each pool of the class holding its share of them in
+    proportion to its schedulable capacity now (grants keep no history: today's guarantees
+    stand for the whole period)."""
+    if pool.gpu_class_id is None:
+        return
+    grants = QuotaGrant.objects.filter(gpu_class=pool.gpu_class_id, guarantee__gt=0)
+    for grant in grants:
+        profile = grant.mig_profile if grant.resource == QuotaGrant.Resource.MIG else WHOLE
+        shares = scheduling_selectors.class_capacities(
+            gpu_class=pool.gpu_class, mig_profile=profile
+        )
+        whole = sum(shares.values())
+        if not whole or not shares.get(pool.name):
+            continue
+        milli = grant.guarantee * (1 if grant.resource == QuotaGrant.Resource.SHARED else MILLI)
+        amount = milli * shares[pool.name] // whole
+        if amount:
+            layers[profile].guarantees.append(
+                Span(amount, starts_at, ends_at, owner=(grant.organization_id, grant.project_id))
+            )
+
+
+def pool_allocation(*, pool: NodePool, starts_at: datetime, ends_at: datetime) -> Allocation:
+    """The pool's capacity over [starts_at, ends_at), attributed once (``allocation``)."""
+    layers = pool_layers(pool=pool, starts_at=starts_at, ends_at=ends_at)
+    return allocate_layers(layers=layers, start=starts_at, end=ends_at)
+
+
+@dataclass
+class PoolBooks:
+    """One pool's books over a period: GPU-hours by category, cost, revenue, margin."""
+
+    pool: NodePool
+    hours: dict[str, Decimal]
+    cost: Decimal
+    revenue: Decimal
+    idle_reservations: list[dict] = field(default_factory=list)
+    idle_guarantees: list[dict] = field(default_factory=list)
+    # Work outside its organization's reservations, per organization, project and tier.
+    on_demand: list[dict] = field(default_factory=list)
+
+    @property
+    def total_hours(self) -> Decimal:
+        return sum(self.hours.values(), Decimal(0))
+
+    @property
+    def margin(self) -> Decimal:
+        return self.revenue - self.cost
+
+    @property
+    def cost_per_gpu_hour(self) -> Decimal | None:
+        total = self.total_hours
+        return to_cents(self.cost / total) if total else None
+
+    @property
+    def costs(self) -> dict[str, Decimal]:
+        """The cost by category, in proportion to its hours, in cents; the largest category
+        takes what rounding leaves, so they add up to the cost."""
+        total = self.total_hours
+        if not total:
+            return dict.fromkeys(self.hours, Decimal(0))
+        costs = {name: to_cents(self.cost * hours / total) for name, hours in self.hours.items()}
+        largest = max(self.hours, key=lambda name: self.hours[name])
+        costs[largest] += self.cost - sum(costs.values())
+        return costs
+
+    @property
+    def utilisation(self) -> Decimal | None:
+        """The share of the pool's hours that work used (billed, reserved and used, lent)."""
+        total = self.total_hours
+        used = self.hours["used_billed"] + self.hours["reserved_used"] + self.hours["reserved_lent"]
+        return (used / total).quantize(Decimal("0.0001")) if total else None
+
+
+def books_for_operator(*, caller: Caller, starts_at: datetime, ends_at: datetime, **options):
+    """``books``, for an operator."""
+    require_operator(caller)
+    return books(starts_at=starts_at, ends_at=ends_at, **options)
+
+
+def books(
+    *,
+    starts_at: datetime,
+    ends_at: datetime,
+    pools=None,
+    watts: dict[str, Decimal] | None = None,
+) -> list[PoolBooks]:
+    """Every GPU pool's books (or ``pools``') over [starts_at, ends_at). ``watts``: average
+    watts per GPU by node name (None: as DCGM measured them, ``measured_watts``); nameplate
+    for the nodes not named."""
+    pools = scheduling_selectors.pool_list() if pools is None else pools
+    watts = measured_watts(starts_at=starts_at, ends_at=ends_at) if watts is None else watts
+    return [
+        pool_books(pool=pool, starts_at=starts_at, ends_at=ends_at, watts=watts) for pool in pools
+    ]
+
+
+def measured_watts(*, starts_at: datetime, ends_at: datetime) -> dict[str, Decimal]:
+    """The nodes' power draw per GPU over the period from the portal's Prometheus, if any."""
+    url = settings.PORTAL_PROMETHEUS_URL
+    return costing.measured_watts(
+        metrics=PrometheusClient(url=url) if url else None, starts_at=starts_at, ends_at=ends_at
+    )
+
+
+def pool_books(
+    *, pool: NodePool, starts_at: datetime, ends_at: datetime, watts: dict[str, Decimal]
+) -> PoolBooks:
+    allocation = pool_allocation(pool=pool, starts_at=starts_at, ends_at=ends_at)
+    cost = pool_cost(pool=pool, starts_at=starts_at, ends_at=ends_at, watts=watts)
+    return PoolBooks(
+        pool=pool,
+        hours={name: gpu_hours(allocation.totals[name]) for name in CATEGORIES},
+        cost=to_cents(cost),
+        revenue=pool_revenue(pool=pool, starts_at=starts_at, ends_at=ends_at),
+        idle_reservations=_idle_reservations(allocation),
+        idle_guarantees=_idle_guarantees(allocation),
+        on_demand=_on_demand(allocation),
+    )
+
+
+def pool_cost(
+    *, pool: NodePool, starts_at: datetime, ends_at: datetime, watts: dict[str, Decimal]
+) -> Decimal:
+    """What the pool's nodes cost over [starts_at, ends_at) (``costing.nodes_cost``)."""
+    spans = scheduling_selectors.node_availability(
+        starts_at=starts_at, ends_at=ends_at, pool=pool
+    ).select_related("node")
+    versions = list(CostModel.objects.filter(pool=pool, effective_from__lt=ends_at))
+    return costing.nodes_cost(
+        spans=spans, versions=versions, starts_at=starts_at, ends_at=ends_at, watts=watts
+    )
+
+
+def pool_revenue(*, pool: NodePool, starts_at: datetime, ends_at: datetime) -> Decimal:
+    """What the pool's billing records of hours in [starts_at, ends_at) charged: its use
+    (its intervals') and its reservations' capacity, in cents."""
+    records = BillingRecord.objects.filter(starts_at__gte=starts_at, starts_at__lt=ends_at)
+    intervals = UsageInterval.objects.filter(pool=pool.name).values("pk")
+    total = records.filter(
+        Q(interval__in=intervals) | Q(reservation__pool=pool, interval__isnull=True)
+    ).aggregate(total=Sum("cost"))["total"]
+    return to_cents(Decimal(total or 0))
+
+
+def _on_demand(allocation: Allocation) -> list[dict]:
+    """The on-demand use of the pool by organization, project and tier, the most first."""
+    keys = [key for key, amount in allocation.on_demand.items() if amount > 0]
+    organizations = Organization.objects.in_bulk({key[0] for key in keys})
+    projects = Project.objects.in_bulk({key[1] for key in keys})
+    tiers = PriorityTier.objects.in_bulk({key[2] for key in keys if key[2] is not None})
+    return [
+        {
+            "organization": organizations[organization],
+            "project": projects.get(project),
+            "tier": tiers.get(tier),
+            "gpu_hours": gpu_hours(allocation.on_demand[(organization, project, tier)]),
+        }
+        for organization, project, tier in sorted(keys, key=lambda k: -allocation.on_demand[k])
+    ]
+
+
+def _idle_reservations(allocation: Allocation) -> list[dict]:
+    top = sorted(allocation.reservations.items(), key=lambda item: -item[1]["idle"])[:TOP]
+    found = Reservation.objects.select_related("organization", "project").in_bulk(
+        [key for key, _ in top]
+    )
+    return [
+        {
+            "reservation": found[key],
+            "idle_hours": gpu_hours(parts["idle"]),
+            "used_hours": gpu_hours(parts["used"]),
+            "lent_hours": gpu_hours(parts["lent"]),
+        }
+        for key, parts in top
+        if parts["idle"] > 0 and found.get(key)
+    ]
+
+
+def _idle_guarantees(allocation: Allocation) -> list[dict]:
+    top = sorted(allocation.guarantees.items(), key=lambda item: -item[1])[:TOP]
+    organizations = Organization.objects.in_bulk([owner[0] for owner, _ in top])
+    projects = Project.objects.in_bulk([owner[1] for owner, _ in top if owner[1]])
+    return [
+        {
+            "organization": organizations[owner[0]],
+            "project": projects.get(owner[1]),
+            "idle_hours": gpu_hours(amount),
+        }
+        for owner, amount in top
+        if amount > 0
+    ]
+
+
+# Showback: what an organization's use cost the operator, and its share of idle.
+
+IDLE = ("reserved_idle", "guarantee_idle", "unallocated_idle")
+
+
+@dataclass(frozen=True)
+class Showback:
+    """One organization's part of one pool's books: its GPU-hours of use (its own
+    reservations' and outside them) at the pool's cost per GPU-hour, and its share of the
+    cost of the pool's idle hours under ``PORTAL_BOOKS_IDLE_SHARING``."""
+
+    pool: NodePool
+    used_hours: Decimal
+    usage_cost: Decimal
+    idle_cost: Decimal
+
+    @property
+    def total(self) -> Decimal:
+        return self.usage_cost + self.idle_cost
+
+
+def showback(
+    *, caller: Caller, organization: Organization, starts_at: datetime, ends_at: datetime
+) -> list[Showback]:
+    """The organization's showback of each GPU pool over [starts_at, ends_at), for its owners
+    and admins, when the operator turned showback on (``PORTAL_BOOKS_SHOWBACK``; off: 404)."""
+    if not settings.PORTAL_BOOKS_SHOWBACK:
+        raise NotFound("Showback is not offered.")
+    authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
+    found = []
+    watts = measured_watts(starts_at=starts_at, ends_at=ends_at)
+    for pool in scheduling_selectors.pool_list():
+        allocation = pool_allocation(pool=pool, starts_at=starts_at, ends_at=ends_at)
+        cost = pool_cost(pool=pool, starts_at=starts_at, ends_at=ends_at, watts=watts)
+        found.append(_pool_showback(pool, allocation, cost, organization.pk))
+    return found
+
+
+def _pool_showback(pool: NodePool, allocation: Allocation, cost: Decimal, organization_id):
+    total = allocation.total
+    owners = dict(
+        Reservation.objects.filter(pk__in=list(allocation.reservations)).values_list(
+            "pk", "organization_id"
+        )
+    )
+    used = defaultdict(int)
+    for (organization, _, _), amount in allocation.on_demand.items():
+        used[organization] += amount
+    held = defaultdict(int)
+    for key, parts in allocation.reservations.items():
+        owner = owners.get(UUID(key))
+        used[owner] += parts["used"]
+        held[owner] += parts["idle"]
+    for (owner, _), idle in allocation.guarantees.items():
+        held[owner] += idle
+    weights = {"apart": {}, "usage": used, "guarantees": held}[settings.PORTAL_BOOKS_IDLE_SHARING]
+    idle = sum(allocation.totals[name] for name in IDLE)
+    whole = sum(weights.values())
+    with localcontext(prec=60):
+        per_unit = cost / total if total else Decimal(0)
+        share = Decimal(weights.get(organization_id, 0)) / whole if whole else Decimal(0)
+        return Showback(
+            pool=pool,
+            used_hours=gpu_hours(used[organization_id]),
+            usage_cost=to_cents(per_unit * used[organization_id]),
+            idle_cost=to_cents(per_unit * idle * share),
+        )

@@ -1,0 +1,89 @@
+"""Writes of the operator's books (operators only): cost models, only ever added as versions
+from a moment not in the past, like prices; each audited."""
+
+from datetime import datetime
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+
+from portal import clock
+from scheduling.models import Node, NodePool
+from tenants.permissions import Caller, require_operator
+from tenants.services import audit_record
+
+from ..models import CostModel
+
+
+def cost_model_problems(
+    *, pool: NodePool, node: Node | None, effective_from: datetime, now: datetime
+) -> dict[str, list[str]]:
+    """What is wrong with a new cost model's date and node (empty: nothing)."""
+    errors = {}
+    if effective_from < now:
+        errors["effective_from"] = ["A cost model cannot start in the past."]
+    if node is not None and node.pool_id != pool.pk:
+        errors["node"] = [f"Node {node.name} is not in pool {pool.name}."]
+    return errors
+
+
+def cost_model_add(
+    *,
+    caller: Caller,
+    pool: NodePool,
+    purchase_price_per_gpu: Decimal,
+    lifetime_months: int,
+    nameplate_watts: int,
+    price_per_kwh: Decimal,
+    overhead_per_node_hour: Decimal = Decimal(0),
+    node: Node | None = None,
+    effective_from: datetime | None = None,
+    now: datetime | None = None,
+) -> CostModel:
+    """A new cost model for ``pool`` (or one ``node`` of it) from ``effective_from`` on (None:
+    from now), which may not lie in the past: the books of a closed period stay as they were."""
+    require_operator(caller)
+    now = now or clock.now()
+    effective_from = effective_from or now
+    version = CostModel(
+        pool=pool,
+        node=node,
+        purchase_price_per_gpu=purchase_price_per_gpu,
+        lifetime_months=lifetime_months,
+        nameplate_watts=nameplate_watts,
+        price_per_kwh=price_per_kwh,
+        overhead_per_node_hour=overhead_per_node_hour,
+        effective_from=effective_from,
+        created_by=caller.user,
+    )
+    errors = cost_model_problems(pool=pool, node=node, effective_from=effective_from, now=now)
+    try:
+        version.full_clean(validate_unique=False, validate_constraints=False)
+    except ValidationError as invalid:
+        errors.update(invalid.message_dict)
+    if errors:
+        raise ValidationError(errors)
+    try:
+        with transaction.atomic():
+            version.save()
+            audit_record(
+                caller=caller,
+                organization=None,
+                action="books.cost_model_add",
+                target=version,
+                payload={
+                    "pool": pool.name,
+                    "node": node.name if node else None,
+                    "purchase_price_per_gpu": str(version.purchase_price_per_gpu),
+                    "lifetime_months": lifetime_months,
+                    "nameplate_watts": nameplate_watts,
+                    "price_per_kwh": str(version.price_per_kwh),
+                    "overhead_per_node_hour": str(version.overhead_per_node_hour),
+                    "effective_from": effective_from.isoformat(),
+                },
+            )
+    except IntegrityError:
+        raise ValidationError(
+            {"effective_from": ["There is already a cost model from that moment."]}
+        ) from None
+    return version

@@ -1,0 +1,94 @@
+"""Showback: an organization's owners and admins see what their use of each pool cost the
+operator and their share of idle, under the operator's rule, only when the operator offers it;
+never another organization's."""
+
+from decimal import Decimal
+
+import pytest
+
+from billing import services
+from portal import clock
+from scheduling.models import NodePool, QuotaGrant
+from tenants.permissions import Caller
+
+from ...roles import MANAGERS_READ
+from ..conftest import ran
+
+pytestmark = pytest.mark.django_db
+
+
+def url(organization="acme") -> str:
+    now = clock.now()
+    return f"/api/v1/organizations/{organization}/showback/{now.year}/{now.month}/"
+
+
+@pytest.fixture
+def offered(settings):
+    settings.PORTAL_BOOKS_SHOWBACK = True
+    return settings
+
+
+@pytest.fixture
+def costed(cluster, operator):
+    """dgx-h100's GPU-hour costs 1.14 and its node-hour 0.80 more, from now."""
+    services.cost_model_add(
+        caller=Caller(user=operator),
+        pool=NodePool.objects.get(name="dgx-h100"),
+        purchase_price_per_gpu=Decimal("36000.00"),
+        lifetime_months=50,
+        nameplate_watts=700,
+        price_per_kwh=Decimal("0.2000"),
+        overhead_per_node_hour=Decimal("0.8000"),
+    )
+
+
+@pytest.mark.parametrize(("caller", "status"), MANAGERS_READ)
+def test_owners_and_admins_see_their_showback_and_nobody_else(
+    offered, costed, actors, api_as, caller, status
+):
+    assert api_as(actors.get(caller)).get(url()).status_code == status
+
+
+def test_another_organizations_showback_is_a_404(offered, costed, globex, actors, api_as):
+    assert api_as(actors["owner"]).get(url("globex")).status_code == 404
+
+
+def test_without_the_operators_offer_showback_is_a_404(costed, actors, api_as):
+    assert api_as(actors["owner"]).get(url()).status_code == 404
+
+
+def test_a_month_that_does_not_exist_is_a_404(offered, actors, api_as):
+    assert (
+        api_as(actors["owner"]).get("/api/v1/organizations/acme/showback/2026/0/").status_code
+        == 404
+    )
+
+
+def _h100(response) -> dict:
+    return next(row for row in response.json() if row["pool"] == "dgx-h100")
+
+
+def test_idle_kept_apart_is_nobodys(offered, costed, acme, actors, api_as):
+    offered.PORTAL_BOOKS_IDLE_SHARING = "apart"
+    assert _h100(api_as(actors["owner"]).get(url()))["idle_cost"] == "0.00"
+
+
+def test_idle_shared_to_guarantees_falls_on_who_held_capacity_unused(
+    offered, costed, acme, h100, actors, api_as
+):
+    offered.PORTAL_BOOKS_IDLE_SHARING = "guarantees"
+    QuotaGrant.objects.create(organization=acme, gpu_class=h100, guarantee=8, limit=8)
+    row = _h100(api_as(actors["owner"]).get(url()))
+    assert Decimal(row["idle_cost"]) > 0
+    assert row["used_hours"] == "0.000000000000"
+
+
+def test_idle_shared_by_usage_goes_to_those_who_used_the_pool(
+    offered, costed, acme, globex, vision, actors, api_as
+):
+    offered.PORTAL_BOOKS_IDLE_SHARING = "usage"
+    ran(vision, start=-24, end=None, gpus=8)
+    services.usage_meter(now=clock.now())
+    row = _h100(api_as(actors["owner"]).get(url()))
+    assert Decimal(row["used_hours"]) > 0
+    assert Decimal(row["idle_cost"]) > 0
