@@ -156,10 +156,16 @@ def test_preemption_cancel_and_node_failure_through_the_worker(
     wait_for(lambda: evicted.count() == 1, state=workloads)
     wait_for(lambda: Workload.objects.filter(name="serve", launched_at__isnull=False).exists())
 
-    # The owner cancels a running gang; its objects go.
+    # The owner cancels a running gang; its objects are deleted as Kubernetes deletes running
+    # pods: gone, or terminating for their grace period.
     running = Workload.objects.filter(project__slug="vision", state="Running").first()
     assert client.post(f"{WORKLOADS}{running.name}/cancel/").status_code == 200
-    wait_for(lambda: not SimulatedObject.objects.filter(kind="Job", name=running.name).exists())
+    wait_for(
+        lambda: all(
+            "deletionTimestamp" in job.manifest["metadata"]
+            for job in SimulatedObject.objects.filter(kind="Job", name=running.name)
+        )
+    )
 
 
 def test_a_batch_runs_every_workload_through_the_worker(
