@@ -270,24 +270,28 @@ def _guarantees(
     short = np.flatnonzero(idle_level < unused)
     covered = np.ones(len(grid.lengths), dtype=bool)
     covered[short] = False
-    owners, floors, remainders = [], {}, {}
+    # An owner may hold several guarantees in a layer (one per quota grant): its parts add up.
+    floors, remainders = defaultdict(int), defaultdict(float)
     whole = unused[short].astype(object)
     total = idle_level[short].astype(object) * grid.lengths[short].astype(object)
     for owner, level in _unused_guarantees(layer, by_organization, grid):
-        owners.append(owner)
         allocation.guarantees[owner] += _dot(level[covered], grid.lengths[covered]) * layer.weight
         numerators = level[short].astype(object) * total
-        floors[owner] = int(sum(numerators // whole)) if len(short) else 0
+        floors[owner] += int(sum(numerators // whole)) if len(short) else 0
         # What rounding down left (a float: it only orders who gets the units left).
-        remainders[owner] = float(sum(numerators % whole / whole)) if len(short) else 0.0
+        remainders[owner] += float(sum(numerators % whole / whole)) if len(short) else 0.0
+    owners = list(floors)
     left = int(sum(total)) - sum(floors.values())
     for owner in owners:
         extra = min(int(remainders[owner]), left)
         floors[owner] += extra
         left -= extra
     order = sorted(owners, key=lambda o: -(remainders[o] % 1))
-    for index in range(left):
-        floors[order[index % len(order)]] += 1
+    # What is left goes round the owners in that order: as many whole rounds as it makes, then
+    # one more unit to each of the first (in arithmetic: a unit at a time took minutes).
+    rounds, first = divmod(left, len(order)) if order else (0, 0)
+    for position, owner in enumerate(order):
+        floors[owner] += rounds + (position < first)
     for owner, part in floors.items():
         allocation.guarantees[owner] += part * layer.weight
 

@@ -68,6 +68,17 @@ def test_an_unused_guarantee_is_granted_quota_idle_up_to_what_is_free():
     assert allocation.guarantees[GLOBEX] == 4 * UNITS_PER_GPU * HOUR
 
 
+def test_an_owner_with_two_guarantees_gets_the_idle_of_both_when_free_capacity_is_short():
+    others = Span(6 * MILLI, START, END, owner=("hooli", None))
+    guarantees = [
+        Span(2 * MILLI, START, END, owner=ACME),
+        Span(2 * MILLI, START, END, owner=ACME),
+        Span(2 * MILLI, START, END, owner=GLOBEX),
+    ]
+    allocation = allocate(layers=[pool(uses=[others], guarantees=guarantees)], start=START, end=END)
+    assert allocation.guarantees[ACME] == 2 * allocation.guarantees[GLOBEX]
+
+
 def test_a_mig_instance_carries_its_slices_of_a_gpu():
     instances = Layer(
         weight=3,  # mig-3g.40gb: three slices of seven
