@@ -72,8 +72,9 @@ def cluster_route(cluster: str) -> dict:
 
 
 def each_cluster(task, *args) -> list[str]:
-    """Queue `task` once per cluster, the cluster's name after `args`; the names."""
-    names = selectors.cluster_names()
+    """Queue `task` once per cluster, the cluster's name after `args`; the names. With no
+    cluster in the inventory yet, once for the settings' backend ("")."""
+    names = selectors.cluster_names() or [""]
     for name in names:
         task.apply_async(args=[*args, name], **cluster_route(name))
     return names

@@ -230,6 +230,7 @@ def test_a_tier_changed_in_admin_is_audited_with_what_changed(operator_client, c
             "name": tier.name,
             "value": 12345,
             "preemptible": "on" if tier.preemptible else "",
+            "lost_work_credited": "on" if tier.lost_work_credited else "",
             "description": tier.description,
             **{
                 field: duration_string(getattr(tier, field)) if getattr(tier, field) else ""
