@@ -208,6 +208,7 @@ def books(request):
             "starts_at": starts_at,
             "ends_at": ends_at,
             "pools": [(pool, charts.books_by_category(pool.hours)) for pool in found],
+            "revenue_drafts": found[0].revenue_drafts if found else 0,
             "legend": charts.books_legend(),
             "bar_width": charts.POOL_BAR_WIDTH,
             "currency": settings.PORTAL_CURRENCY,
