@@ -194,7 +194,8 @@ def _allocate_layer(layer: Layer, start: int, end: int, allocation: Allocation) 
     parts["unavailable"] = unavailable
     for name, level in parts.items():
         allocation.totals[name] += _dot(level, lengths) * weight
-    _reservations(layer, fills, idles, lent, grid, allocation)
+    # What was lent where capacity was available (none while its nodes are down).
+    _reservations(layer, fills, idles, parts["reserved_lent"], grid, allocation)
     _guarantees(layer, by_organization, grid, unused, parts["guarantee_idle"], allocation)
 
 

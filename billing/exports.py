@@ -340,6 +340,21 @@ def books_json(books: list, *, starts_at, ends_at) -> str:
     )
 
 
+def books_file(books: list, kind: str, *, starts_at, ends_at) -> HttpResponse:
+    """A month's books as a download, CSV or JSON (any other kind: 404), for the staff page
+    and the operator API alike."""
+    if kind not in ("csv", "json"):
+        raise NotFound("The books export as csv or json.")
+    if kind == "csv":
+        body, content_type = books_csv(books), "text/csv"
+    else:
+        body = books_json(books, starts_at=starts_at, ends_at=ends_at)
+        content_type = "application/json"
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="books-{starts_at:%Y-%m}.{kind}"'
+    return response
+
+
 def books_csv(books: list) -> str:
     """Each pool's hours and cost by category, one row each."""
     out = io.StringIO()

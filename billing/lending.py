@@ -23,7 +23,7 @@ from datetime import datetime
 
 from .allocation import MICROSECOND, Layer, Span, allocate
 
-__all__ = ["MICROSECOND", "Holding", "Use", "lent"]
+__all__ = ["MICROSECOND", "Holding", "Span", "Use", "lent"]
 
 
 @dataclass(frozen=True)
@@ -50,14 +50,20 @@ class Use:
 
 
 def lent(
-    *, capacity: int, holdings: list[Holding], uses: list[Use], start: datetime, end: datetime
+    *,
+    capacity: list[Span],
+    holdings: list[Holding],
+    uses: list[Use],
+    start: datetime,
+    end: datetime,
 ) -> dict[str, int]:
     """Milli-unit-microseconds lent by each holding over [start, end), by key (every holding
-    active there is named, 0 if it lent nothing). ``capacity``: the pool's, in milli-units,
-    available throughout."""
+    active there is named, 0 if it lent nothing). ``capacity``: the pool's spans of available
+    or unavailable milli-units, as its nodes' availability history has them (the books'
+    ``pool_capacity_spans``)."""
     layer = Layer(
         weight=1,
-        capacity=[Span(capacity, start, None)] if capacity > 0 else [],
+        capacity=capacity,
         holdings=[
             Span(h.amount, h.starts_at, h.ends_at, owner=(h.organization, h.project), key=h.key)
             for h in holdings

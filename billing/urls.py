@@ -21,6 +21,7 @@ urlpatterns = [
     ),
     path("orgs/<slug:org_slug>/invoices/", views.invoices, name="invoices"),
     path("orgs/<slug:org_slug>/usage/", views.usage, name="usage"),
+    path("orgs/<slug:org_slug>/showback/", views.showback, name="showback"),
     path("orgs/<slug:org_slug>/budgets/", views.budgets, name="budgets"),
     path(
         "orgs/<slug:org_slug>/budgets/<str:budget_id>/delete/",

@@ -198,16 +198,7 @@ def books(request):
     )
     kind = request.GET.get("format")
     if kind in ("csv", "json"):
-        body = (
-            exports.books_csv(found)
-            if kind == "csv"
-            else exports.books_json(found, starts_at=starts_at, ends_at=ends_at)
-        )
-        response = HttpResponse(
-            body, content_type="text/csv" if kind == "csv" else "application/json"
-        )
-        response["Content-Disposition"] = f'attachment; filename="books-{year}-{month:02d}.{kind}"'
-        return response
+        return exports.books_file(found, kind, starts_at=starts_at, ends_at=ends_at)
     return render(
         request,
         "billing/books.html",
@@ -217,6 +208,7 @@ def books(request):
             "starts_at": starts_at,
             "ends_at": ends_at,
             "pools": [(pool, charts.books_by_category(pool.hours)) for pool in found],
+            "revenue_drafts": found[0].revenue_drafts if found else 0,
             "legend": charts.books_legend(),
             "bar_width": charts.POOL_BAR_WIDTH,
             "currency": settings.PORTAL_CURRENCY,
@@ -265,6 +257,35 @@ def invoices(request, org_slug: str):
             "organization": organization,
             "invoices": selectors.invoice_list(caller=caller, organization=organization)[:120],
             "credit_balance": selectors.credit_balance(organization=organization),
+            "currency": settings.PORTAL_CURRENCY,
+            "showback_offered": settings.PORTAL_BOOKS_SHOWBACK,
+        },
+    )
+
+
+@login_required
+def showback(request, org_slug: str):
+    """Owners and admins, where the operator offers showback: a UTC month of what the
+    organization's use of each pool cost the operator, and its share of idle (404 otherwise,
+    as the API)."""
+    caller = caller_of(request)
+    organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
+    form = UsageMonthForm(request.GET)
+    now = clock.now()
+    year, month = form.year_month() or (now.year, now.month)
+    starts_at, ends_at = month_bounds(year, month)
+    pools = selectors.showback(
+        caller=caller, organization=organization, starts_at=starts_at, ends_at=ends_at
+    )
+    return render(
+        request,
+        "billing/showback.html",
+        {
+            "organization": organization,
+            "form": form,
+            "month": f"{year}-{month:02d}",
+            "pools": pools,
+            "idle_sharing": settings.PORTAL_BOOKS_IDLE_SHARING,
             "currency": settings.PORTAL_CURRENCY,
         },
     )
@@ -317,6 +338,7 @@ def usage(request, org_slug: str):
             "by_class": charts.shares(summary.rows, by=charts.resource_label),
             "by_project": charts.shares(summary.rows, by=lambda row: row["project"] or "—"),
             "currency": settings.PORTAL_CURRENCY,
+            "showback_offered": settings.PORTAL_BOOKS_SHOWBACK,
         },
     )
 

@@ -4,7 +4,6 @@ each pool's hours, cost and margin). Staff only (404 to anyone
 else); every write through the services admin uses, audited as there."""
 
 from django.core.exceptions import ValidationError
-from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -297,11 +296,4 @@ class BooksExportApi(OperatorApiView):
         books = selectors.books_for_operator(
             caller=caller_of(request), starts_at=starts_at, ends_at=ends_at
         )
-        if kind == "csv":
-            body, content_type = exports.books_csv(books), "text/csv"
-        else:
-            body = exports.books_json(books, starts_at=starts_at, ends_at=ends_at)
-            content_type = "application/json"
-        response = HttpResponse(body, content_type=content_type)
-        response["Content-Disposition"] = f'attachment; filename="books-{year}-{month:02d}.{kind}"'
-        return response
+        return exports.books_file(books, kind, starts_at=starts_at, ends_at=ends_at)

@@ -12,7 +12,15 @@ public names are importable from here.
 """
 
 from ..pricing import offered_to, price_in_force
-from .books import PoolBooks, Showback, books, books_for_operator, pool_allocation, showback
+from .books import (
+    PoolBooks,
+    Showback,
+    books,
+    books_for_operator,
+    pool_allocation,
+    pool_capacity_spans,
+    showback,
+)
 from .budgets import budget_get, budget_list, budget_spent
 from .catalog import UnpricedResource, catalog_for, resources_unpriced, usage_prices
 from .credits import CreditLine, contract_credit_lines
@@ -109,6 +117,7 @@ __all__ = [
     "package_charges",
     "period_of",
     "pool_allocation",
+    "pool_capacity_spans",
     "price_in_force",
     "reservation_terms",
     "resources_unpriced",

@@ -1,7 +1,7 @@
 """The operator's books of a period, pool by pool (operators only): its capacity attributed
 hour by hour (``billing.allocation``) from the nodes' availability, the reservations, the
-usage intervals and the quota guarantees; what it cost (``billing.costing``), what it earned
-(its billing records) and the margin."""
+usage intervals and the quota guarantees as they stood; what it cost (``billing.costing``),
+what it earned (its invoices' lines, ``revenue``) and the margin."""
 
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -10,7 +10,7 @@ from decimal import Decimal, localcontext
 from uuid import UUID
 
 from django.conf import settings
-from django.db.models import Q, Sum
+from django.db.models import Q
 
 from portal.errors import NotFound
 from portal.money import to_cents
@@ -24,7 +24,8 @@ from tenants.permissions import Action, Caller, authorize, require_operator
 from .. import costing
 from ..allocation import CATEGORIES, MILLI, SLICES_PER_GPU, UNITS_PER_GPU, Allocation, Layer, Span
 from ..allocation import allocate as allocate_layers
-from ..models import BillingRecord, CostModel, UsageInterval
+from ..models import CostModel, UsageInterval
+from .revenue import Revenue, revenue
 
 # Unit-microseconds in a GPU-hour.
 PER_GPU_HOUR = UNITS_PER_GPU * 3600 * 10**6
@@ -37,20 +38,32 @@ def gpu_hours(unit_microseconds: int) -> Decimal:
     return (Decimal(unit_microseconds) / PER_GPU_HOUR).quantize(Decimal("1E-12"))
 
 
-def pool_layers(*, pool: NodePool, starts_at: datetime, ends_at: datetime) -> list[Layer]:
-    """What ``billing.allocation`` reads of the pool over [starts_at, ends_at): its whole
-    GPUs and each MIG profile's instances, in milli-units, as layers."""
-    layers: dict[str, Layer] = defaultdict(lambda: Layer(weight=SLICES_PER_GPU))
+def pool_capacity_spans(
+    *, pool: NodePool, starts_at: datetime, ends_at: datetime
+) -> dict[str, list[Span]]:
+    """The pool's capacity over [starts_at, ends_at) from its nodes' availability history,
+    in milli-units, by layer (``WHOLE`` for whole GPUs, else the MIG profile): what the books
+    and the lending credit both read."""
+    capacity: dict[str, list[Span]] = defaultdict(list)
     for span in scheduling_selectors.node_availability(
         starts_at=starts_at, ends_at=ends_at, pool=pool
     ):
         available = span.state == span.State.AVAILABLE
-        amounts = {WHOLE: span.gpu_count, **span.mig_layout}
-        for profile, count in amounts.items():
+        for profile, count in {WHOLE: span.gpu_count, **span.mig_layout}.items():
             if count:
-                layers[profile].capacity.append(
+                capacity[profile].append(
                     Span(count * MILLI, span.starts_at, span.ends_at, available=available)
                 )
+    return capacity
+
+
+def pool_layers(*, pool: NodePool, starts_at: datetime, ends_at: datetime) -> list[Layer]:
+    """What ``billing.allocation`` reads of the pool over [starts_at, ends_at): its whole
+    GPUs and each MIG profile's instances, in milli-units, as layers."""
+    layers: dict[str, Layer] = defaultdict(lambda: Layer(weight=SLICES_PER_GPU))
+    capacity = pool_capacity_spans(pool=pool, starts_at=starts_at, ends_at=ends_at)
+    for profile, spans in capacity.items():
+        layers[profile].capacity = spans
     for reservation in Reservation.objects.filter(
         Q(state__in=Reservation.BILLED_STATES) | Q(state=Reservation.State.CANCELLED),
         pool=pool,
@@ -101,25 +114,35 @@ def pool_layers(*, pool: NodePool, starts_at: datetime, ends_at: datetime) -> li
 
 
 def _guarantees(pool: NodePool, layers: dict, starts_at: datetime, ends_at: datetime) -> None:
-    """The class's quota guarantees, each pool of the class holding its share of them in
-    proportion to its schedulable capacity now (grants keep no history: today's guarantees
-    stand for the whole period)."""
+    """The class's quota guarantees as they stood at each instant (the grants' history), each
+    pool of the class holding its share of them in proportion to its schedulable capacity
+    now."""
     if pool.gpu_class_id is None:
         return
-    grants = QuotaGrant.objects.filter(gpu_class=pool.gpu_class_id, guarantee__gt=0)
-    for grant in grants:
-        profile = grant.mig_profile if grant.resource == QuotaGrant.Resource.MIG else WHOLE
-        shares = scheduling_selectors.class_capacities(
-            gpu_class=pool.gpu_class, mig_profile=profile
-        )
+    spans = scheduling_selectors.quota_grant_history(
+        gpu_class=pool.gpu_class_id, starts_at=starts_at, ends_at=ends_at
+    ).filter(guarantee__gt=0)
+    shares_of = {}
+    for span in spans:
+        profile = span.mig_profile if span.resource == QuotaGrant.Resource.MIG else WHOLE
+        if profile not in shares_of:
+            shares_of[profile] = scheduling_selectors.class_capacities(
+                gpu_class=pool.gpu_class, mig_profile=profile
+            )
+        shares = shares_of[profile]
         whole = sum(shares.values())
         if not whole or not shares.get(pool.name):
             continue
-        milli = grant.guarantee * (1 if grant.resource == QuotaGrant.Resource.SHARED else MILLI)
+        milli = span.guarantee * (1 if span.resource == QuotaGrant.Resource.SHARED else MILLI)
         amount = milli * shares[pool.name] // whole
         if amount:
             layers[profile].guarantees.append(
-                Span(amount, starts_at, ends_at, owner=(grant.organization_id, grant.project_id))
+                Span(
+                    amount,
+                    max(span.valid_from, starts_at),
+                    span.valid_to if span.valid_to and span.valid_to < ends_at else ends_at,
+                    owner=(span.organization_id, span.project_id),
+                )
             )
 
 
@@ -136,7 +159,9 @@ class PoolBooks:
     pool: NodePool
     hours: dict[str, Decimal]
     cost: Decimal
+    # Invoiced (``revenue``): issued invoices and credit notes, and drafts of open months.
     revenue: Decimal
+    revenue_drafts: int = 0
     idle_reservations: list[dict] = field(default_factory=list)
     idle_guarantees: list[dict] = field(default_factory=list)
     # Work outside its organization's reservations, per organization, project and tier.
@@ -193,8 +218,10 @@ def books(
     for the nodes not named."""
     pools = scheduling_selectors.pool_list() if pools is None else pools
     watts = measured_watts(starts_at=starts_at, ends_at=ends_at) if watts is None else watts
+    earned = revenue(starts_at=starts_at, ends_at=ends_at)
     return [
-        pool_books(pool=pool, starts_at=starts_at, ends_at=ends_at, watts=watts) for pool in pools
+        pool_books(pool=pool, starts_at=starts_at, ends_at=ends_at, watts=watts, earned=earned)
+        for pool in pools
     ]
 
 
@@ -207,7 +234,12 @@ def measured_watts(*, starts_at: datetime, ends_at: datetime) -> dict[str, Decim
 
 
 def pool_books(
-    *, pool: NodePool, starts_at: datetime, ends_at: datetime, watts: dict[str, Decimal]
+    *,
+    pool: NodePool,
+    starts_at: datetime,
+    ends_at: datetime,
+    watts: dict[str, Decimal],
+    earned: Revenue,
 ) -> PoolBooks:
     allocation = pool_allocation(pool=pool, starts_at=starts_at, ends_at=ends_at)
     cost = pool_cost(pool=pool, starts_at=starts_at, ends_at=ends_at, watts=watts)
@@ -215,7 +247,8 @@ def pool_books(
         pool=pool,
         hours={name: gpu_hours(allocation.totals[name]) for name in CATEGORIES},
         cost=to_cents(cost),
-        revenue=pool_revenue(pool=pool, starts_at=starts_at, ends_at=ends_at),
+        revenue=earned.of_pool(pool.name),
+        revenue_drafts=earned.drafts,
         idle_reservations=_idle_reservations(allocation),
         idle_guarantees=_idle_guarantees(allocation),
         on_demand=_on_demand(allocation),
@@ -233,17 +266,6 @@ def pool_cost(
     return costing.nodes_cost(
         spans=spans, versions=versions, starts_at=starts_at, ends_at=ends_at, watts=watts
     )
-
-
-def pool_revenue(*, pool: NodePool, starts_at: datetime, ends_at: datetime) -> Decimal:
-    """What the pool's billing records of hours in [starts_at, ends_at) charged: its use
-    (its intervals') and its reservations' capacity, in cents."""
-    records = BillingRecord.objects.filter(starts_at__gte=starts_at, starts_at__lt=ends_at)
-    intervals = UsageInterval.objects.filter(pool=pool.name).values("pk")
-    total = records.filter(
-        Q(interval__in=intervals) | Q(reservation__pool=pool, interval__isnull=True)
-    ).aggregate(total=Sum("cost"))["total"]
-    return to_cents(Decimal(total or 0))
 
 
 def _on_demand(allocation: Allocation) -> list[dict]:

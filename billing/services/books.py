@@ -4,15 +4,12 @@ from a moment not in the past, like prices; each audited."""
 from datetime import datetime
 from decimal import Decimal
 
-from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
-
 from portal import clock
 from scheduling.models import Node, NodePool
 from tenants.permissions import Caller, require_operator
-from tenants.services import audit_record
 
 from ..models import CostModel
+from .versions import version_add
 
 
 def cost_model_problems(
@@ -56,34 +53,20 @@ def cost_model_add(
         effective_from=effective_from,
         created_by=caller.user,
     )
-    errors = cost_model_problems(pool=pool, node=node, effective_from=effective_from, now=now)
-    try:
-        version.full_clean(validate_unique=False, validate_constraints=False)
-    except ValidationError as invalid:
-        errors.update(invalid.message_dict)
-    if errors:
-        raise ValidationError(errors)
-    try:
-        with transaction.atomic():
-            version.save()
-            audit_record(
-                caller=caller,
-                organization=None,
-                action="books.cost_model_add",
-                target=version,
-                payload={
-                    "pool": pool.name,
-                    "node": node.name if node else None,
-                    "purchase_price_per_gpu": str(version.purchase_price_per_gpu),
-                    "lifetime_months": lifetime_months,
-                    "nameplate_watts": nameplate_watts,
-                    "price_per_kwh": str(version.price_per_kwh),
-                    "overhead_per_node_hour": str(version.overhead_per_node_hour),
-                    "effective_from": effective_from.isoformat(),
-                },
-            )
-    except IntegrityError:
-        raise ValidationError(
-            {"effective_from": ["There is already a cost model from that moment."]}
-        ) from None
-    return version
+    return version_add(
+        caller=caller,
+        version=version,
+        problems=cost_model_problems(pool=pool, node=node, effective_from=effective_from, now=now),
+        action="books.cost_model_add",
+        payload=lambda saved: {
+            "pool": pool.name,
+            "node": node.name if node else None,
+            "purchase_price_per_gpu": str(saved.purchase_price_per_gpu),
+            "lifetime_months": lifetime_months,
+            "nameplate_watts": nameplate_watts,
+            "price_per_kwh": str(saved.price_per_kwh),
+            "overhead_per_node_hour": str(saved.overhead_per_node_hour),
+            "effective_from": effective_from.isoformat(),
+        },
+        taken="There is already a cost model from that moment.",
+    )

@@ -4,8 +4,7 @@ only ever added as versions from a moment not in the past; each audited."""
 from datetime import datetime
 from decimal import Decimal
 
-from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from portal import clock
 from tenants.models import Organization
@@ -13,6 +12,7 @@ from tenants.permissions import Caller, require_operator
 from tenants.services import audit_record
 
 from ..models import CatalogItem, PriceVersion
+from .versions import version_add
 
 
 def catalog_item_save(
@@ -66,30 +66,16 @@ def price_version_add(
         effective_from=effective_from,
         created_by=caller.user,
     )
-    errors = price_version_problems(effective_from=effective_from, now=now)
-    try:
-        version.full_clean(validate_unique=False, validate_constraints=False)
-    except ValidationError as invalid:
-        errors.update(invalid.message_dict)
-    if errors:
-        raise ValidationError(errors)
-    try:
-        with transaction.atomic():
-            version.save()
-            audit_record(
-                caller=caller,
-                organization=None,
-                action="catalog.price_add",
-                target=version,
-                payload={
-                    "item": item.slug,
-                    "organization": organization.slug if organization else None,
-                    "unit_price": str(version.unit_price),
-                    "effective_from": effective_from.isoformat(),
-                },
-            )
-    except IntegrityError:
-        raise ValidationError(
-            {"effective_from": ["The item already has a price from that moment."]}
-        ) from None
-    return version
+    return version_add(
+        caller=caller,
+        version=version,
+        problems=price_version_problems(effective_from=effective_from, now=now),
+        action="catalog.price_add",
+        payload=lambda saved: {
+            "item": item.slug,
+            "organization": organization.slug if organization else None,
+            "unit_price": str(saved.unit_price),
+            "effective_from": effective_from.isoformat(),
+        },
+        taken="The item already has a price from that moment.",
+    )

@@ -201,8 +201,9 @@ def _lent_piece(
 
 def _pool_state(reservation: Reservation, start: datetime, end: datetime) -> dict:
     """What ``lending.lent`` reads of the reservation's pool over [start, end), in milli-units
-    of its resource: the pool's schedulable capacity, the reservations of that resource
-    holding capacity there, and the usage intervals of that resource that ran there."""
+    of its resource: the pool's capacity from its nodes' availability history (as the books
+    read it), the reservations of that resource holding capacity there, and the usage
+    intervals of that resource that ran there."""
     profile = reservation.mig_profile
     windows = Reservation.objects.filter(
         Q(state__in=Reservation.BILLED_STATES) | Q(state=Reservation.State.CANCELLED),
@@ -245,5 +246,6 @@ def _pool_state(reservation: Reservation, start: datetime, end: datetime) -> dic
             "organization_id", "project_id", "resource", "amount", "started_at", "ended_at"
         )
     ]
-    capacity = scheduling_selectors.pool_capacity(reservation.pool, profile) * MILLI
-    return {"capacity": capacity, "holdings": holdings, "uses": uses}
+    # The nodes' availability history, as the books read it: an outage lends nothing.
+    capacity = selectors.pool_capacity_spans(pool=reservation.pool, starts_at=start, ends_at=end)
+    return {"capacity": capacity.get(profile, []), "holdings": holdings, "uses": uses}

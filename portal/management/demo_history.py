@@ -27,6 +27,7 @@ from scheduling.models import (
 )
 from scheduling.selectors.replay import replay_decay, replay_policy, replay_snapshot
 from scheduling.selectors.replay_change import PolicyChange
+from scheduling.services import quota_grant_history_record
 from scheduling.specs_from_models import gpu_tolerations, placement_row
 from tenants import services
 from tenants.models import Organization, Project
@@ -80,7 +81,7 @@ def _organizations() -> dict[str, Organization]:
             )
         found[slug] = organization
     for slug, gpu_class, resource, mig_profile, guarantee, limit in QUOTAS:
-        QuotaGrant.objects.get_or_create(
+        grant, created = QuotaGrant.objects.get_or_create(
             organization=found[slug],
             project=None,
             gpu_class=GpuClass.objects.get(name=gpu_class),
@@ -88,7 +89,14 @@ def _organizations() -> dict[str, Organization]:
             mig_profile=mig_profile,
             defaults={"guarantee": guarantee, "limit": limit, "cohort": "shared"},
         )
+        if created:
+            quota_grant_history_record(grant=grant, now=history_start())
     return found
+
+
+def history_start():
+    """Midnight UTC at the start of the recorded days: the demo's grants stand from then."""
+    return (clock.now() - HISTORY_SPAN).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 def _arrivals(
@@ -138,7 +146,7 @@ def demo_history_seed() -> int:
     organizations = _organizations()
     tiers = {tier.name: tier for tier in PriorityTier.objects.all()}
     now = clock.now()
-    start = (now - HISTORY_SPAN).replace(hour=0, minute=0, second=0, microsecond=0)
+    start = history_start()
     rng = random.Random(SEED)
     kinds = _arrivals(start=start, rng=rng, tiers=tiers)
     simulation = simulate(

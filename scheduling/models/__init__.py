@@ -14,7 +14,7 @@ from .inventory import (
     PriorityTier,
 )
 from .operations import CycleEndState, ProvisioningRecord, SchedulerState
-from .quotas import QuotaGrant, QuotaRequest
+from .quotas import QuotaGrant, QuotaGrantHistory, QuotaRequest
 from .reservations import Reservation, ReservationRule
 from .simulator import SimulatedNodeState, SimulatedObject
 from .validators import (
@@ -50,6 +50,7 @@ __all__ = [
     "PriorityTier",
     "ProvisioningRecord",
     "QuotaGrant",
+    "QuotaGrantHistory",
     "QuotaRequest",
     "Reservation",
     "ReservationRule",

@@ -123,6 +123,49 @@ class QuotaGrant(models.Model):
             raise ValidationError({"mig_profile": "Only a MIG quota names a profile."})
 
 
+class QuotaGrantHistory(models.Model):
+    """What a grant guaranteed and allowed over [valid_from, valid_to) (None: still): written
+    by the quota services in the transaction that creates, changes or deletes the grant, so
+    that the operator's books read the guarantees in force at each instant. The grant's key is
+    kept on the row: the history outlives a deleted grant."""
+
+    id = models.BigAutoField(primary_key=True)
+    grant = models.ForeignKey(
+        QuotaGrant, null=True, blank=True, on_delete=models.SET_NULL, related_name="history"
+    )
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    gpu_class = models.ForeignKey(GpuClass, on_delete=models.PROTECT, related_name="+")
+    resource = models.CharField(max_length=8, choices=QuotaGrant.Resource.choices)
+    mig_profile = models.CharField(max_length=20, blank=True)
+    guarantee = models.PositiveIntegerField()
+    limit = models.PositiveIntegerField()
+    valid_from = models.DateTimeField()
+    valid_to = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["valid_from", "id"]
+        indexes = [
+            models.Index(fields=["gpu_class", "valid_from"], name="quota_history_class_from")
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["grant"],
+                condition=Q(valid_to__isnull=True),
+                name="quota_history_one_open_per_grant",
+            ),
+            models.CheckConstraint(
+                condition=Q(valid_to__isnull=True) | Q(valid_to__gt=models.F("valid_from")),
+                name="quota_history_ends_after",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.organization_id} {self.gpu_class_id}: {self.guarantee}/{self.limit}"
+
+
 class QuotaRequest(models.Model):
     """An owner's or admin's ask for more of a quota resource: ``amount`` more guaranteed
     (and allowed) GPUs, milli-GPU or MIG instances, until ``until`` or for good. An operator

@@ -93,6 +93,7 @@ from .prices import UsagePrices, usage_prices
 from .quotas import (
     QuotaUse,
     quota_class_most_granted,
+    quota_grant_history,
     quota_grants_to_come,
     quota_list,
     quota_overview,
@@ -201,6 +202,7 @@ __all__ = [
     "project_provisioning",
     "queue_across_tenants",
     "quota_class_most_granted",
+    "quota_grant_history",
     "quota_grants_for_operator",
     "quota_grants_to_come",
     "quota_list",

@@ -3,15 +3,16 @@ asked for, and what its grants will be once the increases approved for later sta
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from portal.db import one_or_not_found
 from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize, require_operator
 
 from ..engine.model import quota_resource
-from ..models import Placement, QuotaGrant, QuotaRequest, SchedulerState
+from ..models import Placement, QuotaGrant, QuotaGrantHistory, QuotaRequest, SchedulerState
 
 
 def quota_list(*, caller: Caller, organization: Organization) -> QuerySet[QuotaGrant]:
@@ -19,6 +20,18 @@ def quota_list(*, caller: Caller, organization: Organization) -> QuerySet[QuotaG
     return QuotaGrant.objects.filter(organization=organization).select_related(
         "organization", "project", "gpu_class"
     )
+
+
+def quota_grant_history(
+    *, gpu_class, starts_at: datetime, ends_at: datetime
+) -> QuerySet[QuotaGrantHistory]:
+    """The class's grants as they stood over [starts_at, ends_at): each span of a grant's
+    guarantee and limit that overlaps it, by start (the operator's books read them)."""
+    return QuotaGrantHistory.objects.filter(
+        Q(valid_to__isnull=True) | Q(valid_to__gt=starts_at),
+        gpu_class=gpu_class,
+        valid_from__lt=ends_at,
+    ).order_by("valid_from", "id")
 
 
 def quota_usage(*, caller: Caller, organization: Organization) -> Counter[tuple[str | None, str]]:

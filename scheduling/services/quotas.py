@@ -18,7 +18,7 @@ from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize, require_operator
 from tenants.services import audit_record
 
-from ..models import GpuClass, QuotaGrant, QuotaRequest
+from ..models import GpuClass, QuotaGrant, QuotaGrantHistory, QuotaRequest
 from ..models.quotas import LIMIT_BELOW_GUARANTEE
 
 
@@ -99,6 +99,7 @@ def _grant_save(caller: Caller, grant: QuotaGrant, *, reason: str = "") -> Quota
     with transaction.atomic():
         _within_organization(grant)
         grant.save()
+        quota_grant_history_record(grant=grant, now=clock.now())
         audit_record(
             caller=caller,
             organization=grant.organization,
@@ -129,8 +130,39 @@ def quota_grant_delete(*, caller: Caller, grant: QuotaGrant, reason: str = "") -
             payload={"reason": reason} if reason else {},
         )
         organization_id = grant.organization_id
+        quota_grant_history_record(grant=grant, now=clock.now(), deleted=True)
         grant.delete()
         _namespaces_follow(organization_id)
+
+
+def quota_grant_history_record(*, grant: QuotaGrant, now: datetime, deleted: bool = False) -> None:
+    """Close the grant's open history span and open one at ``now`` with what it guarantees
+    and allows (none once ``deleted``), unless nothing changed. Call it inside the transaction
+    that changed the grant: the books read the guarantees in force at each instant."""
+    span = (
+        QuotaGrantHistory.objects.select_for_update()
+        .filter(grant=grant, valid_to__isnull=True)
+        .first()
+    )
+    if span is not None:
+        if not deleted and (span.guarantee, span.limit) == (grant.guarantee, grant.limit):
+            return
+        if span.valid_from < now:
+            QuotaGrantHistory.objects.filter(pk=span.pk).update(valid_to=now)
+        else:  # changed again within the same instant: the newer value holds it
+            span.delete()
+    if not deleted:
+        QuotaGrantHistory.objects.create(
+            grant=grant,
+            organization_id=grant.organization_id,
+            project_id=grant.project_id,
+            gpu_class_id=grant.gpu_class_id,
+            resource=grant.resource,
+            mig_profile=grant.mig_profile,
+            guarantee=grant.guarantee,
+            limit=grant.limit,
+            valid_from=now,
+        )
 
 
 def _namespaces_follow(organization_id) -> None:
@@ -363,7 +395,7 @@ def quota_increases_apply(*, now: datetime) -> dict[str, int]:
             started += 1
             continue
         if quota_request.applied_at is not None and quota_request.grant_id is not None:
-            _increase_end(quota_request)
+            _increase_end(quota_request, now=now)
         # (an increase whose whole period passed before it was applied never counted)
         quota_request.state = QuotaRequest.State.REVERTED
         quota_request.save(update_fields=["state"])
@@ -384,6 +416,7 @@ def _increase_start(quota_request: QuotaRequest, *, now: datetime) -> None:
     grant.guarantee += quota_request.granted_amount
     grant.limit += quota_request.granted_amount
     grant.save(update_fields=["guarantee", "limit"])
+    quota_grant_history_record(grant=grant, now=now)
     _namespaces_follow(grant.organization_id)
     quota_request.grant = grant
     quota_request.applied_at = now
@@ -405,13 +438,14 @@ def _increase_start(quota_request: QuotaRequest, *, now: datetime) -> None:
     )
 
 
-def _increase_end(quota_request: QuotaRequest) -> None:
+def _increase_end(quota_request: QuotaRequest, *, now: datetime) -> None:
     grant = QuotaGrant.objects.select_for_update().filter(pk=quota_request.grant_id).first()
     if grant is None:  # deleted meanwhile
         return
     grant.guarantee = max(grant.guarantee - quota_request.granted_amount, 0)
     grant.limit = max(grant.limit - quota_request.granted_amount, grant.guarantee)
     grant.save(update_fields=["guarantee", "limit"])
+    quota_grant_history_record(grant=grant, now=now)
     _namespaces_follow(grant.organization_id)
 
 

@@ -18,6 +18,7 @@ from scheduling.models import (
     Node,
     Placement,
     PriorityTier,
+    QuotaGrant,
     Reservation,
     Workload,
 )
@@ -390,3 +391,17 @@ def granted(organization, operator, amount: str) -> Credit:
 def issue(invoice, operator) -> Invoice:
     period_over(invoice)
     return services.invoice_issue(caller=Caller(user=operator), invoice=invoice)
+
+
+def guaranteed(organization, gpu_class, guarantee: int, *, since, **fields) -> QuotaGrant:
+    """A grant of ``guarantee`` (its limit too), in force since ``since`` in its history, as
+    the quota services record it."""
+    grant = QuotaGrant.objects.create(
+        organization=organization,
+        gpu_class=gpu_class,
+        guarantee=guarantee,
+        limit=guarantee,
+        **fields,
+    )
+    scheduling.quota_grant_history_record(grant=grant, now=since)
+    return grant

@@ -1,6 +1,7 @@
 """On random histories of a pool (its nodes going down and being cordoned, reservations, work
-of whole GPUs, shares and MIG instances, guarantees), read from the database as the books read
-them: every GPU-hour of the pool is attributed exactly once, to the microsecond."""
+of whole GPUs, shares and MIG instances, guarantees changing mid-period), read from the
+database as the books read them: every GPU-hour of the pool is attributed exactly once, to the
+microsecond."""
 
 from datetime import timedelta
 
@@ -17,12 +18,14 @@ from scheduling.models import (
     NodePool,
     Placement,
     QuotaGrant,
+    QuotaGrantHistory,
     Reservation,
     Workload,
 )
+from scheduling.services import quota_grant_history_record
 
 from ..factories import ProjectFactory
-from .conftest import at, ran
+from .conftest import at, guaranteed, ran
 
 pytestmark = pytest.mark.django_db
 
@@ -78,7 +81,7 @@ def _capacity_expected(spans, start, end) -> int:
     works=st.lists(work, max_size=6),
     windows=st.lists(window, max_size=3),
     guarantees=st.lists(
-        st.tuples(st.sampled_from(["acme", "globex"]), st.integers(1, 8)),
+        st.tuples(st.sampled_from(["acme", "globex"]), st.integers(1, 8), moment, moment),
         max_size=2,
         unique_by=lambda g: g[0],
     ),
@@ -86,7 +89,15 @@ def _capacity_expected(spans, start, end) -> int:
 def test_every_gpu_hour_of_the_pool_is_attributed_once(
     cluster, acme, globex, vision, histories, works, windows, guarantees
 ):
-    for model in (UsageInterval, Placement, Workload, Reservation, NodeAvailability, QuotaGrant):
+    for model in (
+        UsageInterval,
+        Placement,
+        Workload,
+        Reservation,
+        NodeAvailability,
+        QuotaGrantHistory,
+        QuotaGrant,
+    ):
         model.objects.all().delete()
     pool = NodePool.objects.get(name="a100-mig")
     nodes = list(Node.objects.filter(pool=pool).order_by("name"))
@@ -139,13 +150,15 @@ def test_every_gpu_hour_of_the_pool_is_attributed_once(
                 ends_at=max(first, second),
                 state=Reservation.State.ACTIVE,
             )
-    for who, guarantee in guarantees:
-        QuotaGrant.objects.create(
-            organization=acme if who == "acme" else globex,
-            gpu_class=pool.gpu_class,
-            guarantee=guarantee,
-            limit=guarantee,
+    for who, guarantee, first, second in guarantees:
+        # In force from one moment, changed to half at another: grants change mid-period.
+        grant = guaranteed(
+            acme if who == "acme" else globex, pool.gpu_class, guarantee, since=first
         )
+        if second > first:
+            grant.guarantee = grant.limit = guarantee // 2
+            grant.save()
+            quota_grant_history_record(grant=grant, now=second)
     start, end = at(0), at(5)
 
     allocation = pool_allocation(pool=pool, starts_at=start, ends_at=end)

@@ -87,10 +87,7 @@ def test_reserved_and_lent_in_the_books_is_what_the_lending_credit_credits(
     allocation = pool_allocation(pool=one_node, starts_at=at(-1), ends_at=at(8))
 
     for reservation in Reservation.objects.all():
-        credited = sum(
-            (c.quantity_seconds for c in ContractCredit.objects.filter(reservation=reservation)),
-            Decimal(0),
-        )
+        credited = credited_seconds(reservation)
         lent = allocation.reservations[str(reservation.pk)]["lent"]
         assert Decimal(lent) / (SLICES_PER_GPU * MILLI * 10**6) == credited
     assert (
@@ -99,28 +96,70 @@ def test_reserved_and_lent_in_the_books_is_what_the_lending_credit_credits(
     )
 
 
-def test_a_guests_excess_on_an_idle_reservation_is_lent_in_the_books_and_credited(
-    on_demand, reserved, one_node, acme, globex
-):
-    reservation = Reservation.objects.create(
-        organization=acme,
-        gpu_class=on_demand.gpu_class,
-        pool=one_node,
+def four_gpus_for_two_hours(organization, pool) -> Reservation:
+    return Reservation.objects.create(
+        organization=organization,
+        gpu_class=pool.gpu_class,
+        pool=pool,
         gpus=4,
         starts_at=at(0),
         ends_at=at(2),
         state=Reservation.State.APPROVED,
     )
+
+
+def credited_seconds(reservation) -> Decimal:
+    """The lent GPU-seconds the lending credit credited the reservation."""
+    return sum(
+        (c.quantity_seconds for c in ContractCredit.objects.filter(reservation=reservation)),
+        Decimal(0),
+    )
+
+
+def test_a_guests_excess_on_an_idle_reservation_is_lent_in_the_books_and_credited(
+    on_demand, reserved, one_node, acme, globex
+):
+    reservation = four_gpus_for_two_hours(acme, one_node)
     ran(ProjectFactory(organization=globex), start=0, end=2, gpus=8)
     services.usage_meter(now=at(8))
 
     allocation = pool_allocation(pool=one_node, starts_at=at(0), ends_at=at(2))
 
-    credited = sum(
-        (c.quantity_seconds for c in ContractCredit.objects.filter(reservation=reservation)),
-        Decimal(0),
-    )
+    credited = credited_seconds(reservation)
     assert credited == 4 * 7200
     assert allocation.reservations[str(reservation.pk)]["lent"] == (
         4 * 7200 * SLICES_PER_GPU * MILLI * 10**6
+    )
+
+
+def test_an_outage_lends_nothing_in_the_books_nor_in_the_credit(
+    on_demand, reserved, one_node, acme, globex
+):
+    reservation = four_gpus_for_two_hours(acme, one_node)
+    ran(ProjectFactory(organization=globex), start=0, end=2, gpus=8)
+    # The pool's one node is not ready for the first hour of the reservation.
+    node = Node.objects.get(name="dgx-h100-01")
+    NodeAvailability.objects.filter(node=node).update(ends_at=at(0))
+    for state, starts_at, ends_at in (
+        (NodeAvailability.State.NOT_READY, at(0), at(1)),
+        (NodeAvailability.State.AVAILABLE, at(1), None),
+    ):
+        NodeAvailability.objects.create(
+            node=node,
+            pool=one_node,
+            state=state,
+            gpu_count=node.gpu_count,
+            mig_layout=node.mig_layout,
+            starts_at=starts_at,
+            ends_at=ends_at,
+        )
+    services.usage_meter(now=at(8))
+
+    allocation = pool_allocation(pool=one_node, starts_at=at(0), ends_at=at(2))
+
+    credited = credited_seconds(reservation)
+    assert credited == 4 * 3600
+    assert allocation.totals["reserved_lent"] == 4 * 3600 * SLICES_PER_GPU * MILLI * 10**6
+    assert (
+        allocation.reservations[str(reservation.pk)]["lent"] == allocation.totals["reserved_lent"]
     )

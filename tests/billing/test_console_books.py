@@ -10,6 +10,8 @@ from billing import services
 from scheduling.models import NodePool
 from tenants.permissions import Caller
 
+from .conftest import MONTH, YEAR
+
 pytestmark = pytest.mark.django_db
 
 
@@ -37,6 +39,12 @@ def test_the_books_page_downloads_its_csv(costed, operator, client):
     response = client.get(reverse("billing:books"), {"format": "csv"})
     assert response["Content-Type"] == "text/csv"
     assert response.content.decode().startswith("pool,gpu_class,category,")
+
+
+def test_the_page_says_it_read_a_draft_of_a_month_still_open(invoice, operator, client):
+    client.force_login(operator)
+    page = client.get(reverse("billing:books"), {"month": f"{YEAR}-{MONTH:02d}"}).content.decode()
+    assert "1 of them draft</strong>" in page
 
 
 def test_a_month_written_wrong_is_said_on_the_page(costed, operator, client):

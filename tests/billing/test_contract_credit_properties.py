@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from billing import services
 from billing.models import BillingRecord, ContractCredit, UsageInterval
+from portal import clock
+from scheduling import services as scheduling_services
 from scheduling.models import Eviction, Node, Placement, Reservation, Workload
 from tenants.permissions import Caller
 
@@ -132,8 +134,10 @@ def test_lost_work_credits_each_lost_second_once_at_its_price(
 
 @pytest.fixture
 def small_pool(cluster):
-    """The dgx-h100 pool cut to one node of 8 GPUs: guests soon overflow what is unreserved."""
+    """The dgx-h100 pool cut to one node of 8 GPUs: guests soon overflow what is unreserved.
+    Cordoned in the nodes' availability history too, which the credit reads."""
     Node.objects.filter(pool__name="dgx-h100").exclude(name="dgx-h100-01").update(cordoned=True)
+    scheduling_services.node_availability_record(now=clock.now())
 
 
 @pytest.mark.slow

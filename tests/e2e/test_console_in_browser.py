@@ -190,3 +190,26 @@ def test_an_owner_downloads_an_invoice_and_its_pdf_shows_the_total(page):
         True,
         True,
     )
+
+
+def test_the_showback_page_fits_a_phone(page, settings):
+    """Where the operator offers showback, the demo's owner reads hers at 390 px from the
+    usage page's link: no sideways scroll."""
+    import io
+
+    from django.core.management import call_command
+
+    from portal.management.commands.seed_demo import DEMO_PASSWORD
+
+    settings.PORTAL_BOOKS_SHOWBACK = True
+    settings.PORTAL_BOOKS_IDLE_SHARING = "guarantees"
+    call_command("seed_demo", stdout=io.StringIO())
+    page.set_viewport_size({"width": 390, "height": 844})
+    signed_in(page, "alice@acme.example", DEMO_PASSWORD)
+    page.goto("/orgs/acme/usage/")
+    page.get_by_role("link", name="Showback").click()
+    page.wait_for_url("**/orgs/acme/showback/")
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    page.screenshot(path=str(ARTIFACTS / "phone_showback.png"), full_page=True)
+    assert page.get_by_role("heading", name="Showback of").is_visible()
+    assert overflow <= 0

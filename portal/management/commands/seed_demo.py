@@ -16,7 +16,7 @@ from billing import services as billing
 from billing.models import CancellationCharge, CatalogItem, Order
 from portal import clock
 from portal.management.demo_books import demo_books_seed
-from portal.management.demo_history import HISTORY_SPAN, demo_history_seed
+from portal.management.demo_history import HISTORY_SPAN, demo_history_seed, history_start
 from scheduling import services as scheduling
 from scheduling.models import GpuClass, PriorityTier, QuotaGrant, Workload
 from tenants import services
@@ -109,7 +109,7 @@ class Command(BaseCommand):
         for name, resource, mig_profile, guarantee, limit in DEMO_QUOTAS:
             gpu_class = GpuClass.objects.filter(name=name).first()
             if gpu_class is not None:
-                QuotaGrant.objects.get_or_create(
+                grant, created = QuotaGrant.objects.get_or_create(
                     organization=acme,
                     project=None,
                     gpu_class=gpu_class,
@@ -117,6 +117,8 @@ class Command(BaseCommand):
                     mig_profile=mig_profile,
                     defaults={"guarantee": guarantee, "limit": limit, "cohort": "shared"},
                 )
+                if created:  # in force over the recorded days the books read
+                    scheduling.quota_grant_history_record(grant=grant, now=history_start())
 
     def _reservations(self, acme, owner_caller, operator_caller):
         """Next Monday 09:00 to 17:00 UTC, 16 H100s for ai-prod and 7 A100 mig-1g.10gb

@@ -8,11 +8,11 @@ import pytest
 
 from billing import services
 from portal import clock
-from scheduling.models import NodePool, QuotaGrant
+from scheduling.models import NodePool
 from tenants.permissions import Caller
 
 from ...roles import MANAGERS_READ
-from ..conftest import ran
+from ..conftest import at, guaranteed, ran
 
 pytestmark = pytest.mark.django_db
 
@@ -77,7 +77,7 @@ def test_idle_shared_to_guarantees_falls_on_who_held_capacity_unused(
     offered, costed, acme, h100, actors, api_as
 ):
     offered.PORTAL_BOOKS_IDLE_SHARING = "guarantees"
-    QuotaGrant.objects.create(organization=acme, gpu_class=h100, guarantee=8, limit=8)
+    guaranteed(acme, h100, 8, since=at(-24 * 62))
     row = _h100(api_as(actors["owner"]).get(url()))
     assert Decimal(row["idle_cost"]) > 0
     assert row["used_hours"] == "0.000000000000"
