@@ -23,9 +23,9 @@ Two passes never rate a range at once: each takes a lock on the range's start fi
 ranges of every pass start at the same multiples, ``metering.over_ranges``), so the second
 waits for the first to commit, and its statement, which reads the intervals after that (read
 committed), finds them rated and writes nothing. The insert therefore needs no ``ON CONFLICT
-DO NOTHING``, whose check of the unique key before each row cost a fifth of the statement's
-CPU (bench/RESULTS.md); the key (interval, piece start) still refuses a record written twice,
-by failing the statement rather than skipping the row.
+DO NOTHING``, whose check of the unique key before each row cost 5 to 20% of the
+statement's database CPU (bench/RESULTS.md); the key (interval, piece start) still refuses
+a record written twice, by failing the statement rather than skipping the row.
 """
 
 from datetime import datetime
