@@ -233,11 +233,15 @@ def _attribute_reservations(intervals: list[UsageInterval]) -> None:
 def over_ranges(work: Callable[[int, int], int], rows: QuerySet, size: int) -> int:
     """``work(first, last)`` over the ids of ``rows`` in ranges [first, last) of ``size``,
     each range in a transaction of its own; on PostgreSQL over PORTAL_METER_CONNECTIONS
-    connections at once (the ranges hold disjoint rows). The sum of what ``work`` returns."""
+    connections at once (the ranges hold disjoint rows). The sum of what ``work`` returns.
+
+    Ranges start at multiples of ``size``: two passes at once cut the same ranges, so a lock
+    on a range's start serializes them (``rating_sql.intervals_rate``)."""
     bounds = rows.aggregate(first=Min("pk"), last=Max("pk"))
     if bounds["first"] is None:
         return 0
-    ranges = [(first, first + size) for first in range(bounds["first"], bounds["last"] + 1, size)]
+    aligned = bounds["first"] - bounds["first"] % size
+    ranges = [(first, first + size) for first in range(aligned, bounds["last"] + 1, size)]
     connections = settings.PORTAL_METER_CONNECTIONS if connection.vendor == "postgresql" else 1
     if connections <= 1 or len(ranges) == 1:
         return sum(_in_transaction(work, first, last) for first, last in ranges)

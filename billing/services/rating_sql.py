@@ -18,6 +18,14 @@ start) to its end (or the last whole hour while it runs):
 - quantity: the amount times the seconds, exact to the microsecond; cost: the unit price
   times the GPU-hours (a share's milli-GPU as its fraction of a GPU), to 10 places, half up;
 - ``rated_until`` moves to the end, in the same statement as the records.
+
+Two passes never rate a range at once: each takes a lock on the range's start first (the
+ranges of every pass start at the same multiples, ``metering.over_ranges``), so the second
+waits for the first to commit, and its statement, which reads the intervals after that (read
+committed), finds them rated and writes nothing. The insert therefore needs no ``ON CONFLICT
+DO NOTHING``, whose check of the unique key before each row cost 5 to 20% of the
+statement's database CPU (bench/RESULTS.md); the key (interval, piece start) still refuses
+a record written twice, by failing the statement rather than skipping the row.
 """
 
 from datetime import datetime
@@ -26,6 +34,7 @@ from django.db import connection
 from django.db.models import CharField, DateTimeField, IntegerField, QuerySet, UUIDField
 from django.db.models.expressions import RawSQL
 
+from portal.db import advisory_lock_key
 from scheduling.models import Reservation
 
 from ..models import BillingRecord, PriceVersion, UsageInterval
@@ -148,7 +157,6 @@ written AS (
                            / CASE WHEN resource = %(shared)s THEN 3600000 ELSE 3600 END, 10)
            END
       FROM rated
-    ON CONFLICT DO NOTHING
     RETURNING 1
 ),
 advanced AS (
@@ -156,6 +164,11 @@ advanced AS (
 )
 SELECT count(*) FROM written
 """
+
+
+def range_lock_key(first: int) -> int:
+    """The advisory lock a pass holds while it rates the range starting at ``first``."""
+    return advisory_lock_key(f"billing.rating.{first}")
 
 
 def intervals_rate(*, first: int, last: int, horizon: datetime) -> int:
@@ -172,8 +185,11 @@ def intervals_rate(*, first: int, last: int, horizon: datetime) -> int:
         record=quote(BillingRecord._meta.db_table),
     )
     with connection.cursor() as cursor:
-        # Sorts of a range's pieces fit in memory rather than spill to disk.
-        cursor.execute("SET LOCAL work_mem = '64MB'")
+        # The range's lock; sorts of its pieces fit in memory rather than spill to disk.
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s), set_config('work_mem', '64MB', true)",
+            [range_lock_key(first)],
+        )
         cursor.execute(
             sql,
             {

@@ -1,11 +1,13 @@
 """PostgreSQL rates in one statement a range (``rating_sql``), SQLite in Python: the two must
 write the same records for any usage, price history and reservation."""
 
+import threading
+import time
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Sum
 from django.test import override_settings
 from hypothesis import HealthCheck, given, settings
@@ -117,7 +119,7 @@ def test_a_range_is_rated_in_one_statement(on_demand, vision, django_assert_num_
     for n in range(5):
         ran(vision, start=n, end=n + 30, name=f"w{n}")
     services.usage_intervals_sync()
-    with django_assert_num_queries(2):  # the sort memory for the transaction, the statement
+    with django_assert_num_queries(2):  # the range's lock and sort memory, the statement
         written = rating_sql.intervals_rate(first=0, last=2**62, horizon=at(40))
     assert written == 5 * 30
 
@@ -157,3 +159,43 @@ def test_ranges_metered_on_two_connections_at_once_bill_every_second_once(on_dem
         UsageInterval.objects.filter(rated_until__isnull=False).count(),
         BillingRecord.objects.aggregate(total=Sum("quantity_seconds"))["total"],
     ) == (4, Decimal(4 * 8 * 9000))
+
+
+def sessions_waiting_for_a_lock() -> int:
+    with connection.cursor() as cursor:
+        # Else a transaction sees the activity as it was when it first looked.
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pass_rating_a_range_another_pass_is_rating_waits_and_then_writes_nothing(
+    on_demand, vision
+):
+    ran(vision, start=0, end=3)
+    services.usage_intervals_sync()
+    interval = UsageInterval.objects.get()
+    first = interval.pk - interval.pk % rating.RATE_CHUNK
+    written = {}
+
+    def second_pass():
+        try:
+            written["second"] = services.usage_rate(now=at(10))
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        written["first"] = rating_sql.intervals_rate(
+            first=first, last=first + rating.RATE_CHUNK, horizon=at(10)
+        )
+        second = threading.Thread(target=second_pass)
+        second.start()
+        # Committed only once the second pass waits for the range (not a timing: a wait).
+        while sessions_waiting_for_a_lock() == 0 and second.is_alive():
+            time.sleep(0.01)
+    second.join()
+    assert (written, BillingRecord.objects.count()) == ({"first": 3, "second": 0}, 3)
