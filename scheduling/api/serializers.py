@@ -3,7 +3,7 @@ from datetime import timedelta
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from portal.api.serializers import AwareDateTimeField, InputSerializer
+from portal.api.serializers import AlikeItemsListSerializer, AwareDateTimeField, InputSerializer
 from scheduling.models import (
     ENV_MAX_BYTES,
     ENV_MAX_VARIABLES,
@@ -206,6 +206,29 @@ class WorkloadOutput(serializers.ModelSerializer):
         }
 
 
+# What a workload's answer is made of but for its id and name.
+_ALIKE_FIELDS = [
+    field.attname for field in Workload._meta.concrete_fields if field.name not in ("id", "name")
+]
+
+
+def workloads_submitted_data(workloads: list[Workload]) -> list[dict]:
+    """``WorkloadOutput`` of workloads just submitted together (placed nowhere yet), each
+    distinct one but for its id and name represented once: a job array's members differ
+    only by them, and 10,000 answers cost a fifth of the request when each was made whole."""
+    made: dict[str, dict] = {}
+    answers = []
+    for workload in workloads:
+        workload.active_placements = []
+        # repr tells apart what the answer tells apart (1 from 1.0 and True, a list's order).
+        key = repr([getattr(workload, attname) for attname in _ALIKE_FIELDS])
+        answer = made.get(key)
+        if answer is None:
+            answer = made[key] = WorkloadOutput(workload).data
+        answers.append({**answer, "id": str(workload.pk), "name": workload.name})
+    return answers
+
+
 @extend_schema_field(
     {
         "type": "object",
@@ -231,6 +254,12 @@ def _workload_request(validated: dict) -> WorkloadRequest:
 
 
 class WorkloadSubmitInput(InputSerializer):
+    # A batch's members alike but for their names (a job array) are validated once.
+    alike_but_for = ("name",)
+
+    class Meta:
+        list_serializer_class = AlikeItemsListSerializer
+
     name = serializers.RegexField(SLUG_PATTERN, min_length=2, max_length=40)
     kind = serializers.ChoiceField(choices=Workload.Kind.choices)
     tier = serializers.RegexField(SLUG_PATTERN, max_length=40)

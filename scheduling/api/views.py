@@ -36,6 +36,7 @@ from .serializers import (
     WorkloadEventOutput,
     WorkloadOutput,
     WorkloadSubmitInput,
+    workloads_submitted_data,
 )
 
 
@@ -120,9 +121,7 @@ class WorkloadBatchApi(ApiView):
         workloads = services.workloads_submit(
             caller=caller_of(request), project=project, requests=serializer.to_requests()
         )
-        for workload in workloads:
-            workload.active_placements = []
-        return Response(WorkloadOutput(workloads, many=True).data, status=status.HTTP_201_CREATED)
+        return Response(workloads_submitted_data(workloads), status=status.HTTP_201_CREATED)
 
 
 class WorkloadDetailApi(ApiView):
