@@ -21,8 +21,6 @@ from scheduling.models import (
     mig_profile_validator,
 )
 from scheduling.services import (
-    BATCH_MAX,
-    WHAT_IF_BATCH_MAX,
     QuotaAsk,
     ReservationRequest,
     WorkloadRequest,
@@ -206,29 +204,6 @@ class WorkloadOutput(serializers.ModelSerializer):
         }
 
 
-# What a workload's answer is made of but for its id and name.
-_ALIKE_FIELDS = [
-    field.attname for field in Workload._meta.concrete_fields if field.name not in ("id", "name")
-]
-
-
-def workloads_submitted_data(workloads: list[Workload]) -> list[dict]:
-    """``WorkloadOutput`` of workloads just submitted together (placed nowhere yet), each
-    distinct one but for its id and name represented once: a job array's members differ
-    only by them, and 10,000 answers cost a fifth of the request when each was made whole."""
-    made: dict[str, dict] = {}
-    answers = []
-    for workload in workloads:
-        workload.active_placements = []
-        # repr tells apart what the answer tells apart (1 from 1.0 and True, a list's order).
-        key = repr([getattr(workload, attname) for attname in _ALIKE_FIELDS])
-        answer = made.get(key)
-        if answer is None:
-            answer = made[key] = WorkloadOutput(workload).data
-        answers.append({**answer, "id": str(workload.pk), "name": workload.name})
-    return answers
-
-
 @extend_schema_field(
     {
         "type": "object",
@@ -243,7 +218,7 @@ class EnvField(serializers.DictField):
     pass
 
 
-def _workload_request(validated: dict) -> WorkloadRequest:
+def workload_request(validated: dict) -> WorkloadRequest:
     data = dict(validated)
     for field in ("max_runtime", "checkpoint_interval"):
         seconds = data.pop(f"{field}_seconds", None)
@@ -325,19 +300,7 @@ class WorkloadSubmitInput(InputSerializer):
     )
 
     def to_request(self) -> WorkloadRequest:
-        return _workload_request(self.validated_data)
-
-
-class WorkloadBatchInput(InputSerializer):
-    workloads = WorkloadSubmitInput(many=True, min_length=1, max_length=BATCH_MAX)
-
-    def to_requests(self) -> list[WorkloadRequest]:
-        return [_workload_request(item) for item in self.validated_data["workloads"]]
-
-
-class WorkloadWhatIfBatchInput(WorkloadBatchInput):
-    # The engine answers each of them: a what-if stays at a sweep's size.
-    workloads = WorkloadSubmitInput(many=True, min_length=1, max_length=WHAT_IF_BATCH_MAX)
+        return workload_request(self.validated_data)
 
 
 class WorkloadCheckpointInput(InputSerializer):

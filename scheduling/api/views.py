@@ -19,6 +19,7 @@ from tenants.lookups import organization_of, project_of
 from tenants.permissions import caller_of
 
 from .alternative_serializers import WorkloadDetailOutput
+from .batch_serializers import WorkloadBatchInput, workloads_submitted_data
 from .filters import WorkloadFilter
 from .log_serializers import WorkloadLogsQuery
 from .serializers import (
@@ -31,12 +32,10 @@ from .serializers import (
     ReservationInput,
     ReservationOutput,
     TimelineQuery,
-    WorkloadBatchInput,
     WorkloadCheckpointInput,
     WorkloadEventOutput,
     WorkloadOutput,
     WorkloadSubmitInput,
-    workloads_submitted_data,
 )
 
 
