@@ -1,7 +1,9 @@
+import json
 from datetime import UTC
 
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
+from rest_framework.fields import SkipField, empty
 
 from portal.bounds import FIRST_YEAR, LAST_YEAR, year_in_range
 
@@ -70,6 +72,48 @@ class InputSerializer(serializers.Serializer):
             if wrong:
                 raise serializers.ValidationError(wrong, code="invalid")
         return super().to_internal_value(data)
+
+
+class AlikeItemsListSerializer(serializers.ListSerializer):
+    """A list of items alike but for a few fields, the child's ``alike_but_for`` (a job
+    array's members differ by their names): the rest of each distinct item is validated once,
+    those fields each on their own. An item whose own fields fail is validated whole, so that
+    its errors are exactly those it would have alone. For a child whose checks look at those
+    fields only through their own field (no ``validate()`` reading them with the rest)."""
+
+    def to_internal_value(self, data):
+        self._alike: dict[str, dict] = {}  # the validated rest of each distinct item, by its JSON
+        return super().to_internal_value(data)
+
+    def run_child_validation(self, data):
+        varying = self.child.alike_but_for
+        if not isinstance(data, dict):
+            return super().run_child_validation(data)
+        key = json.dumps({k: v for k, v in data.items() if k not in varying}, sort_keys=True)
+        rest = self._alike.get(key)
+        if rest is not None:
+            own = self._own_values(data)
+            if own is not None:
+                return {**rest, **own}
+        validated = super().run_child_validation(data)
+        self._alike.setdefault(key, {k: v for k, v in validated.items() if k not in varying})
+        return validated
+
+    def _own_values(self, data: dict) -> dict | None:
+        """The item's own fields validated, or None where one fails."""
+        own = {}
+        for name in self.child.alike_but_for:
+            field = self.child.fields[name]
+            value = data.get(name, empty)
+            if value is not empty and _type_error(field, value):
+                return None
+            try:
+                own[name] = field.run_validation(value)
+            except SkipField:
+                continue
+            except serializers.ValidationError:
+                return None
+        return own
 
 
 class AwareDateTimeField(serializers.DateTimeField):

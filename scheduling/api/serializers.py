@@ -3,7 +3,7 @@ from datetime import timedelta
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from portal.api.serializers import AwareDateTimeField, InputSerializer
+from portal.api.serializers import AlikeItemsListSerializer, AwareDateTimeField, InputSerializer
 from scheduling.models import (
     ENV_MAX_BYTES,
     ENV_MAX_VARIABLES,
@@ -21,8 +21,6 @@ from scheduling.models import (
     mig_profile_validator,
 )
 from scheduling.services import (
-    BATCH_MAX,
-    WHAT_IF_BATCH_MAX,
     QuotaAsk,
     ReservationRequest,
     WorkloadRequest,
@@ -220,7 +218,7 @@ class EnvField(serializers.DictField):
     pass
 
 
-def _workload_request(validated: dict) -> WorkloadRequest:
+def workload_request(validated: dict) -> WorkloadRequest:
     data = dict(validated)
     for field in ("max_runtime", "checkpoint_interval"):
         seconds = data.pop(f"{field}_seconds", None)
@@ -231,6 +229,12 @@ def _workload_request(validated: dict) -> WorkloadRequest:
 
 
 class WorkloadSubmitInput(InputSerializer):
+    # A batch's members alike but for their names (a job array) are validated once.
+    alike_but_for = ("name",)
+
+    class Meta:
+        list_serializer_class = AlikeItemsListSerializer
+
     name = serializers.RegexField(SLUG_PATTERN, min_length=2, max_length=40)
     kind = serializers.ChoiceField(choices=Workload.Kind.choices)
     tier = serializers.RegexField(SLUG_PATTERN, max_length=40)
@@ -296,19 +300,7 @@ class WorkloadSubmitInput(InputSerializer):
     )
 
     def to_request(self) -> WorkloadRequest:
-        return _workload_request(self.validated_data)
-
-
-class WorkloadBatchInput(InputSerializer):
-    workloads = WorkloadSubmitInput(many=True, min_length=1, max_length=BATCH_MAX)
-
-    def to_requests(self) -> list[WorkloadRequest]:
-        return [_workload_request(item) for item in self.validated_data["workloads"]]
-
-
-class WorkloadWhatIfBatchInput(WorkloadBatchInput):
-    # The engine answers each of them: a what-if stays at a sweep's size.
-    workloads = WorkloadSubmitInput(many=True, min_length=1, max_length=WHAT_IF_BATCH_MAX)
+        return workload_request(self.validated_data)
 
 
 class WorkloadCheckpointInput(InputSerializer):

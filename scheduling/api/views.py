@@ -19,6 +19,7 @@ from tenants.lookups import organization_of, project_of
 from tenants.permissions import caller_of
 
 from .alternative_serializers import WorkloadDetailOutput
+from .batch_serializers import WorkloadBatchInput, workloads_submitted_data
 from .filters import WorkloadFilter
 from .log_serializers import WorkloadLogsQuery
 from .serializers import (
@@ -31,7 +32,6 @@ from .serializers import (
     ReservationInput,
     ReservationOutput,
     TimelineQuery,
-    WorkloadBatchInput,
     WorkloadCheckpointInput,
     WorkloadEventOutput,
     WorkloadOutput,
@@ -120,9 +120,7 @@ class WorkloadBatchApi(ApiView):
         workloads = services.workloads_submit(
             caller=caller_of(request), project=project, requests=serializer.to_requests()
         )
-        for workload in workloads:
-            workload.active_placements = []
-        return Response(WorkloadOutput(workloads, many=True).data, status=status.HTTP_201_CREATED)
+        return Response(workloads_submitted_data(workloads), status=status.HTTP_201_CREATED)
 
 
 class WorkloadDetailApi(ApiView):

@@ -13,7 +13,8 @@ from tenants.lookups import project_of
 from tenants.permissions import caller_of
 
 from .alternative_serializers import AlternativeOutput
-from .serializers import PendingOutput, WorkloadSubmitInput, WorkloadWhatIfBatchInput
+from .batch_serializers import WorkloadWhatIfBatchInput
+from .serializers import PendingOutput, WorkloadSubmitInput
 
 
 class WhatIfCostOutput(serializers.Serializer):

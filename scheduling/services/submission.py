@@ -1,6 +1,7 @@
 """Submission: a user's request validated against the catalog, quotas and the cluster, then
 queued for the next scheduling cycle."""
 
+import copy
 import dataclasses
 import json
 from collections.abc import Callable, Sequence
@@ -179,6 +180,21 @@ def _shape_check(
     return _ShapeCheck(catalog={}, fields={}, refused=_engine_refusal(workload, catalog))
 
 
+def _renamed(workload: Workload, *, name: str) -> Workload:
+    """A copy of an unsaved workload under another name and id: a job array's members are
+    copies of one (a twentieth of the cost of building each field by field)."""
+    twin = copy.copy(workload)
+    twin.pk = Workload._meta.pk.get_default()
+    twin.name = name
+    # Its own lists and mapping: nothing written to one member's reaches another's.
+    twin.gpu_classes, twin.command, twin.env = (
+        list(workload.gpu_classes),
+        list(workload.command),
+        dict(workload.env),
+    )
+    return twin
+
+
 def _shape_of(request: WorkloadRequest) -> tuple:
     return dataclasses.replace(request, name="", env=None), json.dumps(request.env, sort_keys=True)
 
@@ -263,12 +279,18 @@ def submission_checked(
     errors: dict[str, list[str]] = {}
     refusals: dict[str, list[str]] = {}
     names: set[str] = set()
-    shapes: dict[tuple, _ShapeCheck] = {}
+    shapes: dict[tuple, tuple[Workload, _ShapeCheck]] = {}
     for index, request in enumerate(requests):
-        tier = catalog.tiers.get(request.tier)
-        workload = _workload_of(request, caller=caller, project=project, tier=tier, now=now)
         key = _shape_of(request)
-        shape = shapes.get(key) or shapes.setdefault(key, _shape_check(workload, request, catalog))
+        if key in shapes:
+            alike, shape = shapes[key]
+            workload = _renamed(alike, name=request.name)
+        else:
+            tier = catalog.tiers.get(request.tier)
+            workload = _workload_of(request, caller=caller, project=project, tier=tier, now=now)
+            alike = _renamed(workload, name="")  # before the checks, which clean it in place
+            shape = _shape_check(workload, request, catalog)
+            shapes[key] = alike, shape
         problems = _input_errors(workload, shape)
         if request.name in names:
             twice = f"{request.name!r} is asked for twice."

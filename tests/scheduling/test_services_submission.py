@@ -1,3 +1,4 @@
+import dataclasses
 from datetime import timedelta
 
 import pytest
@@ -6,7 +7,9 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from portal import events
 from portal.errors import Conflict
 from portal.events import ExtensionPoint
+from scheduling import services
 from scheduling.models import GpuClass, QuotaGrant, Workload
+from tenants.permissions import Caller
 
 pytestmark = pytest.mark.django_db
 
@@ -114,3 +117,36 @@ def test_a_check_registered_for_submissions_can_refuse_one_and_nothing_is_saved(
         submit(name="spendy")
     assert error.value.code == "budget_exceeded"
     assert not Workload.objects.filter(name="spendy").exists()
+
+
+def _array(cluster, mia, ai_dev, *names: str, **fields) -> list[Workload]:
+    services.project_provision(project_id=ai_dev.pk, backend=cluster)
+    request = services.WorkloadRequest(
+        name="",
+        kind="training",
+        tier="training",
+        image="nvcr.io/nvidia/pytorch:25.01-py3",
+        gpu_classes=("H100-80GB",),
+        gpus=1,
+        env={"SWEEP": "lr"},
+        **fields,
+    )
+    return services.workloads_submit(
+        caller=Caller(user=mia),
+        project=ai_dev,
+        requests=[dataclasses.replace(request, name=name) for name in names],
+    )
+
+
+def test_members_of_a_job_array_are_stored_each_with_its_own_id_and_the_shared_request(
+    cluster, quotas, mia, ai_dev
+):
+    _array(cluster, mia, ai_dev, "sweep-1", "sweep-2", "sweep-3")
+    stored = Workload.objects.order_by("name").values_list("name", "gpus", "env", "submitted_by")
+    assert list(stored) == [(f"sweep-{n}", 1, {"SWEEP": "lr"}, mia.pk) for n in (1, 2, 3)]
+
+
+def test_a_job_arrays_members_share_no_list_or_mapping(cluster, quotas, mia, ai_dev):
+    first, second = _array(cluster, mia, ai_dev, "sweep-1", "sweep-2")
+    first.env["SWEEP"], first.command.append("--more"), first.gpu_classes.clear()
+    assert (second.env, second.command, second.gpu_classes) == ({"SWEEP": "lr"}, [], ["H100-80GB"])
