@@ -57,12 +57,12 @@ from .provisioning import (
     provisioning_give_up,
     provisioning_rerun,
 )
+from .quota_history import quota_grant_history_record
 from .quotas import (
     GrantKey,
     QuotaAsk,
     quota_grant_delete,
     quota_grant_for_period,
-    quota_grant_history_record,
     quota_grant_remove,
     quota_grant_save,
     quota_grant_set,

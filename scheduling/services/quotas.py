@@ -18,8 +18,9 @@ from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize, require_operator
 from tenants.services import audit_record
 
-from ..models import GpuClass, QuotaGrant, QuotaGrantHistory, QuotaRequest
+from ..models import GpuClass, QuotaGrant, QuotaRequest
 from ..models.quotas import LIMIT_BELOW_GUARANTEE
+from .quota_history import quota_grant_history_record
 
 
 def quota_grant_save(*, caller: Caller, grant: QuotaGrant, reason: str = "") -> QuotaGrant:
@@ -133,36 +134,6 @@ def quota_grant_delete(*, caller: Caller, grant: QuotaGrant, reason: str = "") -
         quota_grant_history_record(grant=grant, now=clock.now(), deleted=True)
         grant.delete()
         _namespaces_follow(organization_id)
-
-
-def quota_grant_history_record(*, grant: QuotaGrant, now: datetime, deleted: bool = False) -> None:
-    """Close the grant's open history span and open one at ``now`` with what it guarantees
-    and allows (none once ``deleted``), unless nothing changed. Call it inside the transaction
-    that changed the grant: the books read the guarantees in force at each instant."""
-    span = (
-        QuotaGrantHistory.objects.select_for_update()
-        .filter(grant=grant, valid_to__isnull=True)
-        .first()
-    )
-    if span is not None:
-        if not deleted and (span.guarantee, span.limit) == (grant.guarantee, grant.limit):
-            return
-        if span.valid_from < now:
-            QuotaGrantHistory.objects.filter(pk=span.pk).update(valid_to=now)
-        else:  # changed again within the same instant: the newer value holds it
-            span.delete()
-    if not deleted:
-        QuotaGrantHistory.objects.create(
-            grant=grant,
-            organization_id=grant.organization_id,
-            project_id=grant.project_id,
-            gpu_class_id=grant.gpu_class_id,
-            resource=grant.resource,
-            mig_profile=grant.mig_profile,
-            guarantee=grant.guarantee,
-            limit=grant.limit,
-            valid_from=now,
-        )
 
 
 def _namespaces_follow(organization_id) -> None:
