@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.database_runs import on_test_databases  # noqa: E402
+from bench.database_runs import database_arguments, on_test_databases  # noqa: E402
 from bench.metering import MONTH, MONTH_START, seed, timed  # noqa: E402 (sets Django up)
 from billing import selectors, services  # noqa: E402
 from billing.allocation import UNITS_PER_GPU  # noqa: E402
@@ -122,9 +122,7 @@ def run(size: int, organizations: int, seed_value: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000", help="placements, comma-separated")
-    parser.add_argument("--organizations", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
+    database_arguments(parser)
     args = parser.parse_args()
     on_test_databases(
         "books",

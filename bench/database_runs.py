@@ -3,6 +3,7 @@ server made for it and dropped after, and its JSON line naming the database."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Callable, Iterable
@@ -11,6 +12,14 @@ from django.db import connection
 from django.test.utils import setup_test_environment
 
 from bench.results import append_results, calibration_seconds
+
+
+def database_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every such benchmark takes: how many organizations, the seed, and whether
+    to leave RESULTS.md alone."""
+    parser.add_argument("--organizations", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
 
 
 def on_test_databases(

@@ -41,7 +41,7 @@ from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.db.models import Sum  # noqa: E402
 
-from bench.database_runs import on_test_databases  # noqa: E402
+from bench.database_runs import database_arguments, on_test_databases  # noqa: E402
 from billing import services  # noqa: E402
 from billing.models import BillingRecord, CatalogItem, PriceVersion, UsageInterval  # noqa: E402
 from scheduling.models import (  # noqa: E402
@@ -227,12 +227,10 @@ def row_bytes() -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000", help="placements, comma-separated")
-    parser.add_argument("--organizations", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=42)
     parser.add_argument(
         "--connections", type=int, default=2, help="PORTAL_METER_CONNECTIONS (PostgreSQL)"
     )
-    parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
+    database_arguments(parser)
     args = parser.parse_args()
     settings.PORTAL_METER_CONNECTIONS = args.connections
     on_test_databases(

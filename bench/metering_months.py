@@ -32,7 +32,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.db.models import Sum  # noqa: E402
 
-from bench.database_runs import on_test_databases  # noqa: E402
+from bench.database_runs import database_arguments, on_test_databases  # noqa: E402
 from bench.metering import fixtures, placements_add, timed  # noqa: E402
 from billing import services  # noqa: E402
 from billing.models import BillingRecord, UsageInterval  # noqa: E402
@@ -87,12 +87,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--older", default="1,6", help="older months present, comma-separated")
     parser.add_argument("--per-month", type=int, default=100_000, help="placements a month")
-    parser.add_argument("--organizations", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=42)
     parser.add_argument(
         "--connections", type=int, default=2, help="PORTAL_METER_CONNECTIONS (PostgreSQL)"
     )
-    parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
+    database_arguments(parser)
     args = parser.parse_args()
     settings.PORTAL_METER_CONNECTIONS = args.connections
     on_test_databases(
