@@ -16,21 +16,18 @@ microsecond). The issue's target: a 1,000-node month in under 60 s.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 from datetime import timedelta
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from django.db import connection  # noqa: E402
-from django.test.utils import setup_test_environment  # noqa: E402
-
+from bench.database_runs import database_arguments, on_test_databases  # noqa: E402
 from bench.metering import MONTH, MONTH_START, seed, timed  # noqa: E402 (sets Django up)
-from bench.results import append_results, calibration_seconds  # noqa: E402
 from billing import selectors, services  # noqa: E402
 from billing.allocation import UNITS_PER_GPU  # noqa: E402
 from scheduling.models import (  # noqa: E402
@@ -125,26 +122,13 @@ def run(size: int, organizations: int, seed_value: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000", help="placements, comma-separated")
-    parser.add_argument("--organizations", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
+    database_arguments(parser)
     args = parser.parse_args()
-    setup_test_environment()
-    for size in (int(s) for s in args.sizes.split(",")):
-        database = connection.creation.create_test_db(verbosity=0, autoclobber=True)
-        try:
-            figures = run(size, args.organizations, args.seed)
-        finally:
-            connection.creation.destroy_test_db(database, verbosity=0)
-        line = {
-            "bench": "books",
-            "calibration_s": calibration_seconds(),
-            "database": connection.vendor,
-            **figures,
-        }
-        print(json.dumps(line), flush=True)
-        if not args.no_results:
-            append_results(bench="books", argv=sys.argv, figures=line)
+    on_test_databases(
+        "books",
+        (partial(run, int(size), args.organizations, args.seed) for size in args.sizes.split(",")),
+        record=not args.no_results,
+    )
 
 
 if __name__ == "__main__":

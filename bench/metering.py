@@ -20,13 +20,13 @@ from __future__ import annotations
 import argparse
 import csv
 import gc
-import json
 import os
 import random
 import sys
 import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,9 +40,8 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.db.models import Sum  # noqa: E402
-from django.test.utils import setup_test_environment  # noqa: E402
 
-from bench.results import append_results, calibration_seconds  # noqa: E402
+from bench.database_runs import database_arguments, on_test_databases  # noqa: E402
 from billing import services  # noqa: E402
 from billing.models import BillingRecord, CatalogItem, PriceVersion, UsageInterval  # noqa: E402
 from scheduling.models import (  # noqa: E402
@@ -228,31 +227,18 @@ def row_bytes() -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000", help="placements, comma-separated")
-    parser.add_argument("--organizations", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=42)
     parser.add_argument(
         "--connections", type=int, default=2, help="PORTAL_METER_CONNECTIONS (PostgreSQL)"
     )
-    parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
+    database_arguments(parser)
     args = parser.parse_args()
-    setup_test_environment()
     settings.PORTAL_METER_CONNECTIONS = args.connections
-    for size in (int(s) for s in args.sizes.split(",")):
-        database = connection.creation.create_test_db(verbosity=0, autoclobber=True)
-        try:
-            figures = run(size, args.organizations, args.seed)
-        finally:
-            connection.creation.destroy_test_db(database, verbosity=0)
-        line = {
-            "bench": "metering",
-            "calibration_s": calibration_seconds(),
-            "database": connection.vendor,
-            "connections": args.connections,
-            **figures,
-        }
-        print(json.dumps(line), flush=True)
-        if not args.no_results:
-            append_results(bench="metering", argv=sys.argv, figures=line)
+    on_test_databases(
+        "metering",
+        (partial(run, int(size), args.organizations, args.seed) for size in args.sizes.split(",")),
+        record=not args.no_results,
+        connections=args.connections,
+    )
 
 
 if __name__ == "__main__":

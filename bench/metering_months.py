@@ -14,11 +14,11 @@ means the newest month's times do not grow with ``--older``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import sys
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,12 +30,10 @@ import django  # noqa: E402
 django.setup()
 
 from django.conf import settings  # noqa: E402
-from django.db import connection  # noqa: E402
 from django.db.models import Sum  # noqa: E402
-from django.test.utils import setup_test_environment  # noqa: E402
 
+from bench.database_runs import database_arguments, on_test_databases  # noqa: E402
 from bench.metering import fixtures, placements_add, timed  # noqa: E402
-from bench.results import append_results, calibration_seconds  # noqa: E402
 from billing import services  # noqa: E402
 from billing.models import BillingRecord, UsageInterval  # noqa: E402
 
@@ -89,31 +87,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--older", default="1,6", help="older months present, comma-separated")
     parser.add_argument("--per-month", type=int, default=100_000, help="placements a month")
-    parser.add_argument("--organizations", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=42)
     parser.add_argument(
         "--connections", type=int, default=2, help="PORTAL_METER_CONNECTIONS (PostgreSQL)"
     )
-    parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
+    database_arguments(parser)
     args = parser.parse_args()
-    setup_test_environment()
     settings.PORTAL_METER_CONNECTIONS = args.connections
-    for older in (int(n) for n in args.older.split(",")):
-        database = connection.creation.create_test_db(verbosity=0, autoclobber=True)
-        try:
-            figures = run(older, args.per_month, args.organizations, args.seed)
-        finally:
-            connection.creation.destroy_test_db(database, verbosity=0)
-        line = {
-            "bench": "metering_months",
-            "calibration_s": calibration_seconds(),
-            "database": connection.vendor,
-            "connections": args.connections,
-            **figures,
-        }
-        print(json.dumps(line), flush=True)
-        if not args.no_results:
-            append_results(bench="metering_months", argv=sys.argv, figures=line)
+    on_test_databases(
+        "metering_months",
+        (
+            partial(run, int(older), args.per_month, args.organizations, args.seed)
+            for older in args.older.split(",")
+        ),
+        record=not args.no_results,
+        connections=args.connections,
+    )
 
 
 if __name__ == "__main__":

@@ -116,35 +116,51 @@ class CatalogItemAdmin(WarnsOfUnpriced, admin.ModelAdmin):
         return None
 
 
-class PriceVersionForm(forms.ModelForm):
-    class Meta:
-        model = PriceVersion
-        fields = ["item", "organization", "unit_price", "effective_from"]
-
-    def clean(self):
-        data = super().clean()
-        if data.get("effective_from"):
-            problems = services.price_version_problems(
-                effective_from=data["effective_from"], now=clock.now()
-            )
-            for field, messages in problems.items():
-                self.add_error(field, messages)
-        return data
-
-
-@admin.register(PriceVersion)
-class PriceVersionAdmin(admin.ModelAdmin):
-    """New prices, each from a moment not in the past."""
-
-    form = PriceVersionForm
-    list_display = ["item", "organization", "unit_price", "effective_from", "created_by"]
-    list_filter = ["item"]
+class AddOnlyAdmin(admin.ModelAdmin):
+    """Rows added, never changed nor deleted: what invoices and closed books took stays as
+    it was. Saving calls the kind's service (``save_model``)."""
 
     def has_change_permission(self, request, obj=None) -> bool:
         return obj is None
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+class ServiceCheckedForm(forms.ModelForm):
+    """A form whose data its service checks too (``problems``, by field), each problem shown on
+    its field instead of a failed save."""
+
+    def problems(self, data: dict) -> dict[str, list[str]]:
+        raise NotImplementedError
+
+    def clean(self):
+        data = super().clean()
+        for field, errors in self.problems(data).items():
+            self.add_error(field, errors)
+        return data
+
+
+class PriceVersionForm(ServiceCheckedForm):
+    class Meta:
+        model = PriceVersion
+        fields = ["item", "organization", "unit_price", "effective_from"]
+
+    def problems(self, data: dict) -> dict[str, list[str]]:
+        if not data.get("effective_from"):
+            return {}
+        return services.price_version_problems(
+            effective_from=data["effective_from"], now=clock.now()
+        )
+
+
+@admin.register(PriceVersion)
+class PriceVersionAdmin(AddOnlyAdmin):
+    """New prices, each from a moment not in the past."""
+
+    form = PriceVersionForm
+    list_display = ["item", "organization", "unit_price", "effective_from", "created_by"]
+    list_filter = ["item"]
 
     def save_model(self, request, obj, form, change) -> None:
         services.price_version_add(
@@ -156,7 +172,7 @@ class PriceVersionAdmin(admin.ModelAdmin):
         )
 
 
-class CostModelForm(forms.ModelForm):
+class CostModelForm(ServiceCheckedForm):
     class Meta:
         model = CostModel
         fields = [
@@ -170,44 +186,25 @@ class CostModelForm(forms.ModelForm):
             "effective_from",
         ]
 
-    def clean(self):
-        data = super().clean()
-        if data.get("effective_from") and data.get("pool"):
-            problems = services.cost_model_problems(
-                pool=data["pool"],
-                node=data.get("node"),
-                effective_from=data["effective_from"],
-                now=clock.now(),
-            )
-            for field, messages in problems.items():
-                self.add_error(field, messages)
-        return data
+    def problems(self, data: dict) -> dict[str, list[str]]:
+        if not (data.get("effective_from") and data.get("pool")):
+            return {}
+        return services.cost_model_problems(
+            pool=data["pool"],
+            node=data.get("node"),
+            effective_from=data["effective_from"],
+            now=clock.now(),
+        )
 
 
 @admin.register(CostModel)
-class CostModelAdmin(admin.ModelAdmin):
+class CostModelAdmin(AddOnlyAdmin):
     """What the pools' GPUs cost the operator: versions added from a moment not in the past,
     never changed (the books of a closed month stay as they were)."""
 
     form = CostModelForm
-    list_display = [
-        "pool",
-        "node",
-        "purchase_price_per_gpu",
-        "lifetime_months",
-        "nameplate_watts",
-        "price_per_kwh",
-        "overhead_per_node_hour",
-        "effective_from",
-        "created_by",
-    ]
+    list_display = [*CostModelForm.Meta.fields, "created_by"]
     list_filter = ["pool"]
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return obj is None
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
     def save_model(self, request, obj, form, change) -> None:
         services.cost_model_add(
@@ -217,19 +214,13 @@ class CostModelAdmin(admin.ModelAdmin):
 
 
 @admin.register(Credit)
-class CreditAdmin(admin.ModelAdmin):
+class CreditAdmin(AddOnlyAdmin):
     """Credit granted to organizations: added, never changed (what invoices took stays
     explained)."""
 
     list_display = ["organization", "amount", "reason", "granted_by", "granted_at"]
     list_filter = ["organization"]
     fields = ["organization", "amount", "reason"]
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return obj is None
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
     def save_model(self, request, obj, form, change) -> None:
         obj.pk = services.credit_grant(

@@ -35,6 +35,16 @@ def hour_floor(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
+def hours_between(start: datetime, end: datetime) -> list[datetime]:
+    """The whole UTC hours strictly inside (``start``, ``end``): where a piece is cut."""
+    hour = hour_floor(start) + timedelta(hours=1)
+    hours = []
+    while hour < end:
+        hours.append(hour)
+        hour += timedelta(hours=1)
+    return hours
+
+
 def month_of(moment: datetime, zone: tzinfo = UTC) -> tuple[datetime, datetime]:
     """The month ``moment`` falls in, in ``zone`` (an organization's), as [start, end) in
     UTC. Records are rated by UTC hours, so a zone whose offset is not whole hours (India's

@@ -36,26 +36,30 @@ def operator_token_client(user) -> APIClient:
     return client
 
 
-def operator_api_callers(actors: dict, acme, token_for) -> dict[str, APIClient]:
-    """A client for each caller of ``CALLERS``."""
-    clients = {"anonymous": APIClient()}
-    for role, scope in (("owner", "write"), ("admin", "write"), ("member", "write")):
-        clients[role] = token_for(actors[role], acme, scope)[1]
-    clients["viewer"] = token_for(actors["viewer"], acme, "read")[1]
-    staff = UserFactory(email="sam@ops.example", is_staff=True)
-    MembershipFactory(organization=acme, user=staff, role="owner")
-    clients["staff_tenant_token"] = token_for(staff, acme, "write")[1]
-    clients["staff_session"] = APIClient()
-    clients["staff_session"].force_login(UserFactory(email="sid@ops.example", is_staff=True))
-    clients["operator"] = operator_token_client(UserFactory(email="oli@ops.example", is_staff=True))
-    return clients
+def operator_api_caller(caller: str, actors: dict, acme, token_for) -> APIClient:
+    """The client of ``caller``, one of ``CALLERS``: each cell of a matrix calls as one, so
+    only its token or session is made."""
+    if caller == "anonymous":
+        return APIClient()
+    if caller in ("owner", "admin", "member", "viewer"):
+        return token_for(actors[caller], acme, "read" if caller == "viewer" else "write")[1]
+    if caller == "staff_tenant_token":
+        staff = UserFactory(email="sam@ops.example", is_staff=True)
+        MembershipFactory(organization=acme, user=staff, role="owner")
+        return token_for(staff, acme, "write")[1]
+    if caller == "staff_session":
+        client = APIClient()
+        client.force_login(UserFactory(email="sid@ops.example", is_staff=True))
+        return client
+    assert caller == "operator"
+    return operator_token_client(UserFactory(email="oli@ops.example", is_staff=True))
 
 
-def assert_reached_only_by_operators(operation: tuple, caller: str, ids: dict, clients: dict):
+def assert_reached_only_by_operators(operation: tuple, caller: str, ids: dict, client: APIClient):
     """One cell of an operator API's permission matrix: ``operation`` (method, path with ids
-    to fill, body, status for an operator) called by ``caller``."""
+    to fill, body, status for an operator) called by ``caller`` through its ``client``."""
     method, path, body, success = operation
-    response = getattr(clients[caller], method)(path.format(**ids), body, format="json")
+    response = getattr(client, method)(path.format(**ids), body, format="json")
     assert response.status_code == expected_status(caller, success), response.content
     if response.status_code == 404:
         assert response.json()["error"]["code"] == "not_found"

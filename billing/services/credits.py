@@ -19,7 +19,7 @@ from itertools import pairwise
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q, Subquery
+from django.db.models import Exists, F, OuterRef, Q
 
 from portal import clock
 from scheduling import selectors as scheduling_selectors
@@ -27,8 +27,8 @@ from scheduling.models import Eviction, Reservation
 
 from .. import lending, selectors
 from ..models import BillingRecord, ContractCredit, UsageInterval
-from ..pricing import RECORD_PLACES, hour_floor, reserved_unit_price, usage_cost
-from .metering import amount_seconds
+from ..pricing import RECORD_PLACES, hour_floor, hours_between, reserved_unit_price
+from .metering import reservations_charged, usage_piece
 
 # The engine's reasons for an eviction the contract credits: a higher tier's preemption, a
 # quota reclaim (by guarantee or fair share), a reservation's drain before its window.
@@ -36,7 +36,6 @@ CREDITED_REASONS = frozenset({"priority", "reclaim", "fair-share", "reservation"
 # Older evictions belong to months already invoiced: not looked at again.
 EVICTIONS_LOOKBACK = timedelta(days=62)
 MILLI = 1000
-HOUR = timedelta(hours=1)
 
 
 def contract_credits_compute(*, now: datetime | None = None) -> dict[str, int]:
@@ -91,25 +90,21 @@ def _lost_pieces(eviction: Eviction) -> list[ContractCredit] | None:
         return None
     pieces = []
     for record in on_demand:
-        interval = intervals[record.interval_id]
-        start, end = max(record.starts_at, since), min(record.ends_at, at)
-        quantity = amount_seconds(interval.amount, start, end)
+        # At the price it billed, over the part of it in [since, at).
+        piece, amount = usage_piece(
+            intervals[record.interval_id],
+            max(record.starts_at, since),
+            min(record.ends_at, at),
+            record.unit_price,
+        )
         pieces.append(
             ContractCredit(
                 kind=ContractCredit.Kind.LOST_WORK,
-                organization_id=record.organization_id,
-                project_id=record.project_id,
                 eviction=eviction,
                 interval_id=record.interval_id,
-                gpu_class_id=record.gpu_class_id,
-                mig_profile=record.mig_profile,
-                resource=record.resource,
                 at=at,
-                starts_at=start,
-                ends_at=end,
-                quantity_seconds=quantity,
-                unit_price=record.unit_price,
-                amount=usage_cost(record.unit_price, quantity, record.resource),
+                amount=amount,
+                **piece,
             )
         )
     return pieces
@@ -122,23 +117,12 @@ def lending_credit(*, now: datetime) -> int:
     if percent <= 0:
         return 0
     horizon = hour_floor(now)
-    credited_to = (
-        ContractCredit.objects.filter(reservation=OuterRef("pk"), kind=ContractCredit.Kind.LENDING)
-        .order_by("-ends_at")
-        .values("ends_at")[:1]
-    )
-    windows = (
-        Reservation.objects.filter(
-            Q(state__in=Reservation.BILLED_STATES) | Q(state=Reservation.State.CANCELLED),
-            starts_at__lt=horizon,
-        )
-        .annotate(credited_to=Subquery(credited_to))
-        .select_related("organization", "pool")
-        .order_by("pk")
-    )
+    windows = reservations_charged(
+        before=horizon, pieces=ContractCredit.objects.filter(kind=ContractCredit.Kind.LENDING)
+    ).select_related("organization", "pool")
     written = 0
     for reservation in windows:
-        start = reservation.credited_to or reservation.starts_at
+        start = reservation.pieces_to or reservation.starts_at
         until = min(reservation.held_until, horizon)
         if until <= start:
             continue
@@ -147,20 +131,11 @@ def lending_credit(*, now: datetime) -> int:
             continue  # nothing was paid for it (yet): nothing to credit a share of
         pieces = [
             _lent_piece(reservation, piece_start, piece_end, value=value, percent=percent)
-            for piece_start, piece_end in _hours(start, until)
+            for piece_start, piece_end in pairwise([start, *hours_between(start, until), until])
         ]
         with transaction.atomic():
             written += len(ContractCredit.objects.bulk_create(pieces, ignore_conflicts=True))
     return written
-
-
-def _hours(start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
-    cuts = [start]
-    hour = hour_floor(start) + HOUR
-    while hour < end:
-        cuts.append(hour)
-        hour += HOUR
-    return list(pairwise([*cuts, end]))
 
 
 def _lent_piece(

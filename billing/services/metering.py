@@ -39,7 +39,7 @@ from scheduling.models import Placement, Reservation
 from tenants.models import Organization
 
 from ..models import BillingRecord, UsageInterval, UsageReconciliation
-from ..pricing import hour_floor
+from ..pricing import hour_floor, usage_cost
 
 BATCH = 2_000
 MICROSECOND = Decimal("0.000001")
@@ -230,6 +230,21 @@ def _attribute_reservations(intervals: list[UsageInterval]) -> None:
                 break
 
 
+def reservations_charged(*, before: datetime, pieces: QuerySet) -> QuerySet[Reservation]:
+    """The reservations whose window is paid for (approved, active, completed, or cancelled:
+    to its cancellation) and began before ``before``, in order, each with ``pieces_to``: the
+    end of the last of ``pieces`` (its records or credits) written for it, None for none yet."""
+    last = pieces.filter(reservation=OuterRef("pk")).order_by("-ends_at").values("ends_at")[:1]
+    return (
+        Reservation.objects.filter(
+            Q(state__in=Reservation.BILLED_STATES) | Q(state=Reservation.State.CANCELLED),
+            starts_at__lt=before,
+        )
+        .annotate(pieces_to=Subquery(last))
+        .order_by("pk")
+    )
+
+
 def over_ranges(work: Callable[[int, int], int], rows: QuerySet, size: int) -> int:
     """``work(first, last)`` over the ids of ``rows`` in ranges [first, last) of ``size``,
     each range in a transaction of its own; on PostgreSQL over PORTAL_METER_CONNECTIONS
@@ -266,6 +281,28 @@ def amount_seconds(amount: int, start: datetime, end: datetime) -> Decimal:
     """``amount`` times the seconds from ``start`` to ``end``, exact to the microsecond."""
     microseconds = (end - start) // timedelta(microseconds=1)
     return (amount * Decimal(microseconds) / 10**6).quantize(MICROSECOND)
+
+
+def usage_piece(
+    interval: UsageInterval, start: datetime, end: datetime, unit_price: Decimal | None
+) -> tuple[dict, Decimal]:
+    """What a billing record and a lost-work credit of ``interval``'s use over [start, end) at
+    ``unit_price`` (None: unpriced, at no cost) both say: whose use, of what, how much and at
+    what price, as fields; and its cost."""
+    quantity = amount_seconds(interval.amount, start, end)
+    fields = {
+        "organization_id": interval.organization_id,
+        "project_id": interval.project_id,
+        "gpu_class_id": interval.gpu_class_id,
+        "mig_profile": interval.mig_profile,
+        "resource": interval.resource,
+        "starts_at": start,
+        "ends_at": end,
+        "quantity_seconds": quantity,
+        "unit_price": unit_price,
+    }
+    cost = Decimal(0) if unit_price is None else usage_cost(unit_price, quantity, interval.resource)
+    return fields, cost
 
 
 def usage_reconcile(

@@ -9,16 +9,15 @@ rating again writes nothing new. On PostgreSQL a range of intervals rates in one
 """
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 from itertools import pairwise
 
 from django.db import connection, transaction
-from django.db.models import DateTimeField, F, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import DateTimeField, F, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from portal import clock
-from scheduling.models import Reservation
 from tenants.permissions import Caller, require_operator
 from tenants.services import audit_record
 
@@ -26,6 +25,7 @@ from .. import selectors
 from ..models import USAGE_UNRATED, BillingRecord, CatalogItem, Invoice, PriceVersion, UsageInterval
 from ..pricing import (
     hour_floor,
+    hours_between,
     on_demand_items,
     price_in_force,
     reserved_cost,
@@ -35,9 +35,15 @@ from ..pricing import (
     versions_applying,
 )
 from . import credits, drafting, rating_sql
-from .metering import BATCH, amount_seconds, batches, over_ranges, usage_intervals_sync
-
-HOUR = timedelta(hours=1)
+from .metering import (
+    BATCH,
+    amount_seconds,
+    batches,
+    over_ranges,
+    reservations_charged,
+    usage_intervals_sync,
+    usage_piece,
+)
 
 
 @dataclass
@@ -127,30 +133,19 @@ def _reservations_rate(*, horizon: datetime, now: datetime) -> int:
     (its order's total, or its item's price when asked for), spread evenly over the window:
     an open window to the last whole hour, a finished one to its end, a cancelled one to its
     cancellation (what is left is the cancellation charge's)."""
-    rated_to = (
-        BillingRecord.objects.filter(reservation=OuterRef("pk"), interval__isnull=True)
-        .order_by("-ends_at")
-        .values("ends_at")[:1]
-    )
-    windows = (
-        Reservation.objects.filter(
-            Q(state__in=Reservation.BILLED_STATES) | Q(state=Reservation.State.CANCELLED),
-            starts_at__lt=horizon,
-        )
-        .annotate(rated_to=Subquery(rated_to))
-        .select_related("organization", "gpu_class")
-        .order_by("pk")
-    )
+    windows = reservations_charged(
+        before=horizon, pieces=BillingRecord.objects.filter(interval__isnull=True)
+    ).select_related("organization", "gpu_class")
     written = 0
     for reservation in windows.iterator(chunk_size=BATCH):
         end = reservation.held_until
         until = end if end <= now else min(end, horizon)
-        start = reservation.rated_to or reservation.starts_at
+        start = reservation.pieces_to or reservation.starts_at
         if until <= start:
             continue
         _, item, value = selectors.reservation_terms(reservation)
         window = reservation.ends_at - reservation.starts_at
-        bounds = [start, *_hours_between(start, until), until]
+        bounds = [start, *hours_between(start, until), until]
         records = [
             BillingRecord(
                 reservation=reservation,
@@ -184,7 +179,7 @@ def _pieces(interval: UsageInterval, *, book: PriceBook) -> list[BillingRecord]:
     start, end = interval.from_at, interval.to_at
     item = book.item(interval.item_id)
     prices = book.in_force(item, interval.organization_id, start, end) if item else [(start, None)]
-    hours = [start, *_hours_between(start, end), end]
+    hours = [start, *hours_between(start, end), end]
     window = interval.reservation
     window_end = window.held_until if window else None
     edges = [t for t in (window.starts_at, window_end) if start < t < end] if window else []
@@ -199,39 +194,19 @@ def _pieces(interval: UsageInterval, *, book: PriceBook) -> list[BillingRecord]:
     return records
 
 
-def _hours_between(start: datetime, end: datetime) -> list[datetime]:
-    hour = hour_floor(start) + HOUR
-    hours = []
-    while hour < end:
-        hours.append(hour)
-        hour += HOUR
-    return hours
-
-
 def _record(interval, start, end, item, version, *, reserved: bool = False) -> BillingRecord:
     """A piece of the interval, priced by ``version`` (None: unpriced); ``reserved``: inside
     its reservation, whose capacity is charged instead (at no cost here)."""
-    quantity_seconds = amount_seconds(interval.amount, start, end)
     unit_price = Decimal(0) if reserved else (version.unit_price if version else None)
-    cost = Decimal(0)
-    if unit_price is not None:
-        cost = usage_cost(unit_price, quantity_seconds, interval.resource)
+    piece, cost = usage_piece(interval, start, end, unit_price)
     return BillingRecord(
         interval=interval,
         charge=BillingRecord.Charge.RESERVED_USE if reserved else BillingRecord.Charge.ON_DEMAND,
-        organization_id=interval.organization_id,
-        project_id=interval.project_id,
-        gpu_class_id=interval.gpu_class_id,
-        mig_profile=interval.mig_profile,
-        resource=interval.resource,
         tier_id=interval.tier_id,
-        starts_at=start,
-        ends_at=end,
-        quantity_seconds=quantity_seconds,
         item=item,
         price_version=version,
-        unit_price=unit_price,
         cost=cost,
+        **piece,
     )
 
 

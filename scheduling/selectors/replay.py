@@ -339,13 +339,23 @@ def _tenth(waits, field: str) -> float | None:
     return None if minutes is None else round(minutes, 1)
 
 
+def _hundredth(hours: Decimal) -> float:
+    """GPU-hours to a hundredth, as the page, the table and the JSON show them."""
+    return round(float(hours), 2)
+
+
 def comparison_rows(report: ReplayReport) -> list[tuple[str, str, object, object]]:
     """The report's figures side by side: (section, what, current, proposed)."""
     current, proposed = report.current, report.proposed
     rows: list[tuple[str, str, object, object]] = []
     for name in sorted(set(current.gpu_hours) | set(proposed.gpu_hours)):
         rows.append(
-            ("GPU-hours", name, current.gpu_hours.get(name, 0.0), proposed.gpu_hours.get(name, 0.0))
+            (
+                "GPU-hours",
+                name,
+                _hundredth(current.gpu_hours.get(name, 0)),
+                _hundredth(proposed.gpu_hours.get(name, 0)),
+            )
         )
     waits = {(w.organization, w.tier): w for w in proposed.waits}
     for before in current.waits:
@@ -424,7 +434,7 @@ def report_data(report: ReplayReport) -> dict:
 
     def scenario(figures: ScenarioFigures) -> dict:
         return {
-            "gpu_hours": figures.gpu_hours,
+            "gpu_hours": {name: _hundredth(hours) for name, hours in figures.gpu_hours.items()},
             "allocation_per_hour": figures.allocation,
             "waits": [dataclasses.asdict(w) for w in figures.waits],
             "preemptions": figures.preemptions,

@@ -20,7 +20,7 @@ from decimal import Decimal
 from portal.money import to_cents
 
 from ..engine.model import MILLI_PER_GPU, mig_profile_milli
-from ..engine.simulation import Simulation
+from ..engine.simulation import Simulation, Stint
 from .prices import SECONDS_PER_HOUR, UsagePrices
 
 HOUR = timedelta(hours=1)
@@ -55,7 +55,9 @@ class Waits:
 class ScenarioFigures:
     # Mean GPUs allocated in each hour of the span, per GPU class.
     allocation: dict[str, list[float]]
-    gpu_hours: dict[str, float]
+    # Exact to the microsecond held, as revenue is priced: GPU-hours rounded to the hundredth
+    # (36 GPU-seconds) before a price was up to 2 cents off the revenue at 2.50 an hour.
+    gpu_hours: dict[str, Decimal]
     waits: list[Waits]
     preemptions: dict[str, int]  # evictions suffered, per organization
     # The share of the span's hours each organization spent below its fair share.
@@ -102,7 +104,7 @@ def fair_shares(
     return shares
 
 
-def _allocation(simulation: Simulation, since, until) -> tuple[dict, dict]:
+def _allocation(simulation: Simulation, since, until) -> dict[str, list[float]]:
     hours = _hours(since, until)
     per_hour: dict[str, list[float]] = defaultdict(lambda: [0.0] * hours)
     for stint in simulation.stints:
@@ -114,8 +116,22 @@ def _allocation(simulation: Simulation, since, until) -> tuple[dict, dict]:
             if overlap <= 0:
                 break
             per_hour[stint.gpu_class][hour] += stint.gpu_milli / MILLI_PER_GPU * overlap / 3600
-    gpu_hours = {name: sum(values) for name, values in per_hour.items()}
-    return {name: [round(v, 2) for v in values] for name, values in per_hour.items()}, gpu_hours
+    return {name: [round(v, 2) for v in values] for name, values in per_hour.items()}
+
+
+def _held_seconds(stint: Stint, *, since: datetime, until: datetime) -> Decimal:
+    """How long ``stint`` held its GPUs within the span, to the microsecond as metering bills
+    (whole seconds would drop up to one a stint); zero outside it."""
+    held = min(stint.ended_at, until) - max(stint.started_at, since)
+    return Decimal(max(held, timedelta(0)) // MICROSECOND) / MICROSECONDS_PER_SECOND
+
+
+def _gpu_hours(simulation: Simulation, *, since, until) -> dict[str, Decimal]:
+    hours: dict[str, Decimal] = defaultdict(Decimal)
+    for stint in simulation.stints:
+        held = _held_seconds(stint, since=since, until=until)
+        hours[stint.gpu_class] += Decimal(stint.gpu_milli) / MILLI_PER_GPU * held / SECONDS_PER_HOUR
+    return {name: total for name, total in sorted(hours.items()) if total}
 
 
 def _waits(simulation: Simulation, work: Mapping[str, RecordedWork]) -> list[Waits]:
@@ -192,11 +208,9 @@ def _revenue(simulation: Simulation, work, *, since, until, prices) -> dict[str,
         price = catalog and catalog.hourly(
             gpu_class=stint.gpu_class, mig_profile=recorded.mig_profile, tier=recorded.tier
         )
-        held = min(stint.ended_at, until) - max(stint.started_at, since)
-        if price is None or held <= timedelta(0):
+        seconds = _held_seconds(stint, since=since, until=until)
+        if price is None or not seconds:
             continue
-        # To the microsecond, as metering bills: whole seconds would drop up to one a stint.
-        seconds = Decimal(held // MICROSECOND) / MICROSECONDS_PER_SECOND
         units = (
             Decimal(stint.gpu_milli) / mig_profile_milli(recorded.mig_profile)
             if recorded.mig_profile
@@ -216,13 +230,12 @@ def scenario_figures(
     weights: Mapping[str, float],
     prices: Mapping[str, UsagePrices],
 ) -> ScenarioFigures:
-    allocation, gpu_hours = _allocation(simulation, since, until)
     preemptions: dict[str, int] = defaultdict(int)
     for eviction in simulation.evictions:
         preemptions[work[eviction.victim_id].organization] += 1
     return ScenarioFigures(
-        allocation=allocation,
-        gpu_hours={name: round(hours, 2) for name, hours in sorted(gpu_hours.items())},
+        allocation=_allocation(simulation, since, until),
+        gpu_hours=_gpu_hours(simulation, since=since, until=until),
         waits=_waits(simulation, work),
         preemptions=dict(sorted(preemptions.items())),
         below_fair_share=_below_fair_share(

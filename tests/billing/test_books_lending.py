@@ -16,6 +16,7 @@ from scheduling.models import Node, NodeAvailability, Placement, Reservation, Wo
 
 from ..factories import ProjectFactory
 from .conftest import at, ran
+from .histories import USES, WINDOW, reservation_approved, uses_run
 
 pytestmark = pytest.mark.django_db
 
@@ -43,24 +44,11 @@ def one_node(cluster):
 @PROPERTY
 @given(
     windows=st.lists(
-        st.tuples(
-            st.integers(min_value=0, max_value=120),  # starts, minutes
-            st.integers(min_value=1, max_value=180),  # lasts
-            st.integers(min_value=1, max_value=4),  # GPUs
-            st.booleans(),  # the project's (or the organization's)
-        ),
+        st.tuples(*WINDOW, st.booleans()),  # and the project's (or the organization's)
         min_size=1,
         max_size=3,
     ),
-    uses=st.lists(
-        st.tuples(
-            st.sampled_from(["owner", "guest"]),
-            st.integers(min_value=0, max_value=240),  # starts, minutes
-            st.integers(min_value=1, max_value=240),  # lasts
-            st.integers(min_value=1, max_value=8),  # GPUs
-        ),
-        max_size=6,
-    ),
+    uses=USES,
 )
 def test_reserved_and_lent_in_the_books_is_what_the_lending_credit_credits(
     on_demand, reserved, one_node, acme, globex, vision, windows, uses
@@ -69,19 +57,16 @@ def test_reserved_and_lent_in_the_books_is_what_the_lending_credit_credits(
         model.objects.all().delete()
     guests = ProjectFactory(organization=globex)
     for start, length, gpus, of_project in windows:
-        Reservation.objects.create(
+        reservation_approved(
             organization=acme,
             project=vision if of_project else None,
             gpu_class=on_demand.gpu_class,
             pool=one_node,
+            start=start,
+            length=length,
             gpus=gpus,
-            starts_at=at(start / 60),
-            ends_at=at((start + length) / 60),
-            state=Reservation.State.APPROVED,
         )
-    for index, (who, start, length, gpus) in enumerate(uses):
-        project = vision if who == "owner" else guests
-        ran(project, start=start / 60, end=(start + length) / 60, gpus=gpus, name=f"u{index}")
+    uses_run(uses, owner=vision, guest=guests)
     services.usage_meter(now=at(8))
 
     allocation = pool_allocation(pool=one_node, starts_at=at(-1), ends_at=at(8))

@@ -20,6 +20,7 @@ from tenants.permissions import Caller
 
 from ..factories import ProjectFactory
 from .conftest import at, ran
+from .histories import USES, WINDOW, reservation_approved, uses_run
 
 pytestmark = pytest.mark.django_db
 
@@ -144,23 +145,11 @@ def small_pool(cluster):
 @PROPERTY
 @given(
     windows=st.lists(
-        st.tuples(
-            st.integers(min_value=0, max_value=120),  # starts, minutes
-            st.integers(min_value=1, max_value=180),  # lasts
-            st.integers(min_value=1, max_value=4),  # GPUs
-        ),
+        st.tuples(*WINDOW),
         min_size=1,
         max_size=2,
     ),
-    uses=st.lists(
-        st.tuples(
-            st.sampled_from(["owner", "guest"]),
-            st.integers(min_value=0, max_value=240),  # starts, minutes
-            st.integers(min_value=1, max_value=240),  # lasts
-            st.integers(min_value=1, max_value=8),  # GPUs
-        ),
-        max_size=6,
-    ),
+    uses=USES,
     stops=st.lists(st.integers(min_value=0, max_value=60 * 6), max_size=3),
 )
 def test_lent_seconds_are_the_guests_excess_on_reserved_idle_gpus_exactly(
@@ -168,24 +157,20 @@ def test_lent_seconds_are_the_guests_excess_on_reserved_idle_gpus_exactly(
 ):
     _forget_usage()
     guests = ProjectFactory(organization=globex)
-    held = []
-    for start, length, gpus in windows:
-        # Written as approved: the property is the credit's, not the approval's capacity check.
-        reservation = Reservation.objects.create(
+    pool = Node.objects.get(name="dgx-h100-01").pool
+    held = [
+        reservation_approved(
             organization=acme,
             gpu_class=on_demand.gpu_class,
-            pool=Node.objects.get(name="dgx-h100-01").pool,
+            pool=pool,
+            start=start,
+            length=length,
             gpus=gpus,
-            starts_at=at(start / 60),
-            ends_at=at((start + length) / 60),
-            state=Reservation.State.APPROVED,
         )
-        held.append(reservation)
-    spans = []
-    for index, (who, start, length, gpus) in enumerate(uses):
-        project = vision if who == "owner" else guests
-        ran(project, start=start / 60, end=(start + length) / 60, gpus=gpus, name=f"u{index}")
-        spans.append((who, start, start + length, gpus))
+        for start, length, gpus in windows
+    ]
+    uses_run(uses, owner=vision, guest=guests)
+    spans = [(who, start, start + length, gpus) for who, start, length, gpus in uses]
     last = max([s + n for s, n, _ in windows] + [e for _, _, e, _ in spans])
     _meter_at(stops, at(last / 60))
 

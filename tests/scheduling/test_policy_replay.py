@@ -11,6 +11,7 @@ from django.core.management import CommandError, call_command
 
 from portal import clock, events
 from portal.events import ExtensionPoint
+from portal.money import to_cents
 from scheduling.models import GpuClass, Node, Placement, PriorityTier, QuotaGrant, Workload
 from scheduling.selectors.replay import ReplayLimits, ReplayRefused, policy_replay_run
 from scheduling.selectors.replay_change import ChangeError, PolicyChange, change_from_options
@@ -29,7 +30,7 @@ def replay(change: PolicyChange | None = None, **fields):
 
 def test_todays_settings_give_back_the_recorded_gpu_hours(recorded_history):
     report = replay()
-    assert report.current.gpu_hours["H100-80GB"] == pytest.approx(
+    assert float(report.current.gpu_hours["H100-80GB"]) == pytest.approx(
         report.recorded_gpu_hours["H100-80GB"], abs=0.01
     )
 
@@ -111,10 +112,8 @@ def test_revenue_is_the_replayed_gpu_hours_at_the_catalog_price(recorded_history
 
     monkeypatch.setitem(events._checks, ExtensionPoint.USAGE_PRICES, [catalog])
     report = replay()
-    hours = Decimal(str(report.current.gpu_hours["H100-80GB"]))
-    assert report.current.revenue["acme"] == pytest.approx(
-        hours * Decimal("2.50"), abs=Decimal("0.05")
-    )
+    hours = report.current.gpu_hours["H100-80GB"]
+    assert report.current.revenue["acme"] == to_cents(hours * Decimal("2.50"))
 
 
 def recorded(project, name: str, *, at, hours: float, nodes, gpus: int = 8) -> Workload:

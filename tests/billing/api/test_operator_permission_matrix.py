@@ -10,7 +10,7 @@ from portal import clock
 from tenants.permissions import Caller
 
 from ...factories import ProjectFactory
-from ...operators import CALLERS, assert_reached_only_by_operators, operator_api_callers
+from ...operators import CALLERS, assert_reached_only_by_operators, operator_api_caller
 from ..conftest import order, rated
 
 pytestmark = pytest.mark.django_db
@@ -81,5 +81,5 @@ def world(reserved, operator, actors, acme, globex):
 @pytest.mark.parametrize("caller", CALLERS)
 @pytest.mark.parametrize("operation", list(OPERATIONS))
 def test_only_operators_reach_the_operator_api(operation, caller, world, actors, acme, token_for):
-    clients = operator_api_callers(actors, acme, token_for)
-    assert_reached_only_by_operators(OPERATIONS[operation], caller, world, clients)
+    client = operator_api_caller(caller, actors, acme, token_for)
+    assert_reached_only_by_operators(OPERATIONS[operation], caller, world, client)

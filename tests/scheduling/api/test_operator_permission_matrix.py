@@ -10,7 +10,7 @@ from scheduling import services
 from scheduling.models import GpuClass, QuotaGrant
 from tenants.permissions import Caller
 
-from ...operators import CALLERS, assert_reached_only_by_operators, operator_api_callers
+from ...operators import CALLERS, assert_reached_only_by_operators, operator_api_caller
 
 pytestmark = pytest.mark.django_db
 
@@ -112,5 +112,5 @@ def world(quotas, submit, actors, acme, globex):
 @pytest.mark.parametrize("caller", CALLERS)
 @pytest.mark.parametrize("operation", list(OPERATIONS))
 def test_only_operators_reach_the_operator_api(operation, caller, world, actors, acme, token_for):
-    clients = operator_api_callers(actors, acme, token_for)
-    assert_reached_only_by_operators(OPERATIONS[operation], caller, world, clients)
+    client = operator_api_caller(caller, actors, acme, token_for)
+    assert_reached_only_by_operators(OPERATIONS[operation], caller, world, client)

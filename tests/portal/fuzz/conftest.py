@@ -6,6 +6,9 @@ operator API as an operator, with an operator token), in its phases: coverage (e
 boundary of each parameter and each way a request can be wrong, unexpected methods included),
 fuzzing, then stateful sequences that feed one response's identifiers to the next request.
 Deterministic (no random seed, no example database) and bounded: about a minute.
+
+The tenant API's run and the operator API's are two files, so that `--dist loadfile` can give
+them to two workers: they are the suite's two longest tests.
 """
 
 import json
@@ -22,9 +25,7 @@ from tenants import services
 from tenants.models import Organization, Role
 from tenants.permissions import Caller
 
-from ..factories import UserFactory
-
-pytestmark = pytest.mark.django_db(transaction=True)
+from ...factories import UserFactory
 
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 MAX_EXAMPLES = 10
@@ -197,40 +198,3 @@ def schemathesis(url: str, config: Path, cwd: Path, *options: str) -> subprocess
         timeout=600,
         check=False,
     )
-
-
-def test_schemathesis_finds_no_failure_with_every_check(live_server, demo, tmp_path):
-    token, _, config = demo
-    result = schemathesis(
-        f"{live_server.url}/api/schema/",
-        config,
-        tmp_path,
-        "--exclude-tag",
-        "operator",
-        "--checks",
-        "all",
-        "--header",
-        f"Authorization: Bearer {token}",
-    )
-    assert result.returncode == 0, result.stdout[-30000:] + result.stderr[-5000:]
-
-
-def test_schemathesis_finds_no_failure_in_the_operator_api(live_server, demo, tmp_path):
-    """As an operator, with every check but `ignored_auth`: called without credentials, the
-    operator API answers 404 (it does not exist for such a caller), not the 401 or 403 that
-    check expects; tests/*/api/test_operator_permission_matrix.py hold that."""
-    _, operator_token, config = demo
-    result = schemathesis(
-        f"{live_server.url}/api/schema/",
-        config,
-        tmp_path,
-        "--include-tag",
-        "operator",
-        "--checks",
-        "all",
-        "--exclude-checks",
-        "ignored_auth",
-        "--header",
-        f"Authorization: Bearer {operator_token}",
-    )
-    assert result.returncode == 0, result.stdout[-30000:] + result.stderr[-5000:]

@@ -1,0 +1,48 @@
+"""Random histories on one node for the properties that lending is read the same everywhere:
+reservations approved in a window, and the owner's and guests' use (minutes after ``at(0)``)."""
+
+from hypothesis import strategies as st
+
+from scheduling.models import Reservation
+
+from .conftest import at, ran
+
+# A reservation's window: when it starts and how long it lasts (minutes), and its GPUs.
+WINDOW = (
+    st.integers(min_value=0, max_value=120),
+    st.integers(min_value=1, max_value=180),
+    st.integers(min_value=1, max_value=4),
+)
+# Each use: whose ("owner": the reservation's project, "guest": another organization's),
+# when it starts and how long it lasts (minutes), and how many GPUs.
+USES = st.lists(
+    st.tuples(
+        st.sampled_from(["owner", "guest"]),
+        st.integers(min_value=0, max_value=240),  # starts, minutes
+        st.integers(min_value=1, max_value=240),  # lasts
+        st.integers(min_value=1, max_value=8),  # GPUs
+    ),
+    max_size=6,
+)
+
+
+def reservation_approved(*, organization, gpu_class, pool, start, length, gpus, project=None):
+    """Written as approved: the properties are the books' and the credit's, not the approval's
+    capacity check."""
+    return Reservation.objects.create(
+        organization=organization,
+        project=project,
+        gpu_class=gpu_class,
+        pool=pool,
+        gpus=gpus,
+        starts_at=at(start / 60),
+        ends_at=at((start + length) / 60),
+        state=Reservation.State.APPROVED,
+    )
+
+
+def uses_run(uses, *, owner, guest) -> None:
+    """Each use as a workload of the ``owner`` or the ``guest`` project that ran its minutes."""
+    for index, (who, start, length, gpus) in enumerate(uses):
+        project = owner if who == "owner" else guest
+        ran(project, start=start / 60, end=(start + length) / 60, gpus=gpus, name=f"u{index}")
