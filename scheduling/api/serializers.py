@@ -106,10 +106,17 @@ class QuotaOutput(serializers.ModelSerializer):
 class PlacementOutput(serializers.Serializer):
     replica = serializers.IntegerField()
     node = serializers.CharField(source="node.name")
+    cluster = serializers.CharField(source="node.pool.cluster.name")
+    region = serializers.CharField(source="node.pool.cluster.region")
     gpu_indices = serializers.ListField(child=serializers.IntegerField())
     gpu_milli = serializers.IntegerField()
     mig_profile = serializers.CharField()
     mig_count = serializers.IntegerField()
+
+
+class WhereOutput(serializers.Serializer):
+    cluster = serializers.CharField(source="name")
+    region = serializers.CharField()
 
 
 class PendingOutput(serializers.Serializer):
@@ -140,6 +147,11 @@ class WorkloadOutput(serializers.ModelSerializer):
     max_runtime_seconds = serializers.SerializerMethodField()
     checkpoint_interval_seconds = serializers.SerializerMethodField()
     pending = serializers.SerializerMethodField()
+    runs_in = serializers.SerializerMethodField(
+        help_text="The cluster (and its region) its replicas are placed in; null: placed"
+        " nowhere now (in a cluster that became unreachable, status_reason says so)."
+        " A gang never spans clusters."
+    )
     placements = PlacementOutput(source="active_placements", many=True, read_only=True)
 
     class Meta:
@@ -176,6 +188,7 @@ class WorkloadOutput(serializers.ModelSerializer):
             "checkpoint_interval_seconds",
             "last_checkpoint_at",
             "pending",
+            "runs_in",
             "placements",
             "submitted_by",
             "submitted_at",
@@ -189,6 +202,12 @@ class WorkloadOutput(serializers.ModelSerializer):
 
     def get_checkpoint_interval_seconds(self, workload) -> int | None:
         return seconds_or_none(workload.checkpoint_interval)
+
+    @extend_schema_field(WhereOutput(allow_null=True))
+    def get_runs_in(self, workload) -> dict | None:
+        if not workload.active_placements:
+            return None
+        return WhereOutput(workload.active_placements[0].node.pool.cluster).data
 
     @extend_schema_field(PendingOutput(allow_null=True))
     def get_pending(self, workload) -> dict | None:
