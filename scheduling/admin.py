@@ -173,6 +173,7 @@ class QuotaGrantAdmin(admin.ModelAdmin):
         "mig_profile",
         "guarantee",
         "limit",
+        "region_limits",
         "cohort",
     ]
     list_filter = ["gpu_class", "cohort"]

@@ -77,6 +77,15 @@ class PriorityTierOutput(serializers.ModelSerializer):
         return seconds_or_none(tier.min_run_time)
 
 
+def region_limits_output() -> serializers.DictField:
+    return serializers.DictField(
+        child=serializers.IntegerField(),
+        read_only=True,
+        help_text="The most that may be in use in a region, by region (in `unit`); a region not"
+        " named is held to `limit` alone.",
+    )
+
+
 class QuotaOutput(serializers.ModelSerializer):
     project = serializers.CharField(
         source="project.slug", default=None, read_only=True, allow_null=True
@@ -84,6 +93,7 @@ class QuotaOutput(serializers.ModelSerializer):
     gpu_class = serializers.CharField(source="gpu_class.name", read_only=True)
     unit = serializers.CharField(read_only=True)
     in_use = serializers.SerializerMethodField(help_text="Held by running work, in `unit`.")
+    region_limits = region_limits_output()
 
     class Meta:
         model = QuotaGrant
@@ -95,6 +105,7 @@ class QuotaOutput(serializers.ModelSerializer):
             "unit",
             "guarantee",
             "limit",
+            "region_limits",
             "in_use",
             "cohort",
         ]

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from scheduling import services
-from scheduling.models import Placement
+from scheduling.models import Placement, QuotaGrant
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,3 +43,27 @@ def test_concurrent_cycles_never_hand_out_a_gpu_twice(submit):
     )
     assert max(used.values()) == 1
     assert sum(len(r.admitted) for r in results) == 8
+
+
+def test_concurrent_cycles_never_take_a_tenant_over_a_regions_cap(submit):
+    QuotaGrant.objects.filter(
+        organization__slug="acme", gpu_class__name="L4", resource="gpus"
+    ).update(region_limits={"us-east": 3})
+    for n in range(8):
+        submit(name=f"serve-{n}", gpu_classes=("L4",), gpus=1)
+    barrier = threading.Barrier(3)
+
+    def run():
+        barrier.wait()
+        try:
+            services.scheduling_cycle_run()
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    placements = Placement.objects.filter(ended_at__isnull=True, node__pool__gpu_class__name="L4")
+    assert sum(len(p.gpu_indices) for p in placements) == 3
