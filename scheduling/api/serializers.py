@@ -29,6 +29,8 @@ from scheduling.services import (
 )
 from tenants.models import SLUG_PATTERN
 
+from .placement_serializers import PendingOutput, PlacementOutput, WhereOutput
+
 
 def seconds_or_none(duration: timedelta | None) -> int | None:
     return int(duration.total_seconds()) if duration else None
@@ -112,38 +114,6 @@ class QuotaOutput(serializers.ModelSerializer):
 
     def get_in_use(self, grant: QuotaGrant) -> int:
         return self.context["usage"][(grant.usage_scope, grant.engine_resource)]
-
-
-class PlacementOutput(serializers.Serializer):
-    replica = serializers.IntegerField()
-    node = serializers.CharField(source="node.name")
-    cluster = serializers.CharField(source="node.pool.cluster.name")
-    region = serializers.CharField(source="node.pool.cluster.region")
-    gpu_indices = serializers.ListField(child=serializers.IntegerField())
-    gpu_milli = serializers.IntegerField()
-    mig_profile = serializers.CharField()
-    mig_count = serializers.IntegerField()
-
-
-class WhereOutput(serializers.Serializer):
-    cluster = serializers.CharField(source="name")
-    region = serializers.CharField()
-
-
-class PendingOutput(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-    queue_position = serializers.IntegerField(allow_null=True)
-    estimated_start = serializers.DateTimeField(
-        allow_null=True, help_text="The most likely start (null: no estimate)."
-    )
-    estimated_start_low = serializers.DateTimeField(
-        allow_null=True, help_text="The 80% interval's start: it starts later 9 times in 10."
-    )
-    estimated_start_high = serializers.DateTimeField(
-        allow_null=True,
-        help_text="The 80% interval's end: it starts earlier 9 times in 10 (null: not known).",
-    )
 
 
 class WorkloadOutput(serializers.ModelSerializer):

@@ -157,6 +157,7 @@ class QuotaGrant(models.Model):
                     {"region_limits": f"{region}: {limit} is over the limit of {self.limit}."}
                 )
 
+
 class QuotaGrantHistory(models.Model):
     """What a grant guaranteed and allowed over [valid_from, valid_to) (None: still): written
     by the quota services in the transaction that creates, changes or deletes the grant, so
