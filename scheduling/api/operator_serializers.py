@@ -302,6 +302,7 @@ class InsightOutput(serializers.Serializer):
     finding = serializers.CharField(help_text="What is measured, in words.")
     advice = serializers.CharField(help_text="What it usually means and what to do.")
     subjects = serializers.ListField(child=serializers.CharField())
+    cluster = serializers.CharField(help_text="The cluster it is about; empty: the whole portal.")
 
 
 class CalibrationQuery(serializers.Serializer):
