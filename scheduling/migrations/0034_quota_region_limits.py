@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0032_simulated_cluster_state'),
+        ('scheduling', '0033_simulated_cluster_state'),
     ]
 
     operations = [
