@@ -32,9 +32,10 @@ def worker_metrics(**_signal) -> None:
         )
 
 
-def queue_depth(task_name: str) -> int:
-    """How many messages wait in the broker queue that `task_name` is routed to (declaring
-    it first: a queue no worker consumed from yet is an empty one, not an error)."""
-    queue = app.amqp.router.route({}, task_name)["queue"]
+def queue_depth(task_name: str, *, queue: str | None = None) -> int:
+    """How many messages wait in the broker queue that `task_name` is routed to, or in the
+    named `queue` (declaring it first: a queue no worker consumed from yet is an empty one,
+    not an error)."""
+    name = queue or app.amqp.router.route({}, task_name)["queue"].name
     with app.connection_for_read() as connection:
-        return connection.default_channel.queue_declare(queue=queue.name).message_count
+        return connection.default_channel.queue_declare(queue=name).message_count

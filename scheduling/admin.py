@@ -5,6 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from portal.admin import ApprovalAdmin, ReadOnlyAdmin
+from portal.errors import DomainError
 from tenants.admin import RefusalsAsMessages
 from tenants.permissions import Caller, caller_of
 
@@ -65,6 +66,25 @@ class ClusterAdmin(SettingAdmin):
     list_filter = ["region", "backend", "state"]
     search_fields = ["name", "region"]
     readonly_fields = ["state", "last_seen_at"]
+    actions = ["answers_stop", "answers_resume"]
+
+    @admin.action(description="Simulate: these clusters stop answering")
+    def answers_stop(self, request, queryset):
+        self._answers(request, queryset, answering=False)
+
+    @admin.action(description="Simulate: these clusters answer again")
+    def answers_resume(self, request, queryset):
+        self._answers(request, queryset, answering=True)
+
+    def _answers(self, request, queryset, *, answering: bool) -> None:
+        caller = Caller(user=request.user)
+        for cluster in queryset:
+            try:
+                services.simulated_cluster_answers(
+                    caller=caller, cluster=cluster, answering=answering
+                )
+            except DomainError as refused:
+                self.message_user(request, refused.message, messages.ERROR)
 
 
 @admin.register(GpuClass)
@@ -153,6 +173,7 @@ class QuotaGrantAdmin(admin.ModelAdmin):
         "mig_profile",
         "guarantee",
         "limit",
+        "region_limits",
         "cohort",
     ]
     list_filter = ["gpu_class", "cohort"]

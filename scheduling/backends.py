@@ -21,7 +21,7 @@ from .cluster.description import DEFAULT_CLUSTER, cluster_description_load
 from .cluster.simulated import SimulatedBackend, StoredNode, StoredObject
 from .cluster.simulated_clusters import SimulatedClusters
 from .cluster.specs import TaintSpec
-from .models import Cluster, SimulatedNodeState, SimulatedObject
+from .models import Cluster, SimulatedClusterState, SimulatedNodeState, SimulatedObject
 
 
 def get_backend() -> ClusterBackend:
@@ -202,3 +202,8 @@ class DatabaseSimulatorStore:
             name=name,
             defaults={key: value for key, value in changes.items() if value is not None},
         )
+
+    def answering(self) -> bool:
+        return not SimulatedClusterState.objects.filter(
+            cluster=self.cluster, answering=False
+        ).exists()

@@ -4,7 +4,7 @@ operations practice reads them. Each rule answers an `Insight` or nothing; thres
 named here. Prometheus alert rules in deploy/ say the same over the metrics."""
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from portal.events import ExtensionPoint, checks_answers
@@ -41,6 +41,7 @@ class Insight:
     finding: str  # what is measured, in words
     advice: str  # what it usually means and what to do
     subjects: list[str] = field(default_factory=list)  # the workloads or reservations concerned
+    cluster: str = ""  # the cluster it is about; empty: the whole portal
 
 
 def insights(*, caller: Caller, now: datetime) -> list[Insight]:
@@ -49,16 +50,31 @@ def insights(*, caller: Caller, now: datetime) -> list[Insight]:
     pending = selectors.gpu_workloads_waiting(caller=caller)
     # What monitoring has lately read: older readings (it stopped answering) are not trusted.
     seen = selectors.gpu_workloads_seen(caller=caller, since=now - READING_FRESH)
+    # The rules over running work and reservations run per cluster: one cluster's idle GPUs
+    # are not another's, and the operator acts on one cluster at a time.
+    seen_in: dict[str, list[Workload]] = defaultdict(list)
+    for workload in seen:
+        seen_in[workload.cluster_name or ""].append(workload)
+    reserved_in: dict[str, list] = defaultdict(list)
+    for use in selectors.reservations_in_use(now=now):
+        reserved_in[use.reservation.pool.cluster.name].append(use)
+    per_cluster = [
+        replace(insight, cluster=cluster)
+        for cluster in sorted(seen_in.keys() | reserved_in.keys())
+        for insight in (
+            _blocked_before_the_gpu(seen_in[cluster], pending, now),
+            _memory_full_compute_idle(seen_in[cluster]),
+            _reserved_capacity_idle(reserved_in[cluster], now),
+            _idle_notebooks(seen_in[cluster], now),
+        )
+        if insight is not None
+    ]
     found = [
-        _blocked_before_the_gpu(seen, pending, now),
         _demand_on_one_class(pending, now),
-        _memory_full_compute_idle(seen),
-        _reserved_capacity_idle(now),
-        _idle_notebooks(seen, now),
         # Other apps' rules (billing: use rated with no price in force).
         *checks_answers(ExtensionPoint.OPERATOR_INSIGHTS, now=now),
     ]
-    return [insight for insight in found if insight is not None]
+    return per_cluster + [insight for insight in found if insight is not None]
 
 
 def _name(workload: Workload) -> str:
@@ -174,10 +190,10 @@ def _memory_full_compute_idle(seen: list[Workload]) -> Insight | None:
     )
 
 
-def _reserved_capacity_idle(now: datetime) -> Insight | None:
+def _reserved_capacity_idle(uses: list, now: datetime) -> Insight | None:
     idle = [
         (use.reservation, use.in_use)
-        for use in selectors.reservations_in_use(now=now)
+        for use in uses
         if use.reservation.starts_at <= now - WAIT_LONG
         and use.in_use < use.reservation.held_gpus * RESERVED_USED_LOW
     ]

@@ -436,6 +436,7 @@ def engine_quotas(grants: Iterable[QuotaGrant]) -> tuple[engine.Quota, ...]:
             cohort=grant.cohort or None,
             mig_profile=grant.mig_profile or None,
             shared=grant.resource == QuotaGrant.Resource.SHARED,
+            region_limits=tuple(sorted(grant.region_limits.items())),
         )
         for grant in grants
     )

@@ -191,15 +191,25 @@ def idle_and_runtime_check(cluster: str | None = None) -> list[str] | None:
     return None
 
 
+def launches_queued(cluster: str) -> bool:
+    """Whether a launch may still wait in a queue: the shared one (a cycle's chunks), or,
+    with PORTAL_CLUSTER_QUEUES, the cluster's own, where each chunk is queued again for its
+    cluster. The cluster's queue holds its other tasks too: any message there counts, which
+    can only defer a relaunch, never launch twice."""
+    if queue_depth(workloads_launch.name) > 0:
+        return True
+    queue = cluster_route(cluster).get("queue")
+    return queue is not None and queue_depth(workloads_launch.name, queue=queue) > 0
+
+
 @shared_task
 def cluster_reconcile(cluster: str | None = None) -> dict | list[str]:
     if cluster is None:
         return each_cluster(cluster_reconcile)
-    queued = queue_depth(workloads_launch.name) > 0
     result = services.cluster_reconcile(
         backend=backend_named(cluster),
         cluster=selectors.cluster_named(cluster),
-        launches_queued=queued,
+        launches_queued=launches_queued(cluster),
     )
     return {kind: len(ids) for kind, ids in vars(result).items()}
 

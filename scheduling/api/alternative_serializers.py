@@ -6,7 +6,8 @@ from rest_framework import serializers
 
 from scheduling.engine.alternatives import AlternativeKind
 
-from .serializers import PendingOutput, WorkloadOutput
+from .placement_serializers import PendingOutput
+from .serializers import WorkloadOutput
 
 
 class QuotaPrefillOutput(serializers.Serializer):

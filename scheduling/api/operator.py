@@ -247,6 +247,7 @@ class QuotaGrantCollectionApi(OperatorCollectionApiView):
             limit=data["limit"],
             cohort=data["cohort"],
             reason=data["reason"],
+            region_limits=data.get("region_limits"),
         )
         return Response(
             OperatorQuotaGrantOutput(grant).data,

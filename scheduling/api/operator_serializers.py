@@ -25,6 +25,7 @@ from .serializers import (
     QuotaRequestOutput,
     QuotaResourceInput,
     ReservationOutput,
+    region_limits_output,
     seconds_or_none,
 )
 
@@ -193,6 +194,7 @@ class OperatorQuotaGrantOutput(serializers.ModelSerializer):
     )
     gpu_class = serializers.CharField(source="gpu_class.name", read_only=True)
     unit = serializers.CharField(read_only=True)
+    region_limits = region_limits_output()
 
     class Meta:
         model = QuotaGrant
@@ -205,6 +207,7 @@ class OperatorQuotaGrantOutput(serializers.ModelSerializer):
             "unit",
             "guarantee",
             "limit",
+            "region_limits",
             "cohort",
         ]
 
@@ -229,6 +232,13 @@ class QuotaGrantSetInput(QuotaGrantKeyInput):
         min_value=0, max_value=1_000_000, help_text="The guarantee plus what may be borrowed."
     )
     cohort = serializers.CharField(max_length=40, required=False, allow_blank=True, default="")
+    region_limits = serializers.DictField(
+        child=serializers.IntegerField(min_value=0, max_value=1_000_000),
+        required=False,
+        allow_empty=True,
+        help_text='The most in use in a region, by region: {"us-east": 16}; {} lifts every'
+        " region's cap; omitted: as they were.",
+    )
 
 
 class OperatorReservationOutput(ReservationOutput):
@@ -292,6 +302,7 @@ class InsightOutput(serializers.Serializer):
     finding = serializers.CharField(help_text="What is measured, in words.")
     advice = serializers.CharField(help_text="What it usually means and what to do.")
     subjects = serializers.ListField(child=serializers.CharField())
+    cluster = serializers.CharField(help_text="The cluster it is about; empty: the whole portal.")
 
 
 class CalibrationQuery(serializers.Serializer):

@@ -29,6 +29,8 @@ from scheduling.services import (
 )
 from tenants.models import SLUG_PATTERN
 
+from .placement_serializers import PendingOutput, PlacementOutput, WhereOutput
+
 
 def seconds_or_none(duration: timedelta | None) -> int | None:
     return int(duration.total_seconds()) if duration else None
@@ -77,6 +79,15 @@ class PriorityTierOutput(serializers.ModelSerializer):
         return seconds_or_none(tier.min_run_time)
 
 
+def region_limits_output() -> serializers.DictField:
+    return serializers.DictField(
+        child=serializers.IntegerField(),
+        read_only=True,
+        help_text="The most that may be in use in a region, by region (in `unit`); a region not"
+        " named is held to `limit` alone.",
+    )
+
+
 class QuotaOutput(serializers.ModelSerializer):
     project = serializers.CharField(
         source="project.slug", default=None, read_only=True, allow_null=True
@@ -84,6 +95,7 @@ class QuotaOutput(serializers.ModelSerializer):
     gpu_class = serializers.CharField(source="gpu_class.name", read_only=True)
     unit = serializers.CharField(read_only=True)
     in_use = serializers.SerializerMethodField(help_text="Held by running work, in `unit`.")
+    region_limits = region_limits_output()
 
     class Meta:
         model = QuotaGrant
@@ -95,37 +107,13 @@ class QuotaOutput(serializers.ModelSerializer):
             "unit",
             "guarantee",
             "limit",
+            "region_limits",
             "in_use",
             "cohort",
         ]
 
     def get_in_use(self, grant: QuotaGrant) -> int:
         return self.context["usage"][(grant.usage_scope, grant.engine_resource)]
-
-
-class PlacementOutput(serializers.Serializer):
-    replica = serializers.IntegerField()
-    node = serializers.CharField(source="node.name")
-    gpu_indices = serializers.ListField(child=serializers.IntegerField())
-    gpu_milli = serializers.IntegerField()
-    mig_profile = serializers.CharField()
-    mig_count = serializers.IntegerField()
-
-
-class PendingOutput(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-    queue_position = serializers.IntegerField(allow_null=True)
-    estimated_start = serializers.DateTimeField(
-        allow_null=True, help_text="The most likely start (null: no estimate)."
-    )
-    estimated_start_low = serializers.DateTimeField(
-        allow_null=True, help_text="The 80% interval's start: it starts later 9 times in 10."
-    )
-    estimated_start_high = serializers.DateTimeField(
-        allow_null=True,
-        help_text="The 80% interval's end: it starts earlier 9 times in 10 (null: not known).",
-    )
 
 
 class WorkloadOutput(serializers.ModelSerializer):
@@ -140,6 +128,11 @@ class WorkloadOutput(serializers.ModelSerializer):
     max_runtime_seconds = serializers.SerializerMethodField()
     checkpoint_interval_seconds = serializers.SerializerMethodField()
     pending = serializers.SerializerMethodField()
+    runs_in = serializers.SerializerMethodField(
+        help_text="The cluster (and its region) its replicas are placed in; null: placed"
+        " nowhere now (in a cluster that became unreachable, status_reason says so)."
+        " A gang never spans clusters."
+    )
     placements = PlacementOutput(source="active_placements", many=True, read_only=True)
 
     class Meta:
@@ -176,6 +169,7 @@ class WorkloadOutput(serializers.ModelSerializer):
             "checkpoint_interval_seconds",
             "last_checkpoint_at",
             "pending",
+            "runs_in",
             "placements",
             "submitted_by",
             "submitted_at",
@@ -189,6 +183,12 @@ class WorkloadOutput(serializers.ModelSerializer):
 
     def get_checkpoint_interval_seconds(self, workload) -> int | None:
         return seconds_or_none(workload.checkpoint_interval)
+
+    @extend_schema_field(WhereOutput(allow_null=True))
+    def get_runs_in(self, workload) -> dict | None:
+        if not workload.active_placements:
+            return None
+        return WhereOutput(workload.active_placements[0].node.pool.cluster).data
 
     @extend_schema_field(PendingOutput(allow_null=True))
     def get_pending(self, workload) -> dict | None:

@@ -14,7 +14,8 @@ from tenants.permissions import caller_of
 
 from .alternative_serializers import AlternativeOutput
 from .batch_serializers import WorkloadWhatIfBatchInput
-from .serializers import PendingOutput, WorkloadSubmitInput
+from .placement_serializers import PendingOutput
+from .serializers import WorkloadSubmitInput
 
 
 class WhatIfCostOutput(serializers.Serializer):

@@ -121,6 +121,10 @@ class SimulatorStore(Protocol):
         has none."""
         ...
 
+    def answering(self) -> bool:
+        """Whether the cluster answers (it does unless an operator switched it off)."""
+        ...
+
 
 def _pod_spec(manifest: dict) -> dict:
     kind = manifest["kind"]
@@ -216,6 +220,7 @@ class SimulatedBackend:
         self.sleep = sleep
 
     def list_nodes(self) -> list[NodeInventory]:
+        self._answer()
         states = self.store.node_states()
         nodes = []
         for node in cluster_description_load(self.description_path).nodes_of(self.cluster):
@@ -235,6 +240,7 @@ class SimulatedBackend:
         return nodes
 
     def apply(self, manifest: dict) -> dict:
+        self._answer()
         problems = manifest_problems(manifest)
         if problems:
             raise ClusterError("; ".join(problems), status=422)
@@ -304,6 +310,7 @@ class SimulatedBackend:
     def delete(self, *, api_version: str, kind: str, name: str, namespace: str | None) -> None:
         """Gracefully, as Kubernetes deletes: an object whose pods run and hold GPUs stays,
         terminating, for their grace period; anything else goes at once."""
+        self._answer()
         key = {"kind": kind, "namespace": namespace or "", "name": name}
         stored, now = self.stored(**key), self.now()
         if stored is None:
@@ -337,12 +344,14 @@ class SimulatedBackend:
     def label_node(
         self, *, name: str, labels: dict[str, str], taints: tuple[TaintSpec, ...]
     ) -> None:
+        self._answer()
         state = self.store.node_states().get(name, StoredNode(name=name))
         self.store.node_state_update(name=name, labels={**state.labels, **labels}, taints=taints)
 
     def workload_statuses(
         self, *, namespace: str, workloads: Mapping[str, str]
     ) -> dict[str, WorkloadStatus]:
+        self._answer()
         stored = {
             (item.kind, item.name): item
             for item in self.store.objects(namespaces=[namespace], names=list(workloads))
@@ -406,6 +415,7 @@ class SimulatedBackend:
     def gpu_readings(
         self, *, workloads: Mapping[str, Collection[str]]
     ) -> dict[tuple[str, str], GpuReading]:
+        self._answer()
         names = {name for named in workloads.values() for name in named}
         stored = self.store.objects(
             namespaces=list(workloads), names=names, kinds=("Job", "Deployment", "Pod")
@@ -435,6 +445,7 @@ class SimulatedBackend:
         since: datetime | None = None,
         keep_following: Callable[[], bool] | None = None,
     ) -> Iterator[LogLine]:
+        self._answer()
         stored = self.stored(namespace=namespace, name=name, kind=kind)
         if stored is None:
             return
@@ -451,6 +462,15 @@ class SimulatedBackend:
             yield from simulated_lines(run, replicas=replicas, until=read, after=previous)
 
     # Failure injection, for tests and the demo.
+
+    def _answer(self) -> None:
+        """Every call to the cluster fails, as to a cluster that stopped answering, while it
+        is switched off."""
+        if not self.store.answering():
+            raise ClusterError(
+                f"Cluster {self.cluster or 'simulated'} does not answer (switched off).",
+                retryable=True,
+            )
 
     def node_fail(self, *, name: str) -> None:
         self.store.node_state_update(name=name, failed=True)

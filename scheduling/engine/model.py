@@ -221,6 +221,8 @@ class Quota:
     cohort: str | None = None
     mig_profile: str | None = None
     shared: bool = False
+    # A tenant's quota only: the most it may hold in a region, as (region, amount) pairs.
+    region_limits: tuple[tuple[str, int], ...] = ()
 
     @property
     def resource(self) -> str:

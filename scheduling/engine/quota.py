@@ -352,8 +352,9 @@ def validate_request(
         return dict(errors)
     need = request.quota_amount * request.smallest_gang
     resources = {request.quota_resource(c): c for c in request.gpu_classes}
+    # Pinned to a region, a request is held to the region's cap where its quota has one.
     limits = {
-        q.resource: q.limit
+        q.resource: min(q.limit, dict(q.region_limits).get(request.region or "", q.limit))
         for q in quotas
         if q.tenant == request.tenant and q.project is None and q.resource in resources
     }
@@ -361,7 +362,10 @@ def validate_request(
         shown = ", ".join(f"{resource_label(r)}: {limits.get(r, 0)}" for r in resources)
         field = "gpus" if request.gpus else "gpu_milli" if request.gpu_milli else "mig_count"
         asked = f"{need} GPUs" if request.gpus else amount_label(next(iter(resources)), need)
-        errors[field].append(f"{asked} asked, over the quota limit of {request.tenant} ({shown}).")
+        where = f" in {request.region}" if request.region else ""
+        errors[field].append(
+            f"{asked} asked, over the quota limit of {request.tenant}{where} ({shown})."
+        )
     return dict(errors)
 
 

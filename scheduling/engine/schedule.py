@@ -46,13 +46,8 @@ from .model import (
 )
 from .policies import make_policy
 from .preemption import PREEMPTION_CODES, Preemptor
-from .quota import (
-    LargerThanAnyNode,
-    QuotaLedger,
-    dominant_shares,
-    quota_capacity,
-    validate_request,
-)
+from .quota import LargerThanAnyNode, QuotaLedger, dominant_shares, quota_capacity, validate_request
+from .region_limits import RegionLimits
 from .reservations import ReservationBook
 from .running_ends import RunningEnds
 from .victims import eviction_cost
@@ -70,10 +65,7 @@ def task_type(demand: Demand) -> TaskType:
 
 
 def queue_order(*, pending: Sequence[Request], shares: dict[str, float]) -> list[Request]:
-    return sorted(
-        pending,
-        key=lambda r: (-r.tier, shares.get(r.tenant, 0.0), r.submitted_at, r.id),
-    )
+    return sorted(pending, key=lambda r: (-r.tier, shares.get(r.tenant, 0.0), r.submitted_at, r.id))
 
 
 def schedule(
@@ -156,6 +148,9 @@ class _Cycle:
         # Node sets kept to the end (eligible nodes, and those less a shadow) are registered
         # with ``settled``.
         self.settled = SettledCapacity(self.cluster)
+        self.regions = RegionLimits(
+            quotas=snapshot.quotas, nodes=self.cluster.nodes, running=running, settled=self.settled
+        )
         self.reservations = ReservationBook(
             reservations=snapshot.reservations,
             now=now,
@@ -263,6 +258,7 @@ class _Cycle:
             request.tolerations,
             request.required_affinity,
             request.needs_gpu,
+            request.region,
         )
         cached = self._eligible_cache.get(key)
         if cached is None:
@@ -279,7 +275,8 @@ class _Cycle:
         return cached
 
     def _eligible_nodes(self, request: Request, gpu_class: str) -> np.ndarray:
-        return self._eligible(request, gpu_class)[0]
+        eligible = self._eligible(request, gpu_class)[0]
+        return self.regions.within(request, gpu_class, eligible, request.replicas)[0]
 
     def _preference(self, request: Request) -> np.ndarray | None:
         owned = self.reservations.owned_pools(request)
@@ -358,6 +355,9 @@ class _Cycle:
         replicas, borrowed, quota_reason = self._replicas_within_quota(request, gpu_class)
         if not replicas:
             return _Failure(PendingCode.QUOTA, quota_reason, gpu_class)
+        eligible, over_cap = self.regions.within(request, gpu_class, eligible, replicas)
+        if not len(eligible):
+            return _Failure(PendingCode.QUOTA, over_cap, gpu_class)
         shape = GangShape.of(request, demand, replicas)
         if shape.demand.mig_count:
             need = shape.demand.mig_count * replicas
@@ -404,6 +404,7 @@ class _Cycle:
             borrowed=borrowed,
         )
         self.reservations.started(admitted)
+        self.regions.charge(admitted)
         self.preemptor.protect(request.id)
         return Admission(
             request_id=request.id,
@@ -423,6 +424,7 @@ class _Cycle:
         )
         del self.running[workload.request.id]
         self.reservations.stopped(workload)
+        self.regions.charge(workload, sign=-1)
         self._changed()
 
     # -- explanations ----------------------------------------------------------------------

@@ -16,7 +16,7 @@ from .inventory import (
 from .operations import CycleEndState, ProvisioningRecord, SchedulerState
 from .quotas import QuotaGrant, QuotaGrantHistory, QuotaRequest
 from .reservations import Reservation, ReservationRule
-from .simulator import SimulatedNodeState, SimulatedObject
+from .simulator import SimulatedClusterState, SimulatedNodeState, SimulatedObject
 from .validators import (
     ENV_MAX_BYTES,
     ENV_MAX_VARIABLES,
@@ -55,6 +55,7 @@ __all__ = [
     "Reservation",
     "ReservationRule",
     "SchedulerState",
+    "SimulatedClusterState",
     "SimulatedNodeState",
     "SimulatedObject",
     "TenantUsage",

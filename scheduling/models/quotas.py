@@ -14,7 +14,7 @@ from tenants.models import Organization, Project
 
 from ..engine.model import quota_resource
 from ..engine.quota import resource_label
-from .inventory import GpuClass
+from .inventory import Cluster, GpuClass
 from .validators import mig_profile_validator
 
 LIMIT_BELOW_GUARANTEE = (
@@ -48,6 +48,14 @@ class QuotaGrant(models.Model):
     )
     limit = models.PositiveIntegerField(help_text="Guarantee plus what may be borrowed.")
     cohort = models.CharField(max_length=40, blank=True, help_text="Tenants that lend each other.")
+    # The most the organization may use in a region, by region (a cluster's); a region not
+    # named is capped by the limit alone.
+    region_limits = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='At most this much in a region, e.g. {"us-east": 16}; an organization\'s grant'
+        " only.",
+    )
 
     class Meta:
         ordering = ["organization__slug", "gpu_class__name", "resource", "mig_profile"]
@@ -121,6 +129,33 @@ class QuotaGrant(models.Model):
                 )
         elif self.mig_profile:
             raise ValidationError({"mig_profile": "Only a MIG quota names a profile."})
+        self._region_limits_clean()
+
+    def _region_limits_clean(self) -> None:
+        limits = self.region_limits
+        if not limits:
+            return
+        if self.project_id:
+            raise ValidationError(
+                {"region_limits": "Only an organization's quota has per-region limits."}
+            )
+        if not isinstance(limits, dict):
+            raise ValidationError({"region_limits": 'An object: {"region": limit, ...}.'})
+        regions = set(Cluster.objects.values_list("region", flat=True))
+        for region, limit in limits.items():
+            if region not in regions:
+                known = ", ".join(sorted(regions)) or "none yet"
+                raise ValidationError(
+                    {"region_limits": f"Unknown region {region!r}: the clusters' are {known}."}
+                )
+            if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+                raise ValidationError(
+                    {"region_limits": f"{region}: a whole number of {self.unit}, 0 or more."}
+                )
+            if limit > self.limit:
+                raise ValidationError(
+                    {"region_limits": f"{region}: {limit} is over the limit of {self.limit}."}
+                )
 
 
 class QuotaGrantHistory(models.Model):

@@ -40,3 +40,14 @@ class SimulatedNodeState(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}{' (failed)' if self.failed else ''}"
+
+
+class SimulatedClusterState(models.Model):
+    """Whether a simulated cluster answers: an operator switches it off to show the portal
+    losing a cluster (and back on to show it return)."""
+
+    cluster = models.CharField(max_length=40, unique=True)
+    answering = models.BooleanField(default=True)
+
+    def __str__(self) -> str:
+        return f"{self.cluster}{'' if self.answering else ' (not answering)'}"

@@ -4,7 +4,7 @@ GPU by GPU, the queue across tenants, and the running and waiting GPU work the i
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 
 from tenants.permissions import Caller, require_operator
 
@@ -172,8 +172,10 @@ def gpu_workloads_waiting(*, caller: Caller) -> list[Workload]:
 
 def gpu_workloads_seen(*, caller: Caller, since: datetime) -> list[Workload]:
     """Operators: every tenant's running GPU work that monitoring has read since ``since``,
-    the least busy first."""
+    the least busy first, each with the name of the cluster it runs in (``cluster_name``;
+    None while it is placed nowhere, as in a cluster that stopped answering)."""
     require_operator(caller)
+    placed_in = Placement.objects.filter(workload=OuterRef("pk"), ended_at__isnull=True)
     return list(
         Workload.objects.filter(
             NEEDS_GPU,
@@ -181,6 +183,7 @@ def gpu_workloads_seen(*, caller: Caller, since: datetime) -> list[Workload]:
             gpu_utilization__isnull=False,
             gpu_seen_at__gte=since,
         )
+        .annotate(cluster_name=Subquery(placed_in.values("node__pool__cluster__name")[:1]))
         .select_related("project__organization")
         .order_by("gpu_utilization", "project__organization__slug", "project__slug", "name")
     )

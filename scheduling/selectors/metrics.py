@@ -81,7 +81,7 @@ def reservations_in_use(*, now: datetime) -> list[ReservationUse]:
     what is left of all its work there."""
     reservations = Reservation.objects.filter(
         state__in=Reservation.SCHEDULED_STATES, starts_at__lte=now, ends_at__gt=now
-    ).select_related("organization", "project", "pool", "gpu_class")
+    ).select_related("organization", "project", "pool__cluster", "gpu_class")
     used: Counter[tuple[int, str, int, int | None]] = Counter()
     rows = Placement.objects.filter(ended_at__isnull=True).values_list(
         "node__pool_id",

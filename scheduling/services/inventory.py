@@ -10,7 +10,7 @@ from django.db import transaction
 from portal import clock
 
 from ..cluster import ClusterBackend, ClusterError
-from ..cluster.description import cluster_description_load
+from ..cluster.description import DEFAULT_CLUSTER, cluster_description_load
 from ..cluster.manifests import (
     POOL_LABEL,
 )
@@ -56,6 +56,7 @@ def cluster_description_apply(*, path: Path) -> None:
         )
         for item in section.pools:
             _pool_apply(item, cluster=cluster)
+    _migrated_default_retire(keep={section.name for section in description.clusters})
     for item in description.tiers:
         minutes = {k: item.get(f"{k}_minutes") for k in ("idle_warn_after", "idle_stop_after")}
         PriorityTier.objects.update_or_create(
@@ -70,6 +71,15 @@ def cluster_description_apply(*, path: Path) -> None:
                 **{k: timedelta(minutes=v) if v else None for k, v in minutes.items()},
             },
         )
+
+
+def _migrated_default_retire(*, keep: set[str]) -> None:
+    """The `default` cluster migration 0029 made of a deployment's pools, once the description's
+    clusters took every pool from it (a demo database seeded before there were clusters): it
+    would stay on every page and in every per-cluster pass with nothing in it."""
+    if DEFAULT_CLUSTER in keep:
+        return
+    Cluster.objects.filter(name=DEFAULT_CLUSTER, pools__isnull=True).delete()
 
 
 def _pool_apply(item: dict, *, cluster: Cluster) -> None:

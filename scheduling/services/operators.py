@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import models, transaction
 
 from portal import clock
+from portal.errors import Conflict
 from tenants.permissions import (
     Caller,
     require_operator,
@@ -16,7 +17,9 @@ from tenants.permissions import (
 from tenants.services import audit_record
 
 from ..models import (
+    Cluster,
     Node,
+    SimulatedClusterState,
     SimulatedNodeState,
     Workload,
 )
@@ -100,6 +103,25 @@ def simulated_node_fail(*, caller: Caller, backend, name: str, failed: bool = Tr
                 action="node.simulated_fail" if failed else "node.simulated_recover",
                 target=state,
             )
+
+
+def simulated_cluster_answers(*, caller: Caller, cluster: Cluster, answering: bool) -> None:
+    """Switch a simulated cluster's answers off (or on again, ``answering=True``): every call
+    to it fails as to a cluster that stopped answering, so the demo shows it marked unreachable
+    once the grace has passed, and followed again when it answers. Audited."""
+    require_operator(caller)
+    if cluster.backend != Cluster.Backend.SIMULATED:
+        raise Conflict(f"Cluster {cluster.name} is not simulated: its answers are its own.")
+    with transaction.atomic():
+        SimulatedClusterState.objects.update_or_create(
+            cluster=cluster.name, defaults={"answering": answering}
+        )
+        audit_record(
+            caller=caller,
+            organization=None,
+            action="cluster.simulated_answering" if answering else "cluster.simulated_silent",
+            target=cluster,
+        )
 
 
 def _plain(value):

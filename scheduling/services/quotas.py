@@ -72,10 +72,17 @@ def _grant_key_of(
 
 
 def quota_grant_set(
-    *, caller: Caller, key: GrantKey, guarantee: int, limit: int, reason: str, cohort: str = ""
+    *,
+    caller: Caller,
+    key: GrantKey,
+    guarantee: int,
+    limit: int,
+    reason: str,
+    cohort: str = "",
+    region_limits: dict[str, int] | None = None,
 ) -> tuple[QuotaGrant, bool]:
     """Create or change the grant ``key`` names, with the reason audited; the grant, and
-    whether it was created."""
+    whether it was created. ``region_limits`` (None: as they were) caps its use per region."""
     errors = {"limit": [LIMIT_BELOW_GUARANTEE]} if limit < guarantee else {}
     rows = _grant_key_of(caller, key, reason, errors)
     with transaction.atomic():
@@ -83,6 +90,8 @@ def quota_grant_set(
         created = grant is None
         grant = grant or QuotaGrant(**rows)
         grant.guarantee, grant.limit, grant.cohort = guarantee, limit, cohort
+        if region_limits is not None:
+            grant.region_limits = region_limits
         _grant_save(caller, grant, reason=reason.strip())
     return grant, created
 
@@ -113,6 +122,7 @@ def _grant_save(caller: Caller, grant: QuotaGrant, *, reason: str = "") -> Quota
                 "guarantee": grant.guarantee,
                 "limit": grant.limit,
                 "cohort": grant.cohort,
+                "region_limits": grant.region_limits,
             }
             | ({"reason": reason} if reason else {}),
         )

@@ -211,6 +211,22 @@ def test_an_operator_sets_then_removes_a_quota_grant(as_operator):
     assert "L4" not in [g["gpu_class"] for g in listed]
 
 
+def test_an_operator_caps_a_grant_in_a_region_and_lifts_the_cap(as_operator):
+    key = ["--organization", "acme", "--gpu-class", "L4", "--guarantee", "4", "--limit", "8"]
+    args = ["admin", "quota-grants", "set", *key, "--reason", "Regions", "-o", "json"]
+    capped = as_json(as_operator(*args, "--region-limit", "us-east=2"))
+    lifted = as_json(as_operator(*args, "--region-limit", "none"))
+    assert (capped["region_limits"], lifted["region_limits"]) == ({"us-east": 2}, {})
+
+
+def test_a_region_limit_that_is_not_region_equals_amount_is_bad_usage(as_operator):
+    key = ["--organization", "acme", "--gpu-class", "L4", "--guarantee", "4", "--limit", "8"]
+    result = as_operator(
+        "admin", "quota-grants", "set", *key, "--reason", "R", "--region-limit", "x"
+    )
+    assert result.exit_code == 2
+
+
 def test_admin_quota_grants_ls_lists_an_organizations_grants(as_operator):
     grants = as_json(
         as_operator("admin", "quota-grants", "ls", "--organization", "acme", "-o", "json")

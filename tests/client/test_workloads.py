@@ -117,6 +117,14 @@ def test_why_of_a_running_workload_says_it_does_not_wait(gpuctl, logged_in, job)
     assert "train-small is not waiting: Running since" in gpuctl("why", "train-small").stdout
 
 
+def test_ls_and_get_show_the_cluster_and_region_a_workload_runs_in(gpuctl, logged_in, job):
+    gpuctl("submit", "-f", job())
+    cycle()
+    assert "eu-west (eu-west)" in gpuctl("ls").stdout
+    shown = gpuctl("get", "train-small").stdout
+    assert "CLUSTER" in shown and "REGION" in shown and "eu-west" in shown
+
+
 def test_cancel_ends_the_workload_cancelled(gpuctl, logged_in, job):
     gpuctl("submit", "-f", job())
     result = gpuctl("cancel", "train-small")

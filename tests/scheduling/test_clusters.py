@@ -95,3 +95,20 @@ def test_a_kubeconfig_that_is_no_reference_is_refused_by_validation(reference):
     cluster = Cluster(name="lab", region="lab", backend="kubernetes", kubeconfig=reference)
     with pytest.raises(ValidationError, match="kubeconfig"):
         cluster.full_clean()
+
+
+def test_the_migrations_empty_default_cluster_is_retired_once_described_clusters_hold_pools():
+    # A demo database from before several clusters: migration 0029 put its pools in `default`.
+    default = Cluster.objects.create(
+        name=DEFAULT_CLUSTER, region=DEFAULT_CLUSTER, backend="simulated"
+    )
+    NodePool.objects.create(name="dgx-h100", cluster=default, purpose="training")
+    services.cluster_description_apply(path=DEMO)
+    assert set(Cluster.objects.values_list("name", flat=True)) == {"eu-west", "us-east"}
+
+
+def test_a_default_cluster_that_still_has_pools_is_kept(clusters):
+    default = Cluster.objects.create(name=DEFAULT_CLUSTER, region="lab", backend="kubernetes")
+    NodePool.objects.create(name="lab-pool", cluster=default, purpose="dev")
+    services.cluster_description_apply(path=DEMO)
+    assert Cluster.objects.filter(name=DEFAULT_CLUSTER).exists()

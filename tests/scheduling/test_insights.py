@@ -29,6 +29,7 @@ def found(django_user_model):
             for insight in insights.insights(caller=Caller(user=operator), now=clock.now())
         }
 
+    rules.operator = operator
     return rules
 
 
@@ -234,3 +235,17 @@ def test_a_mig_reservation_counts_the_instances_of_its_profile_in_use(submit, cy
         .subjects[0]
         .startswith("acme: 1 of 4 A100-80GB mig-1g.10gb in a100-mig in use")
     )
+
+
+def test_insights_over_running_work_are_per_cluster(submit, cycle, advance, found):
+    env = {"SIMULATED_GPU_UTIL": "0.1", "SIMULATED_GPU_MEMORY": "0.95"}
+    submit(name="train", gpus=8, env=env)  # H100s: eu-west
+    submit(name="serve", gpus=1, gpu_classes=("L4",), env=env)  # L4s: us-east
+    cycle()
+    advance(10)
+    every = insights.insights(caller=Caller(user=found.operator), now=clock.now())
+    stuck = {i.cluster: i.subjects for i in every if i.rule == "memory_full_compute_idle"}
+    assert stuck == {
+        "eu-west": ["acme/ai-dev/train: memory 95%, compute 10%"],
+        "us-east": ["acme/ai-dev/serve: memory 95%, compute 10%"],
+    }

@@ -2,6 +2,7 @@
 
 import pytest
 
+from portal import clock
 from portal.celery import app, queue_depth
 from scheduling import services, tasks
 from scheduling.cluster import ClusterError
@@ -93,3 +94,31 @@ def test_a_cycles_admissions_are_launched_twenty_five_a_task():
     finally:
         with app.connection_for_write() as connection:
             connection.default_channel.queue_purge(launch_queue)
+
+
+def test_with_cluster_queues_a_launch_waiting_in_the_clusters_queue_is_not_redone(submit, settings):
+    settings.PORTAL_CLUSTER_QUEUES = True
+    workload = submit()
+    services.scheduling_cycle_run()  # admitted in eu-west; its launch waits in eu-west's queue
+    cluster_queue = tasks.cluster_route("eu-west")["queue"]
+    with app.connection_for_write() as connection:
+        connection.default_channel.queue_purge(cluster_queue)
+    tasks.workloads_launch.apply_async(
+        args=[[str(workload.pk)], "eu-west"], **tasks.cluster_route("eu-west")
+    )
+    try:
+        clock.advance(seconds=settings.PORTAL_RECONCILE_SECONDS + 1)
+        assert tasks.cluster_reconcile("eu-west")["launched"] == 0
+    finally:
+        with app.connection_for_write() as connection:
+            connection.default_channel.queue_purge(cluster_queue)
+
+
+def test_with_cluster_queues_a_launch_in_no_queue_is_redone_after_the_grace(submit, settings):
+    settings.PORTAL_CLUSTER_QUEUES = True
+    submit()
+    services.scheduling_cycle_run()  # admitted; its launch task was lost
+    with app.connection_for_write() as connection:
+        connection.default_channel.queue_purge(tasks.cluster_route("eu-west")["queue"])
+    clock.advance(seconds=settings.PORTAL_RECONCILE_SECONDS + 1)
+    assert tasks.cluster_reconcile("eu-west")["launched"] == 1

@@ -249,6 +249,7 @@ quota_grants.add_command(
             ("RESOURCE", lambda g: g["mig_profile"] or g["resource"]),
             ("GUARANTEE", "guarantee"),
             ("LIMIT", "limit"),
+            ("REGION LIMITS", "region_limits"),
             ("UNIT", "unit"),
             ("COHORT", "cohort"),
         ],
@@ -283,10 +284,33 @@ def grant_key(command: Callable) -> Callable:
 @click.option("--guarantee", type=click.IntRange(min=0), required=True)
 @click.option("--limit", type=click.IntRange(min=0), required=True, help="Guarantee + borrowing.")
 @click.option("--cohort", help="The cohort it borrows in.")
+@click.option(
+    "--region-limit",
+    "region_limits",
+    multiple=True,
+    metavar="REGION=AMOUNT",
+    help="The most in use in a region (repeat per region); --region-limit none lifts them all.",
+)
 @scoped()
-def quota_grant_set(session: Session, **fields):
+def quota_grant_set(session: Session, region_limits, **fields):
     """Set a grant: created or changed."""
-    show_object(session.api.post("operator/quota-grants/", body(**fields)), session.output)
+    payload = body(**fields)
+    if region_limits:
+        payload["region_limits"] = region_limits_of(region_limits)
+    show_object(session.api.post("operator/quota-grants/", payload), session.output)
+
+
+def region_limits_of(values: tuple[str, ...]) -> dict[str, int]:
+    """ "us-east=16" options as the API's object; "none" alone: no region caps."""
+    if values == ("none",):
+        return {}
+    limits = {}
+    for value in values:
+        region, _, amount = value.partition("=")
+        if not region or not amount.isdigit():
+            raise click.BadParameter(f"{value!r}: give REGION=AMOUNT, e.g. us-east=16.")
+        limits[region] = int(amount)
+    return limits
 
 
 @quota_grants.command("remove")

@@ -38,12 +38,20 @@ def reason(w: dict) -> str:
     return w.get("status_reason") or ""
 
 
+def runs_in(w: dict) -> str:
+    """ "eu-west (eu-west)": the cluster its replicas are placed in, and its region; "" when
+    placed nowhere (servers before several clusters say nothing)."""
+    where = w.get("runs_in")
+    return f"{where['cluster']} ({where['region']})" if where else ""
+
+
 COLUMNS = [
     ("NAME", "name"),
     ("KIND", "kind"),
     ("TIER", "tier"),
     ("STATE", "state"),
     ("GPUS", gpus),
+    ("CLUSTER", runs_in),
     ("SUBMITTED", "submitted_at"),
     ("REASON", reason),
 ]
@@ -220,7 +228,13 @@ def get(session: Session, name):
     if session.output == "table" and workload["pending"]:
         stdout.print(f"estimated start: {start_range(workload['pending'])}")
     if session.output == "table" and workload["placements"]:
-        placements = [("REPLICA", "replica"), ("NODE", "node"), ("GPUS", "gpu_indices")]
+        placements = [
+            ("REPLICA", "replica"),
+            ("CLUSTER", "cluster"),
+            ("REGION", "region"),
+            ("NODE", "node"),
+            ("GPUS", "gpu_indices"),
+        ]
         stdout.print(table(workload["placements"], placements, title="placements"))
 
 

@@ -40,3 +40,22 @@ def test_a_workload_pinned_to_a_region_without_its_gpu_class_waits(ready, submit
     cycle()
     workload.refresh_from_db()
     assert workload.state == Workload.State.PENDING
+
+
+def test_a_placed_workload_says_which_cluster_and_region_it_runs_in(ready, submit, cycle, api_as):
+    submit(name="serve", gpu_classes=("L4",), gpus=1)
+    cycle()
+    body = api_as(ready["member"]).get(f"{URL}serve/").json()
+    assert body["runs_in"] == {"cluster": "us-east", "region": "us-east"}
+    assert [(p["cluster"], p["region"]) for p in body["placements"]] == [("us-east", "us-east")]
+
+
+def test_the_list_says_where_each_workload_runs_and_none_for_one_waiting(
+    ready, submit, cycle, api_as
+):
+    submit(name="train", gpus=8)
+    cycle()
+    submit(name="waits", gpus=8)
+    listed = api_as(ready["member"]).get(URL).json()["results"]
+    runs_in = {w["name"]: w["runs_in"] for w in listed}
+    assert runs_in == {"train": {"cluster": "eu-west", "region": "eu-west"}, "waits": None}
