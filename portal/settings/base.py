@@ -403,6 +403,10 @@ PORTAL_EVICTION_BACKOFF_SECONDS = int(os.environ.get("PORTAL_EVICTION_BACKOFF_SE
 # How often beat runs the scheduling cycle and follows workloads, in seconds (whole seconds:
 # django-celery-beat's intervals are).
 PORTAL_CYCLE_SECONDS = int(os.environ.get("PORTAL_CYCLE_SECONDS", "5"))
+# How old a waiting workload's queue position and start estimate may grow (seconds): a cycle
+# rewrites those that moved only when this long has passed since the last one did (a new
+# reason or a first estimate is written at once). 0: every cycle.
+PORTAL_PLACES_REFRESH_SECONDS = int(os.environ.get("PORTAL_PLACES_REFRESH_SECONDS", "30"))
 # How long submissions reuse the catalog and an organization's quotas they are checked against
 # (in the shared cache): a change to tiers, GPU classes, nodes or quotas reaches them within it.
 PORTAL_SUBMISSION_CATALOG_SECONDS = int(os.environ.get("PORTAL_SUBMISSION_CATALOG_SECONDS", "5"))

@@ -55,6 +55,10 @@ class SchedulerState(models.Model):
     # cycle left it: {tenant: {resource: [borrowed, borrowable]}}. Pages read it rather than
     # build the engine's ledger over the whole cluster on every load.
     quota_standings = models.JSONField(default=dict)
+    # When a cycle last wrote every waiting workload's queue position and start estimate that
+    # had moved; the cycles in between write only new reasons and first estimates, so a
+    # place is at most PORTAL_PLACES_REFRESH_SECONDS old.
+    places_written_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"last cycle {self.last_cycle_at}: {self.last_cycle_ms:.0f} ms"

@@ -7,7 +7,7 @@ import gc
 from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -174,6 +174,23 @@ def scheduling_cycle_request() -> bool:
     return created
 
 
+def _requests_served():
+    """Mark every cycle request made so far as served by this run (one made from now on
+    queues the next run), in the statement that reads when places were last written."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {SchedulerState._meta.db_table} SET cycle_requested_at = NULL"
+            " WHERE id = 1 RETURNING places_written_at"
+        )
+        row = cursor.fetchone()
+    written_at = row[0] if row else None
+    if isinstance(written_at, str):
+        written_at = datetime.fromisoformat(written_at)
+    if written_at is not None and written_at.tzinfo is None:  # SQLite stores UTC, no zone
+        written_at = written_at.replace(tzinfo=UTC)
+    return written_at
+
+
 @contextmanager
 def _collector_paused():
     """Python's cyclic garbage collector waits while the cycle runs. The cycle makes a few
@@ -296,12 +313,13 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
     """Load a snapshot, let the engine decide, persist admissions, preemptions and pending
     reasons in one transaction; launch and stop on the cluster after it commits."""
     started = clock.monotonic()
-    # This run serves every request made so far; one made from now on queues the next run.
-    SchedulerState.objects.filter(pk=1).update(cycle_requested_at=None)
+    places_written_at = _requests_served()
     with transaction.atomic():
         if not _cycle_lock():
             return CycleResult(ran=False)
         now = clock.now()
+        refresh = timedelta(seconds=settings.PORTAL_PLACES_REFRESH_SECONDS)
+        places_due = places_written_at is None or now - places_written_at >= refresh
         # Increases (a quota package's period) count exactly from their start to their end.
         quota_increases_apply(now=now)
         loaded = cycle_inputs(now=now, past=tenant_usage_update(now=now))
@@ -318,6 +336,7 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
             classes={p.gpu_class.name: p.gpu_class for p in loaded.pools if p.gpu_class},
             scale=loaded.snapshot.runtimes.interval_scale,
             now=now,
+            places_due=places_due,
         )
         cycle_end_keep(end)
         elapsed = (clock.monotonic() - started) * 1000
@@ -330,6 +349,7 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
                 "last_preempted": len(decisions.preemptions),
                 "last_pending": len(decisions.pending),
                 "quota_standings": _standings(decisions),
+                **({"places_written_at": now} if places_due else {}),
             },
         )
         admitted = tuple(a.request_id for a in decisions.admissions)
@@ -372,9 +392,11 @@ def _persist(
     classes: dict[str, GpuClass],
     scale: float,
     now,
+    places_due: bool,
 ) -> None:
     """Write the decisions: a few statements for the preemptions, the admissions and the
-    waiting, however many."""
+    waiting, however many. A waiting workload's moved place and estimate only when
+    ``places_due`` (its new reason or first estimate at once)."""
     preemptions = decisions.preemptions
     if preemptions:
         workloads_evict(
@@ -456,7 +478,7 @@ def _persist(
             if new_reason:
                 event = event_row(row.pk, "pending", reason.message, at=now, code=reason.code)
                 events.append(event)
-        elif place != (
+        elif places_due and place != (
             row.queue_position,
             row.estimated_start,
             row.estimated_start_low,

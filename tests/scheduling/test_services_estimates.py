@@ -5,6 +5,7 @@ work ran."""
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 
 from portal import clock
 from scheduling import selectors, services
@@ -50,16 +51,52 @@ def test_the_first_estimate_is_recorded_when_it_enters_the_queue(full_for_two_ho
     assert waiting.first_estimate == waiting.estimated_start
 
 
+def _longer_running_work() -> None:
+    """The running work will run longer than it said: the next estimate is later."""
+    Workload.objects.filter(name__startswith="fill-").update(max_runtime=HOURS_2 * 2)
+
+
 def test_the_first_estimate_is_kept_while_later_ones_change(full_for_two_hours, submit, cycle):
     waiting = submit(name="waiting", gpus=8)
     cycle()
     waiting.refresh_from_db()
     first = waiting.first_estimate
-    # The running work will run longer than it said: the next estimate is later.
-    Workload.objects.filter(name__startswith="fill-").update(max_runtime=HOURS_2 * 2)
+    _longer_running_work()
+    clock.advance(seconds=settings.PORTAL_PLACES_REFRESH_SECONDS)
     cycle()
     waiting.refresh_from_db()
     assert waiting.first_estimate == first != waiting.estimated_start
+
+
+def test_a_moved_estimate_waits_for_the_places_refresh(full_for_two_hours, submit, cycle, settings):
+    # The clock runs on between cycles: a refresh far longer than the step keeps it off the
+    # boundary however slowly the test runs.
+    settings.PORTAL_PLACES_REFRESH_SECONDS = 3600
+    waiting = submit(name="waiting", gpus=8)
+    cycle()
+    waiting.refresh_from_db()
+    written = waiting.estimated_start
+    _longer_running_work()
+    clock.advance(seconds=60)
+    cycle()
+    waiting.refresh_from_db()
+    assert waiting.estimated_start == written
+
+
+def test_a_moved_estimate_is_written_once_the_places_refresh_is_due(
+    full_for_two_hours, submit, cycle
+):
+    waiting = submit(name="waiting", gpus=8)
+    cycle()
+    waiting.refresh_from_db()
+    written = waiting.estimated_start
+    _longer_running_work()
+    clock.advance(seconds=settings.PORTAL_PLACES_REFRESH_SECONDS - 1)
+    cycle()
+    clock.advance(seconds=1)
+    cycle()
+    waiting.refresh_from_db()
+    assert waiting.estimated_start > written
 
 
 def test_the_actual_start_is_recorded_when_an_estimated_workload_is_admitted(
