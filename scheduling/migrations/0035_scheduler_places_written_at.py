@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0032_quota_grant_history'),
+        ('scheduling', '0034_quota_region_limits'),
     ]
 
     operations = [
