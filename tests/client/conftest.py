@@ -30,16 +30,18 @@ def job_file(name: str, **fields) -> str:
 
 
 @pytest.fixture
-def demo(transactional_db):
+def demo(transactional_db, request):
     """`make demo`'s data: the simulated cluster, acme (alice the owner, bob a member) with
     projects ai-dev and ai-prod and their quotas, the catalog, a drafted invoice, an operator;
-    the projects' namespaces made, as the worker makes them."""
+    the projects' namespaces made, as the worker makes them. The other organizations' recorded
+    days only for a test marked ``demo_history``: simulating them is most of the seed's time."""
     from django.core.management import call_command
 
     from scheduling import services
     from tenants.models import Project
 
-    call_command("seed_demo", stdout=io.StringIO())
+    without_history = request.node.get_closest_marker("demo_history") is None
+    call_command("seed_demo", without_history=without_history, stdout=io.StringIO())
     for project in Project.objects.all():
         services.project_provision(project_id=project.pk, backend=backend())
 

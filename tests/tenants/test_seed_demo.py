@@ -21,3 +21,11 @@ def test_seeding_twice_changes_nothing():
     events = AuditEvent.objects.count()
     call_command("seed_demo", stdout=io.StringIO())
     assert AuditEvent.objects.count() == events
+
+
+def test_the_demo_without_history_has_acme_but_no_recorded_days_of_the_others():
+    from scheduling.models import Workload
+
+    call_command("seed_demo", without_history=True, stdout=io.StringIO())
+    seeded = set(Workload.objects.values_list("project__organization__slug", flat=True))
+    assert (Organization.objects.filter(slug="acme").exists(), seeded) == (True, {"acme"})

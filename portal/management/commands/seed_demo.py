@@ -37,8 +37,16 @@ def _user(email: str, **extra):
 class Command(BaseCommand):
     help = "Create the demo organization, users and projects (idempotent)."
 
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--without-history",
+            action="store_true",
+            help="Leave out the recorded days of the other organizations' work (a few seconds"
+            " of simulation): for tests that need acme and its cluster only.",
+        )
+
     @transaction.atomic
-    def handle(self, *args, **options):
+    def handle(self, *args, without_history=False, **options):
         operator = _user(OPERATOR_EMAIL, is_staff=True, is_superuser=True)
         owner = _user(OWNER_EMAIL, first_name="Alice", last_name="Owner")
         member = _user(MEMBER_EMAIL, first_name="Bob", last_name="Member")
@@ -62,7 +70,8 @@ class Command(BaseCommand):
         self._tier_contracts(Caller(user=operator))
         self._quotas(acme)
         self._workloads(acme, member)
-        demo_history_seed()
+        if not without_history:
+            demo_history_seed()
         self._reservations(acme, owner_caller, Caller(user=operator))
         self._catalog(Caller(user=operator))
         # From the first recorded day's midnight, as the history's placements.
