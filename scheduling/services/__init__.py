@@ -21,7 +21,8 @@
 
 from .alternatives import QuotaPrefill, ShownAlternative
 from .clusters import cluster_answered, cluster_unanswered
-from .cycle import CycleResult, scheduling_cycle_request, scheduling_cycle_run
+from .cycle import CycleResult, scheduling_cycle_run
+from .cycle_state import scheduling_cycle_request
 from .evictions import evictions_record, workload_checkpoint_report
 from .following import idle_and_runtime_check, workloads_sync
 from .inventory import (

@@ -7,7 +7,7 @@ import gc
 from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -45,6 +45,7 @@ from ..specs_from_models import (
     workload_rows,
 )
 from .cycle_requests import engine_requests
+from .cycle_state import requests_served
 from .fairness import tenant_usage_update
 from .lifecycle import workloads_evict
 from .quotas import quota_increases_apply
@@ -54,7 +55,6 @@ from .what_if_state import cycle_end_keep
 # Any stable 64-bit number: the PostgreSQL advisory lock that lets one cycle run at a time.
 CYCLE_LOCK_KEY = 7_340_501_206
 # Longer than any cycle waits in its queue: a request older than this lost its task.
-CYCLE_REQUEST_LOST_AFTER = timedelta(minutes=2)
 # Rows per statement when the cycle writes many.
 BATCH = 1_000
 
@@ -151,44 +151,6 @@ def _written(pk, **fields) -> Workload:
 
 def _active_placements():
     return Placement.objects.filter(ended_at__isnull=True).select_related("node")
-
-
-def scheduling_cycle_request() -> bool:
-    """Ask for a scheduling cycle: True when the caller must queue one, False when one already
-    waits in the queue and will serve this request too (requests fold into it). A request that
-    waited longer than CYCLE_REQUEST_LOST_AFTER lost its task and counts as none."""
-    now = clock.wall()
-    # One statement on every submission's path: it sets the request time unless one waits,
-    # and says whether it did (no row yet: the first request ever creates it).
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {SchedulerState._meta.db_table} SET cycle_requested_at = CASE"
-            " WHEN cycle_requested_at IS NULL OR cycle_requested_at < %s THEN %s"
-            " ELSE cycle_requested_at END WHERE id = 1 RETURNING cycle_requested_at = %s",
-            [now - CYCLE_REQUEST_LOST_AFTER, now, now],
-        )
-        row = cursor.fetchone()
-    if row is not None:
-        return bool(row[0])
-    _, created = SchedulerState.objects.get_or_create(pk=1, defaults={"cycle_requested_at": now})
-    return created
-
-
-def _requests_served():
-    """Mark every cycle request made so far as served by this run (one made from now on
-    queues the next run), in the statement that reads when places were last written."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {SchedulerState._meta.db_table} SET cycle_requested_at = NULL"
-            " WHERE id = 1 RETURNING places_written_at"
-        )
-        row = cursor.fetchone()
-    written_at = row[0] if row else None
-    if isinstance(written_at, str):
-        written_at = datetime.fromisoformat(written_at)
-    if written_at is not None and written_at.tzinfo is None:  # SQLite stores UTC, no zone
-        written_at = written_at.replace(tzinfo=UTC)
-    return written_at
 
 
 @contextmanager
@@ -313,7 +275,7 @@ def scheduling_cycle_run(*, policy: engine.Policy | None = None) -> CycleResult:
     """Load a snapshot, let the engine decide, persist admissions, preemptions and pending
     reasons in one transaction; launch and stop on the cluster after it commits."""
     started = clock.monotonic()
-    places_written_at = _requests_served()
+    places_written_at = requests_served()
     with transaction.atomic():
         if not _cycle_lock():
             return CycleResult(ran=False)

@@ -8,7 +8,7 @@ from django.utils import timezone
 from portal.celery import app
 from scheduling import services
 from scheduling.models import SchedulerState
-from scheduling.services.cycle import CYCLE_REQUEST_LOST_AFTER
+from scheduling.services.cycle_state import CYCLE_REQUEST_LOST_AFTER
 
 pytestmark = pytest.mark.django_db
 
