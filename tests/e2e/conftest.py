@@ -75,16 +75,18 @@ def open_as(browser, live_server):
 
 
 @pytest.fixture
-def demo(transactional_db):
+def demo(transactional_db, request):
     """The data `make demo` seeds (cluster, acme with alice and bob, quotas, catalog, an
-    operator); returns the demo password."""
+    operator); returns the demo password. The other organizations' recorded days only for a
+    test marked ``demo_history``: simulating them is most of the seed's time."""
     import io
 
     from django.core.management import call_command
 
     from portal.management.commands.seed_demo import DEMO_PASSWORD
 
-    call_command("seed_demo", stdout=io.StringIO())
+    without_history = request.node.get_closest_marker("demo_history") is None
+    call_command("seed_demo", without_history=without_history, stdout=io.StringIO())
     return DEMO_PASSWORD
 
 
