@@ -160,7 +160,9 @@ written AS (
     RETURNING 1
 ),
 advanced AS (
-    UPDATE {interval} u SET rated_until = t.to_at FROM todo t WHERE u.id = t.id
+    -- The range on both sides: else the join reads every interval of every month each range.
+    UPDATE {interval} u SET rated_until = t.to_at FROM todo t
+     WHERE u.id = t.id AND u.id >= %(first)s AND u.id < %(last)s
 )
 SELECT count(*) FROM written
 """
