@@ -34,11 +34,11 @@ from django.db import connection
 from django.db.models import CharField, DateTimeField, IntegerField, QuerySet, UUIDField
 from django.db.models.expressions import RawSQL
 
-from portal.db import advisory_lock_key
 from scheduling.models import Reservation
 
 from ..models import BillingRecord, PriceVersion, UsageInterval
 from ..pricing import on_demand_items, versions_in_force
+from .metering import range_lock_key
 
 
 def _column(name: str, field) -> RawSQL:
@@ -160,15 +160,12 @@ written AS (
     RETURNING 1
 ),
 advanced AS (
-    UPDATE {interval} u SET rated_until = t.to_at FROM todo t WHERE u.id = t.id
+    -- The range on both sides: else the join reads every interval of every month each range.
+    UPDATE {interval} u SET rated_until = t.to_at FROM todo t
+     WHERE u.id = t.id AND u.id >= %(first)s AND u.id < %(last)s
 )
 SELECT count(*) FROM written
 """
-
-
-def range_lock_key(first: int) -> int:
-    """The advisory lock a pass holds while it rates the range starting at ``first``."""
-    return advisory_lock_key(f"billing.rating.{first}")
 
 
 def intervals_rate(*, first: int, last: int, horizon: datetime) -> int:
@@ -185,10 +182,14 @@ def intervals_rate(*, first: int, last: int, horizon: datetime) -> int:
         record=quote(BillingRecord._meta.db_table),
     )
     with connection.cursor() as cursor:
-        # The range's lock; sorts of its pieces fit in memory rather than spill to disk.
+        # The range's lock; sorts of its pieces fit in memory rather than spill to disk; no
+        # JIT: the planner counts 1,000 rows per hour series (a piece or two in fact), which
+        # puts the statement far over the JIT thresholds, and compiling it took a quarter of
+        # its database CPU for nothing back (bench/RESULTS.md, issue 26).
         cursor.execute(
-            "SELECT pg_advisory_xact_lock(%s), set_config('work_mem', '64MB', true)",
-            [range_lock_key(first)],
+            "SELECT pg_advisory_xact_lock(%s), set_config('work_mem', '64MB', true),"
+            " set_config('jit', 'off', true)",
+            [range_lock_key("rating", first)],
         )
         cursor.execute(
             sql,
