@@ -29,7 +29,9 @@ def _organization_grants(organization_id) -> list[tuple]:
     return list(
         QuotaGrant.objects.filter(
             organization_id=organization_id, project__isnull=True, limit__gt=0
-        ).values_list("gpu_class_id", "region_limits")
+        )
+        .order_by()
+        .values_list("gpu_class_id", "region_limits")
     )
 
 
@@ -38,7 +40,7 @@ def organization_clusters(*, organization_id) -> list[Cluster]:
     grants = _organization_grants(organization_id)
     usable = {
         cluster_id
-        for cluster_id, region, pool_class in NodePool.objects.values_list(
+        for cluster_id, region, pool_class in NodePool.objects.order_by().values_list(
             "cluster_id", "cluster__region", "gpu_class_id"
         )
         if _may_use(pool_class=pool_class, region=region, grants=grants)
