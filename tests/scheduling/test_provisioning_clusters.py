@@ -2,6 +2,7 @@
 CPU pools), each through its own backend, as the per-cluster tasks run it: one record per
 project and cluster, in the clusters the organization may use."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -231,3 +232,20 @@ clusters:
           cpu: 32
           memory_gib: 128
 """
+
+
+def test_the_project_page_says_where_the_namespace_is_ready_and_where_it_failed(
+    cluster, quotas, ai_dev, signed_in, mia
+):
+    provision(ai_dev, "eu-west")
+    tasks.project_provision.on_failure(
+        ClusterError("timed out", retryable=True), "task-id", (str(ai_dev.pk), "us-east"), {}, None
+    )
+    page = signed_in(mia).get("/orgs/acme/projects/ai-dev/workloads/").content.decode()
+    shown = re.sub(
+        r"<[^>]+>", "", re.search(r'<p class="muted" id="provisioning">.*?</p>', page)[0]
+    )
+    assert shown == (
+        "Namespace: ready in eu-west, failed in us-east:"
+        " Gave up after retries in cluster us-east: timed out"
+    )
