@@ -80,10 +80,6 @@ def each_cluster(task, *args) -> list[str]:
     return names
 
 
-def _state(record) -> str | None:
-    return record.state if record is not None else None
-
-
 @cluster_task(give_up=services.provisioning_give_up)
 def project_provision(project_id: str, cluster: str | None = None) -> str | list[str] | None:
     if cluster is None:
@@ -93,7 +89,7 @@ def project_provision(project_id: str, cluster: str | None = None) -> str | list
         backend=backend_named(cluster),
         cluster=selectors.cluster_named(cluster),
     )
-    return _state(record)
+    return record.state if record is not None else None  # None: nothing to do there
 
 
 @cluster_task(give_up=services.provisioning_give_up)
