@@ -1,13 +1,13 @@
-"""Migration 0036: the one provisioning record of a project (and the one cluster-wide record)
-become one per cluster, each a copy of what every cluster's task last wrote there; back, one
-record per project again, a failed one kept over the others."""
+"""Migrations 0036 and 0037: the one provisioning record of a project (and the one
+cluster-wide record) become one per cluster, each a copy of what every cluster's task last
+wrote there; back, one record per project again, a failed one kept over the others."""
 
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 BEFORE = [("scheduling", "0035_scheduler_places_written_at")]
-AFTER = [("scheduling", "0036_provisioning_per_cluster")]
+AFTER = [("scheduling", "0037_provisioning_records_to_clusters")]
 
 
 def _migrate(target):
