@@ -25,10 +25,12 @@ class Event(StrEnum):
     # tenants: an invitation awaits its e-mail; payload invitation_id.
     INVITATION_CREATED = "invitation_created"
     # scheduling: what a project's namespace carries changed (its organization's quotas);
-    # payload project_id.
+    # payload project_id, and cluster (a name) when only that cluster's is to be ensured again
+    # (an operator's rerun). PROJECT_DELETED may name a cluster so too.
     PROJECT_CHANGED = "project_changed"
-    # scheduling: what the cluster must hold for the portal (priority classes, node labels and
-    # taints) is to be ensured again (an operator asked); no payload.
+    # scheduling: what the clusters must hold for the portal (priority classes, node labels
+    # and taints) is to be ensured again (an operator asked); payload cluster (a name; none:
+    # every cluster).
     CLUSTER_CHANGED = "cluster_changed"
     # scheduling: submitted workloads (one, or a batch) wait for a scheduling cycle; payload
     # workload_ids.

@@ -307,15 +307,28 @@ class EvictionAdmin(ReadOnlyAdmin):
 
 @admin.register(ProvisioningRecord)
 class ProvisioningRecordAdmin(ReadOnlyAdmin):
-    list_display = ["__str__", "state", "attempts", "error", "updated_at", "provisioned_at"]
-    list_filter = ["state", "scope"]
+    list_display = [
+        "project",
+        "cluster",
+        "scope",
+        "state",
+        "attempts",
+        "error",
+        "updated_at",
+        "provisioned_at",
+    ]
+    list_filter = ["cluster", "state", "scope"]
+    list_select_related = ["project__organization", "cluster"]
+    search_fields = ["project__namespace", "cluster__name"]
     actions = ["reprovision"]
 
-    @admin.action(description="Run provisioning again")
+    @admin.action(description="Run provisioning again (in each record's cluster)")
     def reprovision(self, request, queryset):
-        for record in queryset:
+        queued = []
+        for record in queryset.select_related("project__organization", "cluster"):
             services.provisioning_rerun(caller=caller_of(request), record=record)
-        self.message_user(request, "Provisioning queued.", messages.SUCCESS)
+            queued.append(f"{record.project or 'cluster-wide'} in {record.where}")
+        self.message_user(request, f"Provisioning queued: {'; '.join(queued)}.", messages.SUCCESS)
 
 
 @admin.register(SchedulerState)

@@ -16,9 +16,10 @@ class SchedulingConfig(AppConfig):
         from . import metrics, selectors, tasks
 
         subscribe(Event.PROJECT_CREATED, tasks.project_provision.delay)
-        subscribe(Event.PROJECT_CHANGED, tasks.project_provision.delay)
-        subscribe(Event.CLUSTER_CHANGED, tasks.cluster_provision.delay)
-        subscribe(Event.PROJECT_DELETED, tasks.project_deprovision.delay)
+        # An operator's rerun names the cluster of the record it reruns.
+        subscribe(Event.PROJECT_CHANGED, tasks.project_provision_in_cluster)
+        subscribe(Event.CLUSTER_CHANGED, tasks.cluster_provision_in_cluster)
+        subscribe(Event.PROJECT_DELETED, tasks.project_deprovision_in_cluster)
         subscribe(Event.WORKLOADS_SUBMITTED, tasks.scheduling_cycle_request)
         subscribe(Event.WORKLOADS_ADMITTED, tasks.workloads_launch_request)
         subscribe(Event.WORKLOAD_RELEASED, tasks.workload_objects_delete.delay)

@@ -29,9 +29,10 @@ ADMISSION_WAIT = Histogram(
 )
 PROVISIONING_FAILURES = Counter(
     "portal_provisioning_failures",
-    "Failed provisioning on the cluster, by scope (project or cluster) and outcome: an "
-    "attempt failed with a retryable or a permanent error, or the retries ran out (gave_up).",
-    ["scope", "outcome"],
+    "Failed provisioning, by scope (project or cluster), cluster (empty: the settings' "
+    "backend) and outcome: an attempt failed with a retryable or a permanent error, or the "
+    "retries ran out (gave_up).",
+    ["scope", "cluster", "outcome"],
 )
 
 DECISION_ADMITTED = "admitted"
@@ -160,6 +161,16 @@ def scheduling_metrics():
     for namespace, organization, project in selectors.project_namespaces():
         projects.add_metric([namespace, organization, project], 1)
 
+    provisioning = _gauge(
+        "portal_provisioning_records",
+        "Provisioning records by cluster (empty: the settings' backend), scope (project or "
+        "cluster) and state: a cluster lacking a project's namespace shows as failed or "
+        "pending there.",
+        ["cluster", "scope", "state"],
+    )
+    for cluster, scope, state, count in selectors.provisioning_counts():
+        provisioning.add_metric([cluster, scope, state], count)
+
     return [
         pending,
         oldest,
@@ -175,4 +186,5 @@ def scheduling_metrics():
         idle,
         heartbeat,
         projects,
+        provisioning,
     ]

@@ -60,9 +60,10 @@ def tier_spec(tier: PriorityTier) -> TierSpec:
     )
 
 
-def project_spec(project: Project) -> ProjectSpec:
+def project_spec(project: Project, *, region: str | None = None) -> ProjectSpec:
     """The namespace of a project, its GPU quota the sum of its organization's limits (or the
-    project's own grants where the operator set them)."""
+    project's own grants where the operator set them); in a cluster of `region`, each
+    organization limit held to its cap there (`QuotaGrant.region_limits`)."""
     grants = QuotaGrant.objects.filter(organization_id=project.organization_id).filter(
         Q(project__isnull=True) | Q(project=project)
     )
@@ -74,15 +75,16 @@ def project_spec(project: Project) -> ProjectSpec:
             per_resource[key] = grant
     quota: dict[str, int] = defaultdict(int)
     for grant in per_resource.values():
+        limit = min(grant.limit, grant.region_limits.get(region, grant.limit))
         if grant.resource == QuotaGrant.Resource.MIG:
-            quota[f"nvidia.com/{grant.mig_profile}"] += grant.limit
+            quota[f"nvidia.com/{grant.mig_profile}"] += limit
         elif grant.resource == QuotaGrant.Resource.SHARED:
             # Kubernetes counts a time-sliced share as one device whatever its size, so the
             # namespace caps share pods at one per milli-GPU granted (never tighter than the
             # engine, which counts the milli-GPU themselves).
-            quota[grant.gpu_class.shared_resource_name] += grant.limit
+            quota[grant.gpu_class.shared_resource_name] += limit
         else:
-            quota[grant.gpu_class.resource_name] += grant.limit
+            quota[grant.gpu_class.resource_name] += limit
     # What a class's grants leave out is not granted: the namespace may use none of it either.
     for grant in per_resource.values():
         gpu_class = grant.gpu_class

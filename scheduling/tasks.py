@@ -81,10 +81,15 @@ def each_cluster(task, *args) -> list[str]:
 
 
 @cluster_task(give_up=services.provisioning_give_up)
-def project_provision(project_id: str, cluster: str | None = None) -> str | list[str]:
+def project_provision(project_id: str, cluster: str | None = None) -> str | list[str] | None:
     if cluster is None:
         return each_cluster(project_provision, project_id)
-    return services.project_provision(project_id=project_id, backend=backend_named(cluster)).state
+    record = services.project_provision(
+        project_id=project_id,
+        backend=backend_named(cluster),
+        cluster=selectors.cluster_named(cluster),
+    )
+    return record.state if record is not None else None  # None: nothing to do there
 
 
 @cluster_task(give_up=services.provisioning_give_up)
@@ -98,13 +103,32 @@ def project_deprovision(project_id: str, cluster: str | None = None) -> str | li
     ).state
 
 
-@cluster_task(give_up=services.provisioning_give_up)
+@cluster_task(give_up=services.cluster_provisioning_give_up)
 def cluster_provision(cluster: str | None = None) -> str | list[str]:
     if cluster is None:
         return each_cluster(cluster_provision)
     return services.cluster_provision(
         backend=backend_named(cluster), cluster=selectors.cluster_named(cluster)
     ).state
+
+
+def in_cluster(task):
+    """An event's subscriber that queues `task` with the event's payload: in the cluster the
+    event names, on that cluster's queue (an operator's rerun of one record), else in each
+    cluster."""
+
+    def queue(*, cluster: str | None = None, **payload) -> None:
+        if cluster is None:
+            task.delay(**payload)
+        else:
+            task.apply_async(kwargs={**payload, "cluster": cluster}, **cluster_route(cluster))
+
+    return queue
+
+
+project_provision_in_cluster = in_cluster(project_provision)
+project_deprovision_in_cluster = in_cluster(project_deprovision)
+cluster_provision_in_cluster = in_cluster(cluster_provision)
 
 
 @shared_task(**RETRY)

@@ -36,7 +36,7 @@ def test_deleting_a_project_queues_its_deprovisioning(
 ):
     with django_capture_on_commit_callbacks() as callbacks:
         services.project_delete(caller=Caller(user=alice), project=ai_dev)
-    expected = (scheduling_tasks.project_deprovision.delay, {"project_id": str(ai_dev.pk)})
+    expected = (scheduling_tasks.project_deprovision_in_cluster, {"project_id": str(ai_dev.pk)})
     assert queued(callbacks) == [expected]
 
 

@@ -2,6 +2,7 @@ from django.urls import path
 
 from . import fairness, views, what_if
 from .capacity import CapacityCalendarApi
+from .provisioning import ProjectProvisioningApi
 
 project = "organizations/<slug:org_slug>/projects/<slug:project_slug>"
 workloads = f"{project}/workloads"
@@ -46,6 +47,11 @@ urlpatterns = [
         "organizations/<slug:org_slug>/capacity-calendar/",
         CapacityCalendarApi.as_view(),
         name="capacity-calendar",
+    ),
+    path(
+        f"{project}/provisioning/",
+        ProjectProvisioningApi.as_view(),
+        name="project-provisioning",
     ),
     path(f"{workloads}/", views.WorkloadCollectionApi.as_view(), name="workloads"),
     path(f"{project}/workload-batches/", views.WorkloadBatchApi.as_view(), name="workload-batches"),

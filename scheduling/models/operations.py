@@ -6,9 +6,15 @@ from django.db.models import Q
 
 from tenants.models import Project
 
+from .inventory import Cluster
+
 
 class ProvisioningRecord(models.Model):
-    """Whether the cluster holds what the portal wants for a project (or cluster-wide)."""
+    """Whether one cluster holds what the portal wants for a project, or (no project) what it
+    wants cluster-wide (priority classes, node labels). One per project and cluster, and one
+    per cluster for the cluster-wide objects: one cluster's failure is not another's success.
+    No cluster: provisioning through the settings' backend, before the inventory named any
+    (it drives every cluster it knows)."""
 
     class State(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -16,10 +22,21 @@ class ProvisioningRecord(models.Model):
         FAILED = "failed", "Failed"
         REMOVED = "removed", "Removed"
 
-    project = models.OneToOneField(
-        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="provisioning"
+    project = models.ForeignKey(
+        Project,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="provisioning_records",
     )
-    # The cluster-wide record (priority classes, node labels) has no project.
+    cluster = models.ForeignKey(
+        Cluster,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="provisioning_records",
+    )
+    # "project", or "cluster" for the cluster-wide record (no project).
     scope = models.CharField(max_length=16, default="project")
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
     error = models.TextField(blank=True)
@@ -28,16 +45,37 @@ class ProvisioningRecord(models.Model):
     provisioned_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        ordering = ["project_id", "cluster__name"]
         constraints = [
             models.UniqueConstraint(
+                fields=["project", "cluster"],
+                condition=Q(project__isnull=False, cluster__isnull=False),
+                name="provisioning_project_cluster_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["project"],
+                condition=Q(project__isnull=False, cluster__isnull=True),
+                name="provisioning_project_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["cluster"],
+                condition=Q(project__isnull=True, cluster__isnull=False),
+                name="provisioning_cluster_wide_unique",
+            ),
+            models.UniqueConstraint(
                 fields=["scope"],
-                condition=Q(project__isnull=True),
+                condition=Q(project__isnull=True, cluster__isnull=True),
                 name="provisioning_cluster_unique",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.project or 'cluster'}: {self.state}"
+        return f"{self.project or 'cluster-wide'} in {self.where}: {self.state}"
+
+    @property
+    def where(self) -> str:
+        """The cluster's name, as users and operators read it."""
+        return self.cluster.name if self.cluster_id else "every cluster"
 
 
 class SchedulerState(models.Model):

@@ -90,6 +90,13 @@ from .operators import (
     tier_for_operator,
 )
 from .prices import UsagePrices, usage_prices
+from .provisioning import (
+    cluster_organizations,
+    organization_clusters,
+    organization_may_use,
+    project_provisioning,
+    provisioning_counts,
+)
 from .quotas import (
     QuotaUse,
     quota_class_most_granted,
@@ -125,7 +132,6 @@ from .workloads import (
     organization_workloads,
     placements_ended,
     placements_ran,
-    project_provisioning,
     workload_cancel_permitted,
     workload_clock,
     workload_events,
@@ -166,6 +172,7 @@ __all__ = [
     "cluster_capacity",
     "cluster_named",
     "cluster_names",
+    "cluster_organizations",
     "cluster_overview",
     "cluster_states",
     "estimate_calibration",
@@ -185,7 +192,9 @@ __all__ = [
     "node_for_operator",
     "nodes_for_operator",
     "notebooks_running",
+    "organization_clusters",
     "organization_for_operator",
+    "organization_may_use",
     "organization_workloads",
     "past_usage",
     "pending_workload_counts",
@@ -200,6 +209,7 @@ __all__ = [
     "pools_for_operator",
     "project_namespaces",
     "project_provisioning",
+    "provisioning_counts",
     "queue_across_tenants",
     "quota_class_most_granted",
     "quota_grant_history",

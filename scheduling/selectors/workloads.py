@@ -10,7 +10,7 @@ from portal.errors import NotFound
 from tenants.models import Organization, Project
 from tenants.permissions import Action, Caller, authorize, role_allows
 
-from ..models import Eviction, Placement, ProvisioningRecord, Workload, WorkloadEvent
+from ..models import Eviction, Placement, Workload, WorkloadEvent
 
 
 def workloads_as_shown(workloads: QuerySet[Workload]) -> QuerySet[Workload]:
@@ -85,12 +85,6 @@ def workload_clock(workload: Workload, *, now: datetime) -> WorkloadClock:
 def workload_events(*, workload: Workload) -> QuerySet[WorkloadEvent]:
     """The timeline of a workload the caller already reached through `workload_get`."""
     return workload.events.order_by("at", "id")
-
-
-def project_provisioning(*, caller: Caller, project: Project) -> ProvisioningRecord | None:
-    """Where the provisioning of the project's namespace stands (None: not started yet)."""
-    authorize(caller=caller, organization=project.organization, action=Action.WORKLOAD_VIEW)
-    return ProvisioningRecord.objects.filter(project=project).first()
 
 
 def placements_ran(*, since_pk: int = 0) -> QuerySet[Placement]:

@@ -54,6 +54,7 @@ from .operators import (
 from .provisioning import (
     cluster_manifests,
     cluster_provision,
+    cluster_provisioning_give_up,
     project_deprovision,
     project_provision,
     provisioning_give_up,
@@ -119,6 +120,7 @@ __all__ = [
     "cluster_inventory_sync",
     "cluster_manifests",
     "cluster_provision",
+    "cluster_provisioning_give_up",
     "cluster_reconcile",
     "cluster_unanswered",
     "evictions_record",

@@ -369,22 +369,34 @@ def workloads_launch(*, workload_ids: Sequence, backend: ClusterBackend) -> list
         ProvisioningRecord.objects.filter(
             project__in={workload.project_id for workload in due},
             state=ProvisioningRecord.State.READY,
-        ).values_list("project_id", flat=True)
+        ).values_list("project_id", "cluster_id")
     )
     launched: list[Workload] = []
     try:
         for workload in due:
-            if workload.project_id in ready and _launch(workload, backend=backend):
+            if _namespace_ready(workload, ready=ready) and _launch(workload, backend=backend):
                 launched.append(workload)
     finally:
         # What reached the cluster is recorded even when a later launch raised.
         _launched_record(launched)
-    waiting = sorted({w.project.namespace for w in due if w.project_id not in ready})
+    waiting = sorted({w.project.namespace for w in due if not _namespace_ready(w, ready=ready)})
     if waiting:
         raise ClusterError(
             f"Namespace {', '.join(waiting)} is not provisioned yet.", retryable=True
         )
     return launched
+
+
+def _namespace_ready(workload: Workload, *, ready: set[tuple]) -> bool:
+    """Whether the project's namespace is provisioned in the cluster the workload is placed in
+    (`ready`: the (project, cluster) pairs of the ready records). A record of no cluster is
+    the settings' backend's, which reaches every cluster it drives."""
+    placements = workload.placements.all()
+    current = [p for p in placements if p.started_at == workload.admitted_at] or placements
+    clusters = {placement.node.pool.cluster_id for placement in current}
+    return (workload.project_id, None) in ready or (
+        bool(clusters) and all((workload.project_id, cluster) in ready for cluster in clusters)
+    )
 
 
 def workload_launch(*, workload_id, backend: ClusterBackend) -> Workload | None:

@@ -1,6 +1,8 @@
-"""Provisioning: what the cluster must hold for the portal (priority classes, node labels and
-taints) and for each project (namespace, quota, limits, role binding, network policy).
-Re-running changes nothing; a retryable failure is raised for the task to retry."""
+"""Provisioning: what each cluster must hold for the portal (priority classes, node labels and
+taints) and for each project (namespace, quota, limits, role binding, network policy), in
+every cluster its organization may use (`selectors.organization_clusters`), each cluster's
+outcome on a record of its own. Re-running changes nothing; a retryable failure is raised for
+the task to retry."""
 
 from portal import clock
 from portal.events import Event, publish
@@ -21,6 +23,8 @@ from ..models import (
     ProvisioningRecord,
     Workload,
 )
+from ..selectors.cluster import cluster_named
+from ..selectors.provisioning import organization_may_use
 from ..specs_from_models import (
     node_spec,
     project_spec,
@@ -30,19 +34,26 @@ from .clusters import workloads_in
 from .lifecycle import workload_end, workload_objects_delete
 
 
-def _provisioning_record(project: Project | None) -> ProvisioningRecord:
-    if project is None:
-        record, _ = ProvisioningRecord.objects.get_or_create(project=None, scope="cluster")
-    else:
-        record, _ = ProvisioningRecord.objects.get_or_create(project=project)
+def _provisioning_record(project: Project | None, cluster: Cluster | None) -> ProvisioningRecord:
+    """The record of the project (None: the cluster-wide objects) in the cluster (None: the
+    settings' backend)."""
+    record, _ = ProvisioningRecord.objects.select_related("cluster").get_or_create(
+        project=project, cluster=cluster, defaults={"scope": "project" if project else "cluster"}
+    )
     return record
+
+
+def _cluster_label(record: ProvisioningRecord) -> str:
+    return record.cluster.name if record.cluster_id else ""
 
 
 def _provisioning_result(record: ProvisioningRecord, *, error: ClusterError | None, done: str):
     record.attempts += 1
     if error is not None:
         outcome = "retryable" if error.retryable else "permanent"
-        metrics.PROVISIONING_FAILURES.labels(scope=record.scope, outcome=outcome).inc()
+        metrics.PROVISIONING_FAILURES.labels(
+            scope=record.scope, cluster=_cluster_label(record), outcome=outcome
+        ).inc()
     if error is None:
         record.state, record.error = done, ""
         record.provisioned_at = clock.now()
@@ -55,26 +66,43 @@ def _provisioning_result(record: ProvisioningRecord, *, error: ClusterError | No
         raise error
 
 
-def provisioning_give_up(project_id=None, cluster=None, *, reason: str) -> ProvisioningRecord:
-    """The cluster (named, if the task named one) kept failing: record why, for the project's
-    users and for operators."""
-    project = Project.objects.filter(pk=project_id).first() if project_id else None
-    record = _provisioning_record(project)
-    metrics.PROVISIONING_FAILURES.labels(scope=record.scope, outcome="gave_up").inc()
+def _give_up(record: ProvisioningRecord, *, reason: str) -> ProvisioningRecord:
+    metrics.PROVISIONING_FAILURES.labels(
+        scope=record.scope, cluster=_cluster_label(record), outcome="gave_up"
+    ).inc()
     record.state = ProvisioningRecord.State.FAILED
-    where = f" in cluster {cluster}" if cluster else ""
+    where = f" in cluster {record.cluster.name}" if record.cluster_id else ""
     record.error = f"Gave up after retries{where}: {reason}"
     record.save(update_fields=["state", "error", "updated_at"])
     return record
 
 
+def provisioning_give_up(project_id, cluster: str | None = None, *, reason: str):
+    """A project's provisioning (or deprovisioning) in the named cluster kept failing: record
+    why on that cluster's record, for the project's users and for operators. None when the
+    project no longer exists."""
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return None
+    return _give_up(_provisioning_record(project, cluster_named(cluster or "")), reason=reason)
+
+
+def cluster_provisioning_give_up(cluster: str | None = None, *, reason: str) -> ProvisioningRecord:
+    """The cluster-wide provisioning of the named cluster kept failing: record why."""
+    return _give_up(_provisioning_record(None, cluster_named(cluster or "")), reason=reason)
+
+
 def provisioning_rerun(*, caller: Caller, record: ProvisioningRecord) -> None:
-    """An operator has a project's provisioning (or the cluster's) run again by the worker."""
+    """An operator has one record's provisioning run again by the worker, in its cluster (a
+    record of no cluster: in every cluster): a deleted project's is removed again."""
     require_operator(caller)
-    if record.project_id:
-        publish(Event.PROJECT_CHANGED, project_id=str(record.project_id))
+    where = {"cluster": record.cluster.name} if record.cluster_id else {}
+    if record.project_id is None:
+        publish(Event.CLUSTER_CHANGED, **where)
+    elif record.project.deleted_at is not None:
+        publish(Event.PROJECT_DELETED, project_id=str(record.project_id), **where)
     else:
-        publish(Event.CLUSTER_CHANGED)
+        publish(Event.PROJECT_CHANGED, project_id=str(record.project_id), **where)
 
 
 def _apply_all(backend: ClusterBackend, manifests: list[dict]) -> ClusterError | None:
@@ -86,14 +114,29 @@ def _apply_all(backend: ClusterBackend, manifests: list[dict]) -> ClusterError |
     return None
 
 
-def project_provision(*, project_id, backend: ClusterBackend) -> ProvisioningRecord:
+def project_provision(
+    *, project_id, backend: ClusterBackend, cluster: Cluster | None = None
+) -> ProvisioningRecord | None:
     """Ensure the project's namespace, quota, limits, service account, role binding and
-    network policy. Re-running changes nothing; a retryable failure is raised for a retry."""
+    network policy in the cluster (None: wherever the settings' backend reaches), if its
+    organization may use the cluster or the cluster already holds it. Re-running changes
+    nothing; a retryable failure is raised for a retry. The cluster's record; None when there
+    is nothing to do (the project is deleted, or its organization may not use the cluster)."""
     project = Project.objects.select_related("organization").get(pk=project_id)
-    record = _provisioning_record(project)
+    held = ProvisioningRecord.objects.filter(project=project, cluster=cluster).exclude(
+        state=ProvisioningRecord.State.REMOVED
+    )
     if project.deleted_at is not None:
-        return record
-    error = _apply_all(backend, project_manifests(project_spec(project)))
+        return held.first()
+    if (
+        cluster is not None
+        and not organization_may_use(organization_id=project.organization_id, cluster=cluster)
+        and not held.exists()
+    ):
+        return None
+    record = _provisioning_record(project, cluster)
+    spec = project_spec(project, region=cluster.region if cluster else None)
+    error = _apply_all(backend, project_manifests(spec))
     _provisioning_result(record, error=error, done=ProvisioningRecord.State.READY)
     return record
 
@@ -102,7 +145,7 @@ def project_deprovision(
     *, project_id, backend: ClusterBackend, cluster: Cluster | None = None
 ) -> ProvisioningRecord:
     """Stop the project's workloads (those placed in the cluster, and those never placed;
-    None: all of them), then remove its objects from the cluster."""
+    None: all of them), then remove its objects from the cluster. The cluster's record."""
     project = Project.objects.select_related("organization").get(pk=project_id)
     ended = Workload.objects.filter(project=project).exclude(state__in=Workload.FINAL_STATES)
     if cluster is not None:
@@ -118,7 +161,7 @@ def project_deprovision(
     undeleted = Workload.objects.filter(project=project, objects_deleted_at__isnull=True)
     for workload in workloads_in(undeleted, cluster, active=False):
         workload_objects_delete(workload_id=workload.pk, backend=backend)
-    record = _provisioning_record(project)
+    record = _provisioning_record(project, cluster)
     error = None
     try:
         manifests_delete(backend, list(reversed(project_manifests(project_spec(project)))))
@@ -132,8 +175,8 @@ def cluster_provision(
     *, backend: ClusterBackend, cluster: Cluster | None = None
 ) -> ProvisioningRecord:
     """Priority classes for the tiers; labels and taints of every node of the cluster's pools
-    (None: of every pool)."""
-    record = _provisioning_record(None)
+    (None: of every pool). The cluster's cluster-wide record."""
+    record = _provisioning_record(None, cluster)
     error = _apply_all(
         backend, [priority_class_manifest(tier_spec(tier)) for tier in PriorityTier.objects.all()]
     )

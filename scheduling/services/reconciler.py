@@ -12,15 +12,17 @@ nothing.
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
 from portal import clock
 from tenants.models import Project
 
 from ..cluster import ClusterBackend, ClusterError
 from ..models import Cluster, ProvisioningRecord, Workload
+from ..selectors.provisioning import cluster_organizations
 from .clusters import workloads_in
 from .lifecycle import workload_launch, workload_objects_delete
 from .provisioning import project_deprovision, project_provision
@@ -66,7 +68,8 @@ def cluster_reconcile(
 ) -> Reconciled:
     """Launch the workloads admitted but not launched, delete the objects of those due for
     teardown (those placed in the cluster; None: in every cluster), provision and deprovision
-    the projects whose task was lost.
+    in the cluster the projects whose task was lost there, and provision there the projects it
+    has not held yet (a cluster added later).
 
     A launch that started and did not finish within the grace was lost with its worker. One
     that never started may only be waiting behind a burst: it counts as lost once the grace
@@ -88,35 +91,57 @@ def cluster_reconcile(
     ).values_list("pk", flat=True)
     wall = clock.wall()
     stale = wall - max(grace, PROVISIONING_STALE_AFTER)
-    unprovisioned = Project.objects.filter(
-        Q(provisioning__isnull=True)
-        | Q(
-            provisioning__state=ProvisioningRecord.State.PENDING, provisioning__updated_at__lt=stale
-        ),
-        deleted_at__isnull=True,
-        created_at__lt=wall - grace,
-    ).values_list("pk", flat=True)
-    # Deleted, and its record untouched since (or for longer than the task's retries last).
-    undeprovisioned = (
-        Project.objects.filter(deleted_at__lt=wall - grace)
-        .filter(
-            Q(provisioning__isnull=True)
-            | Q(provisioning__updated_at__lt=F("deleted_at"))
-            | Q(provisioning__updated_at__lt=stale)
-        )
-        .exclude(
-            provisioning__state__in=[
-                ProvisioningRecord.State.REMOVED,
-                ProvisioningRecord.State.FAILED,
-            ]
-        )
-        .values_list("pk", flat=True)
-    )
     return Reconciled(
         launched=_each(workload_launch, unlaunched, id_name="workload_id", backend=backend),
         torn_down=_each(workload_objects_delete, undeleted, id_name="workload_id", backend=backend),
-        provisioned=_each(project_provision, unprovisioned, id_name="project_id", backend=backend),
-        deprovisioned=_each(
-            project_deprovision, undeprovisioned, id_name="project_id", backend=backend
+        provisioned=_each(
+            partial(project_provision, cluster=cluster),
+            _unprovisioned(cluster, created_before=wall - grace, stale=stale),
+            id_name="project_id",
+            backend=backend,
         ),
+        deprovisioned=_each(
+            partial(project_deprovision, cluster=cluster),
+            _undeprovisioned(cluster, deleted_before=wall - grace, stale=stale),
+            id_name="project_id",
+            backend=backend,
+        ),
+    )
+
+
+def _records_here(cluster: Cluster | None) -> QuerySet[ProvisioningRecord]:
+    """The projects' provisioning records of the cluster (None: of the settings' backend)."""
+    return ProvisioningRecord.objects.filter(project=OuterRef("pk"), cluster=cluster)
+
+
+def _unprovisioned(cluster: Cluster | None, *, created_before, stale) -> QuerySet:
+    """The projects the cluster should hold and has no record of (a cluster added since gets
+    every project of the organizations that may use it), or a pending record untouched for
+    longer than the task's retries last."""
+    projects = Project.objects.filter(deleted_at__isnull=True, created_at__lt=created_before)
+    organizations = cluster_organizations(cluster=cluster)
+    if organizations is not None:
+        projects = projects.filter(organization_id__in=organizations)
+    lost = _records_here(cluster).filter(
+        state=ProvisioningRecord.State.PENDING, updated_at__lt=stale
+    )
+    return projects.filter(~Exists(_records_here(cluster)) | Exists(lost)).values_list(
+        "pk", flat=True
+    )
+
+
+def _undeprovisioned(cluster: Cluster | None, *, deleted_before, stale) -> QuerySet:
+    """The deleted projects whose record in the cluster is missing, or untouched since the
+    deletion (or for longer than the task's retries last) and neither removed nor failed."""
+    untouched = _records_here(cluster).filter(
+        Q(updated_at__lt=F("project__deleted_at")) | Q(updated_at__lt=stale)
+    )
+    settled = _records_here(cluster).filter(
+        state__in=[ProvisioningRecord.State.REMOVED, ProvisioningRecord.State.FAILED]
+    )
+    return (
+        Project.objects.filter(deleted_at__lt=deleted_before)
+        .filter(~Exists(_records_here(cluster)) | Exists(untouched))
+        .exclude(Exists(settled))
+        .values_list("pk", flat=True)
     )

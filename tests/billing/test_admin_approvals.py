@@ -11,7 +11,7 @@ from billing import tasks as billing_tasks
 from billing.models import Invoice, Order
 from portal import clock
 from scheduling import tasks as scheduling_tasks
-from scheduling.models import ProvisioningRecord, QuotaRequest, Reservation
+from scheduling.models import Cluster, ProvisioningRecord, QuotaRequest, Reservation
 from tenants.permissions import Caller
 
 from .test_services_approvals import KINDS, _order, _quota_request, _reservation
@@ -126,29 +126,40 @@ def test_retrying_a_failed_order_queues_its_fulfilment_again(
     assert queued == [{"order_id": str(made.pk)}]
 
 
-def test_running_a_projects_provisioning_again_queues_it(
-    finance, ai_dev, django_capture_on_commit_callbacks
-):
-    record = ProvisioningRecord.objects.create(project=ai_dev)
-    with django_capture_on_commit_callbacks() as callbacks:
+def rerun(finance, record, capture) -> list:
+    with capture() as callbacks:
         finance.post(
             "/admin/scheduling/provisioningrecord/",
             {"action": "reprovision", "_selected_action": [record.pk]},
         )
-    queued = [c for c in callbacks if c.func == scheduling_tasks.project_provision.delay]
+    return callbacks
+
+
+def test_running_a_projects_provisioning_again_queues_it(
+    finance, ai_dev, django_capture_on_commit_callbacks
+):
+    record = ProvisioningRecord.objects.create(project=ai_dev)
+    callbacks = rerun(finance, record, django_capture_on_commit_callbacks)
+    queued = [c for c in callbacks if c.func == scheduling_tasks.project_provision_in_cluster]
     assert [c.keywords for c in queued] == [{"project_id": str(ai_dev.pk)}]
+
+
+def test_running_a_projects_provisioning_again_in_one_cluster_queues_it_there(
+    finance, ai_dev, django_capture_on_commit_callbacks
+):
+    us_east = Cluster.objects.create(name="us-east", region="us-east", backend="simulated")
+    record = ProvisioningRecord.objects.create(project=ai_dev, cluster=us_east)
+    callbacks = rerun(finance, record, django_capture_on_commit_callbacks)
+    queued = [c for c in callbacks if c.func == scheduling_tasks.project_provision_in_cluster]
+    assert [c.keywords for c in queued] == [{"project_id": str(ai_dev.pk), "cluster": "us-east"}]
 
 
 def test_running_the_clusters_provisioning_again_queues_it(
     finance, db, django_capture_on_commit_callbacks
 ):
     record = ProvisioningRecord.objects.create(project=None, scope="cluster")
-    with django_capture_on_commit_callbacks() as callbacks:
-        finance.post(
-            "/admin/scheduling/provisioningrecord/",
-            {"action": "reprovision", "_selected_action": [record.pk]},
-        )
-    assert [c.func for c in callbacks] == [scheduling_tasks.cluster_provision.delay]
+    callbacks = rerun(finance, record, django_capture_on_commit_callbacks)
+    assert [c.func for c in callbacks] == [scheduling_tasks.cluster_provision_in_cluster]
 
 
 def issued(organization, operator) -> Invoice:

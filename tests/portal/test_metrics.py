@@ -21,9 +21,18 @@ from billing.models import BillingRecord
 from portal import clock
 from scheduling import services
 from scheduling.backends import get_backend
-from scheduling.models import Cluster, GpuClass, NodePool, Reservation, Workload
+from scheduling.models import (
+    Cluster,
+    GpuClass,
+    NodePool,
+    ProvisioningRecord,
+    Reservation,
+    Workload,
+)
 from tenants.models import Organization, Project
 from tenants.tasks import invitation_email_send
+
+from ..factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -261,12 +270,24 @@ def test_a_retried_task_is_counted_by_name(client, token, monkeypatch):
     assert value(family, "portal_celery_task_retries_total", task=name) == before + 1
 
 
-def test_provisioning_that_gives_up_is_counted(client, token):
-    labels = {"scope": "cluster", "outcome": "gave_up"}
+def test_provisioning_that_gives_up_is_counted_by_cluster(client, token):
+    labels = {"scope": "cluster", "cluster": "", "outcome": "gave_up"}
     before = REGISTRY.get_sample_value("portal_provisioning_failures_total", labels) or 0
-    services.provisioning_give_up(reason="the API server answered 500 ten times")
+    services.cluster_provisioning_give_up(reason="the API server answered 500 ten times")
     family = scrape(client)["portal_provisioning_failures"]
     assert value(family, "portal_provisioning_failures_total", **labels) == before + 1
+
+
+def test_provisioning_records_are_counted_by_cluster_and_state(client, token):
+    project = ProjectFactory()
+    for name, state in (("eu-west", "ready"), ("us-east", "failed")):
+        cluster = Cluster.objects.create(name=name, region=name, backend="simulated")
+        ProvisioningRecord.objects.create(project=project, cluster=cluster, state=state)
+    family = scrape(client)["portal_provisioning_records"]
+    assert samples(family) == {
+        frozenset({"cluster": "eu-west", "scope": "project", "state": "ready"}.items()): 1,
+        frozenset({"cluster": "us-east", "scope": "project", "state": "failed"}.items()): 1,
+    }
 
 
 def test_every_collector_read_the_database(client, token, demo):

@@ -29,9 +29,9 @@ def test_another_tenant_gets_a_404_for_the_most_granted_quota_class(bruno, acme,
         selectors.quota_class_most_granted(caller=Caller(user=bruno), organization=acme)
 
 
-def test_a_projects_provisioning_is_its_record(mia, ai_dev):
+def test_a_projects_provisioning_is_its_records(mia, ai_dev):
     record = ProvisioningRecord.objects.create(project=ai_dev)
-    assert selectors.project_provisioning(caller=Caller(user=mia), project=ai_dev) == record
+    assert selectors.project_provisioning(caller=Caller(user=mia), project=ai_dev) == [record]
 
 
 def test_another_tenant_gets_a_404_for_a_projects_provisioning(bruno, ai_dev):

@@ -90,7 +90,7 @@ def test_approval_raises_the_grant_and_reprovisions_the_namespaces(
     with django_capture_on_commit_callbacks() as callbacks:
         services.quota_request_approve(caller=Caller(user=operator), quota_request=quota_request)
     grant = h100_grant(acme, project__isnull=True)
-    provisioning = [c for c in callbacks if c.func == tasks.project_provision.delay]
+    provisioning = [c for c in callbacks if c.func == tasks.project_provision_in_cluster]
     assert ((grant.guarantee, grant.limit), len(provisioning)) == ((72, 72), 1)
 
 

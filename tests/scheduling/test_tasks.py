@@ -8,6 +8,8 @@ from scheduling import services, tasks
 from scheduling.cluster import ClusterError
 from scheduling.models import ProvisioningRecord, Workload
 
+from ..factories import ProjectFactory
+
 pytestmark = pytest.mark.django_db
 
 
@@ -122,3 +124,22 @@ def test_with_cluster_queues_a_launch_in_no_queue_is_redone_after_the_grace(subm
         connection.default_channel.queue_purge(tasks.cluster_route("eu-west")["queue"])
     clock.advance(seconds=settings.PORTAL_RECONCILE_SECONDS + 1)
     assert tasks.cluster_reconcile("eu-west")["launched"] == 1
+
+
+def test_a_rerun_of_one_clusters_record_is_queued_on_that_clusters_queue(cluster, ai_dev, settings):
+    settings.PORTAL_CLUSTER_QUEUES = True
+    queue = tasks.cluster_route("us-east")["queue"]
+    with app.connection_for_write() as connection:
+        connection.default_channel.queue_purge(queue)
+    try:
+        tasks.project_provision_in_cluster(project_id=str(ai_dev.pk), cluster="us-east")
+        assert queue_depth(tasks.project_provision.name, queue=queue) == 1
+    finally:
+        with app.connection_for_write() as connection:
+            connection.default_channel.queue_purge(queue)
+
+
+def test_the_provisioning_task_skips_a_cluster_the_organization_may_not_use(cluster, globex):
+    web = ProjectFactory(organization=globex, slug="web")  # no H100 quota; eu-west is H100 only
+    assert tasks.project_provision(str(web.pk), "eu-west") is None
+    assert not ProvisioningRecord.objects.filter(project=web).exists()

@@ -33,6 +33,7 @@ from scheduling.models import (
     QuotaGrant,
     Reservation,
     SchedulerState,
+    SimulatedClusterState,
     SimulatedObject,
     Workload,
 )
@@ -85,6 +86,41 @@ def submit(client, name: str, **fields):
     response = client.post(WORKLOADS, body, format="json")
     assert response.status_code == 201, response.content
     return response.json()
+
+
+def test_a_new_project_is_provisioned_in_each_cluster_through_the_worker(
+    simulated, alice, api_as, celery_worker
+):
+    """us-east does not answer at first: eu-west's namespace is ready, us-east's record says
+    the worker retries; once us-east answers, a retry makes it ready there too."""
+    SimulatedClusterState.objects.create(cluster="us-east", answering=False)
+    response = api_as(alice).post(
+        "/api/v1/organizations/acme/projects/", {"slug": "vision", "name": "Vision"}, format="json"
+    )
+    assert response.status_code == 201
+
+    def records() -> dict:
+        return dict(
+            ProvisioningRecord.objects.filter(project__slug="vision").values_list(
+                "cluster__name", "state"
+            )
+        )
+
+    wait_for(lambda: records().get("eu-west") == "ready", state=records)
+    retrying = wait_for(
+        lambda: ProvisioningRecord.objects.filter(
+            project__slug="vision", cluster__name="us-east", error__startswith="Retrying"
+        ).first(),
+        state=records,
+    )
+    assert retrying.state == "pending"
+    SimulatedClusterState.objects.filter(cluster="us-east").update(answering=True)
+    wait_for(lambda: records() == {"eu-west": "ready", "us-east": "ready"}, state=records)
+    assert set(
+        SimulatedObject.objects.filter(kind="Namespace", name="acme-vision").values_list(
+            "cluster", flat=True
+        )
+    ) == {"eu-west", "us-east"}
 
 
 def test_a_workload_goes_from_project_to_success_through_the_worker(
