@@ -192,23 +192,19 @@ def books(request):
     form = UsageMonthForm(request.GET)
     now = clock.now()
     year, month = form.year_month() or (now.year, now.month)
-    starts_at, ends_at = month_bounds(year, month)
-    found = selectors.books_for_operator(
-        caller=caller_of(request), starts_at=starts_at, ends_at=ends_at
-    )
+    kept = selectors.month_books_for_operator(caller=caller_of(request), year=year, month=month)
     kind = request.GET.get("format")
     if kind in ("csv", "json"):
-        return exports.books_file(found, kind, starts_at=starts_at, ends_at=ends_at)
+        return exports.books_file(kept, kind)
     return render(
         request,
         "billing/books.html",
         {
             "form": form,
             "month": f"{year}-{month:02d}",
-            "starts_at": starts_at,
-            "ends_at": ends_at,
-            "pools": [(pool, charts.books_by_category(pool.hours)) for pool in found],
-            "revenue_drafts": found[0].revenue_drafts if found else 0,
+            "kept": kept,
+            "refresh_seconds": settings.PORTAL_BOOKS_REFRESH_SECONDS,
+            "pools": [(pool, charts.books_by_category(pool.hours)) for pool in kept.pools],
             "legend": charts.books_legend(),
             "bar_width": charts.POOL_BAR_WIDTH,
             "currency": settings.PORTAL_CURRENCY,

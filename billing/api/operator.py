@@ -11,7 +11,6 @@ from rest_framework.response import Response
 
 from billing import exports, selectors, services
 from billing.models import CostModel, Credit, Invoice, Order
-from billing.pricing import month_bounds
 from portal.api.serializers import ReasonInput
 from portal.api.views import list_response, validated
 from portal.bounds import FIRST_YEAR, LAST_YEAR, year_in_range
@@ -259,10 +258,9 @@ class CostModelCollectionApi(OperatorCollectionApiView):
         return Response(CostModelOutput(version).data, status=status.HTTP_201_CREATED)
 
 
-def _month(year: int, month: int):
+def _month_check(year: int, month: int) -> None:
     if not (1 <= month <= 12 and year_in_range(year)):
         raise NotFound(f"No such month (years {FIRST_YEAR} to {LAST_YEAR}, months 1 to 12).")
-    return month_bounds(year, month)
 
 
 class BooksApi(OperatorApiView):
@@ -275,11 +273,9 @@ class BooksApi(OperatorApiView):
         " reservations and guarantees that sat idle most.",
     )
     def get(self, request, year: int, month: int):
-        starts_at, ends_at = _month(year, month)
-        books = selectors.books_for_operator(
-            caller=caller_of(request), starts_at=starts_at, ends_at=ends_at
-        )
-        return Response(PoolBooksOutput(books, many=True).data)
+        _month_check(year, month)
+        kept = selectors.month_books_for_operator(caller=caller_of(request), year=year, month=month)
+        return Response(PoolBooksOutput(kept.pools, many=True).data)
 
 
 class BooksExportApi(OperatorApiView):
@@ -290,10 +286,8 @@ class BooksExportApi(OperatorApiView):
         " category) or `json`.",
     )
     def get(self, request, year: int, month: int, kind: str):
-        starts_at, ends_at = _month(year, month)
+        _month_check(year, month)
         if kind not in ("csv", "json"):
             raise NotFound("The books export as csv or json.")
-        books = selectors.books_for_operator(
-            caller=caller_of(request), starts_at=starts_at, ends_at=ends_at
-        )
-        return exports.books_file(books, kind, starts_at=starts_at, ends_at=ends_at)
+        kept = selectors.month_books_for_operator(caller=caller_of(request), year=year, month=month)
+        return exports.books_file(kept, kind)

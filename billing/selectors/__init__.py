@@ -9,6 +9,7 @@ public names are importable from here.
 - budgets: budgets with what their scope spent
 - credits: the preemption contract's credits as invoice lines
 - books: the operator's books: each pool's hours by category, cost, revenue, margin
+- books_kept: a month's books computed once and kept until their inputs change
 """
 
 from ..pricing import offered_to, price_in_force
@@ -16,11 +17,11 @@ from .books import (
     PoolBooks,
     Showback,
     books,
-    books_for_operator,
     pool_allocation,
     pool_capacity_spans,
     showback,
 )
+from .books_kept import KeptBooks, month_books, month_books_for_operator
 from .budgets import budget_get, budget_list, budget_spent
 from .catalog import UnpricedResource, catalog_for, resources_unpriced, usage_prices
 from .credits import CreditLine, contract_credit_lines
@@ -74,6 +75,7 @@ from .usage import (
 __all__ = [
     "LINE_KEY",
     "CreditLine",
+    "KeptBooks",
     "PackageCharge",
     "PendingApprovals",
     "PoolBooks",
@@ -83,7 +85,6 @@ __all__ = [
     "UsageSummary",
     "approvals_pending",
     "books",
-    "books_for_operator",
     "budget_get",
     "budget_list",
     "budget_spent",
@@ -107,6 +108,8 @@ __all__ = [
     "invoice_periods",
     "invoices_for_operator",
     "invoices_of_month",
+    "month_books",
+    "month_books_for_operator",
     "months_to_draft",
     "offered_to",
     "order_for_operator",

@@ -394,6 +394,9 @@ PORTAL_BOOKS_IDLE_SHARING = os.environ.get("PORTAL_BOOKS_IDLE_SHARING", "apart")
 if PORTAL_BOOKS_IDLE_SHARING not in ("apart", "usage", "guarantees"):
     raise ValueError("PORTAL_BOOKS_IDLE_SHARING is apart, usage or guarantees.")
 PORTAL_BOOKS_SHOWBACK = env_bool("PORTAL_BOOKS_SHOWBACK", False)
+# The books of the month under way (the staff page, the operator API, /metrics) are computed
+# again at most this often (seconds); an ended month's are kept until what they read changes.
+PORTAL_BOOKS_REFRESH_SECONDS = int(os.environ.get("PORTAL_BOOKS_REFRESH_SECONDS", "300"))
 # The longest window one reservation may ask for (hours).
 PORTAL_RESERVATION_MAX_HOURS = int(os.environ.get("PORTAL_RESERVATION_MAX_HOURS", "336"))
 # An evicted workload goes back to the queue at most this many times, after a backoff that
