@@ -62,7 +62,11 @@ def month_books(*, year: int, month: int, so_far: bool = False) -> KeptBooks:
         key = f"{KEY_PREFIX}:{starts_at:%Y-%m}:{'so-far' if so_far else 'open'}"
         timeout = settings.PORTAL_BOOKS_REFRESH_SECONDS
     kept = cache.get(key)
-    if kept is None:
+    # The cache's expiry follows the machine's time; the portal's clock may run ahead of it.
+    if kept is None or (
+        not closed
+        and (now - kept.computed_at).total_seconds() >= settings.PORTAL_BOOKS_REFRESH_SECONDS
+    ):
         period_end = now if so_far and not closed else ends_at
         kept = KeptBooks(
             pools=books(starts_at=starts_at, ends_at=period_end),
