@@ -9,10 +9,10 @@ import pytest
 
 from billing import services
 from billing.models import Invoice
-from billing.services import OrderRequest
 from billing.pricing import month_bounds
 from billing.selectors import books
 from billing.selectors.revenue import revenue
+from billing.services import OrderRequest
 from scheduling.models import GpuClass, NodePool
 from tenants.permissions import Caller
 
