@@ -1,7 +1,7 @@
 """The operator API of billing (`/api/v1/operator/…`): decisions on every organization's
 orders, its invoices (issue, void, credit notes) and credit grants; the books (cost models,
-each pool's hours, cost and margin). Staff only (404 to anyone
-else); every write through the services admin uses, audited as there."""
+each pool's hours, cost and margin, what each organization is shown of its showback). Staff
+only (404 to anyone else); every write through the services admin uses, audited as there."""
 
 from django.core.exceptions import ValidationError
 from drf_spectacular.types import OpenApiTypes
@@ -30,6 +30,8 @@ from .operator_serializers import (
     OperatorInvoiceOutput,
     OperatorOrderOutput,
     PoolBooksOutput,
+    ShowbackLevelInput,
+    ShowbackOfferOutput,
 )
 
 # Operators see every amount.
@@ -291,3 +293,42 @@ class BooksExportApi(OperatorApiView):
             raise NotFound("The books export as csv or json.")
         kept = selectors.month_books_for_operator(caller=caller_of(request), year=year, month=month)
         return exports.books_file(kept, kind)
+
+
+def _organization(caller, slug: str):
+    """The organization the path names (404 if none)."""
+    organization = tenant_selectors.organization_named(caller=caller, slug=slug, errors={})
+    if organization is None:
+        raise NotFound(f"No organization {slug!r}.")
+    return organization
+
+
+class ShowbackSettingApi(OperatorApiView):
+    @extend_schema(
+        operation_id="operator_showback_get",
+        responses=ShowbackOfferOutput,
+        description="What the organization is shown of its own showback: `off`, `hours`"
+        " (GPU-hours only) or `cost` (GPU-hours and their cost); `is_default`: nothing was set"
+        " for it, and the portal's default applies.",
+    )
+    def get(self, request, org_slug: str):
+        caller = caller_of(request)
+        offer = selectors.showback_offer_for_operator(
+            caller=caller, organization=_organization(caller, org_slug)
+        )
+        return Response(ShowbackOfferOutput(offer).data)
+
+    @extend_schema(
+        operation_id="operator_showback_set",
+        request=ShowbackLevelInput,
+        responses=ShowbackOfferOutput,
+        description="Set what the organization is shown of its own showback from now on"
+        " (audited `books.showback_set`, with the level before).",
+    )
+    def put(self, request, org_slug: str):
+        caller = caller_of(request)
+        organization = _organization(caller, org_slug)
+        level = validated(ShowbackLevelInput, request).validated_data["level"]
+        services.showback_level_set(caller=caller, organization=organization, level=level)
+        offer = selectors.showback_offer_for_operator(caller=caller, organization=organization)
+        return Response(ShowbackOfferOutput(offer).data)

@@ -10,17 +10,11 @@ public names are importable from here.
 - credits: the preemption contract's credits as invoice lines
 - books: the operator's books: each pool's hours by category, cost, revenue, margin
 - books_kept: a month's books computed once and kept until their inputs change
+- showback: an organization's part of the books, as the operator shows it
 """
 
 from ..pricing import offered_to, price_in_force
-from .books import (
-    PoolBooks,
-    Showback,
-    books,
-    pool_allocation,
-    pool_capacity_spans,
-    showback,
-)
+from .books import PoolBooks, books, pool_allocation, pool_capacity_spans
 from .books_kept import KeptBooks, month_books, month_books_for_operator
 from .budgets import budget_get, budget_list, budget_spent
 from .catalog import UnpricedResource, catalog_for, resources_unpriced, usage_prices
@@ -57,6 +51,13 @@ from .orders import (
     order_of_reservation,
     reservation_terms,
 )
+from .showback import (
+    Showback,
+    ShowbackOffer,
+    showback,
+    showback_level,
+    showback_offer_for_operator,
+)
 from .usage import (
     LINE_KEY,
     PackageCharge,
@@ -80,6 +81,7 @@ __all__ = [
     "PendingApprovals",
     "PoolBooks",
     "Showback",
+    "ShowbackOffer",
     "UnpricedResource",
     "UnpricedUse",
     "UsageSummary",
@@ -125,6 +127,8 @@ __all__ = [
     "reservation_terms",
     "resources_unpriced",
     "showback",
+    "showback_level",
+    "showback_offer_for_operator",
     "spend",
     "usage_prices",
     "usage_reconciliation_last",

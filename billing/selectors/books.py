@@ -6,20 +6,17 @@ what it earned (its invoices' lines, ``revenue``) and the margin."""
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from decimal import Decimal, localcontext
-from uuid import UUID
+from decimal import Decimal
 
 from django.conf import settings
 from django.db.models import Q
 
-from portal.errors import NotFound
 from portal.money import to_cents
 from portal.prometheus import PrometheusClient
 from scheduling import selectors as scheduling_selectors
 from scheduling.engine.model import mig_profile_slices
 from scheduling.models import GpuClass, NodePool, PriorityTier, QuotaGrant, Reservation
 from tenants.models import Organization, Project
-from tenants.permissions import Action, Caller, authorize
 
 from .. import costing
 from ..allocation import CATEGORIES, MILLI, SLICES_PER_GPU, UNITS_PER_GPU, Allocation, Layer, Span
@@ -349,72 +346,3 @@ def _idle_guarantees(allocation: Allocation) -> list[dict]:
         for owner, amount in top
         if amount > 0
     ]
-
-
-# Showback: what an organization's use cost the operator, and its share of idle.
-
-IDLE = ("reserved_idle", "guarantee_idle", "unallocated_idle")
-
-
-@dataclass(frozen=True)
-class Showback:
-    """One organization's part of one pool's books: its GPU-hours of use (its own
-    reservations' and outside them) at the pool's cost per GPU-hour, and its share of the
-    cost of the pool's idle hours under ``PORTAL_BOOKS_IDLE_SHARING``."""
-
-    pool: NodePool
-    used_hours: Decimal
-    usage_cost: Decimal
-    idle_cost: Decimal
-
-    @property
-    def total(self) -> Decimal:
-        return self.usage_cost + self.idle_cost
-
-
-def showback(
-    *, caller: Caller, organization: Organization, starts_at: datetime, ends_at: datetime
-) -> list[Showback]:
-    """The organization's showback of each GPU pool over [starts_at, ends_at), for its owners
-    and admins, when the operator turned showback on (``PORTAL_BOOKS_SHOWBACK``; off: 404)."""
-    if not settings.PORTAL_BOOKS_SHOWBACK:
-        raise NotFound("Showback is not offered.")
-    authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
-    found = []
-    watts = measured_watts(starts_at=starts_at, ends_at=ends_at)
-    for pool in scheduling_selectors.pool_list():
-        allocation = pool_allocation(pool=pool, starts_at=starts_at, ends_at=ends_at)
-        cost = pool_cost(pool=pool, starts_at=starts_at, ends_at=ends_at, watts=watts)
-        found.append(_pool_showback(pool, allocation, cost, organization.pk))
-    return found
-
-
-def _pool_showback(pool: NodePool, allocation: Allocation, cost: Decimal, organization_id):
-    total = allocation.total
-    owners = dict(
-        Reservation.objects.filter(pk__in=list(allocation.reservations)).values_list(
-            "pk", "organization_id"
-        )
-    )
-    used = defaultdict(int)
-    for (organization, _, _), amount in allocation.on_demand.items():
-        used[organization] += amount
-    held = defaultdict(int)
-    for key, parts in allocation.reservations.items():
-        owner = owners.get(UUID(key))
-        used[owner] += parts["used"]
-        held[owner] += parts["idle"]
-    for (owner, _), idle in allocation.guarantees.items():
-        held[owner] += idle
-    weights = {"apart": {}, "usage": used, "guarantees": held}[settings.PORTAL_BOOKS_IDLE_SHARING]
-    idle = sum(allocation.totals[name] for name in IDLE)
-    whole = sum(weights.values())
-    with localcontext(prec=60):
-        per_unit = cost / total if total else Decimal(0)
-        share = Decimal(weights.get(organization_id, 0)) / whole if whole else Decimal(0)
-        return Showback(
-            pool=pool,
-            used_hours=gpu_hours(used[organization_id]),
-            usage_cost=to_cents(per_unit * used[organization_id]),
-            idle_cost=to_cents(per_unit * idle * share),
-        )
