@@ -32,11 +32,11 @@ from .serializers import (
     InvoiceOutput,
     OrderInput,
     OrderOutput,
-    ShowbackOutput,
     UsageIntervalOutput,
     UsageOutput,
     UsageQuery,
 )
+from .showback_serializers import ShowbackOutput
 
 
 class CatalogListApi(CollectionApiView):

@@ -15,7 +15,7 @@ public names are importable from here.
 
 from ..pricing import offered_to, price_in_force
 from .books import PoolBooks, books, pool_allocation, pool_capacity_spans
-from .books_kept import KeptBooks, month_books, month_books_for_operator
+from .books_kept import KeptBooks, books_inputs_key, month_books, month_books_for_operator
 from .budgets import budget_get, budget_list, budget_spent
 from .catalog import UnpricedResource, catalog_for, resources_unpriced, usage_prices
 from .credits import CreditLine, contract_credit_lines
@@ -87,6 +87,7 @@ __all__ = [
     "UsageSummary",
     "approvals_pending",
     "books",
+    "books_inputs_key",
     "budget_get",
     "budget_list",
     "budget_spent",
