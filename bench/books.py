@@ -7,7 +7,9 @@ DATABASE_URL (a test database made for the run and dropped after).
 
 Prints one JSON line per size: the seconds to allocate (reading the rows included), the
 categories' GPU-hours, and whether they add up to the pool's hours exactly (to the
-microsecond). The issue's target: a 1,000-node month in under 60 s.
+microsecond); and the seconds to make the key under which an ended month's books are kept
+(``books_inputs_key``: what a request for an unchanged ended month costs instead of the
+allocation). The issue's target: a 1,000-node month in under 60 s.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/portal \
         nice python bench/books.py --sizes 1000000
@@ -105,6 +107,7 @@ def run(size: int, organizations: int, seed_value: int) -> dict:
             pool=pool, starts_at=MONTH_START, ends_at=MONTH_START + MONTH
         )
     )
+    inputs_key_s, _ = timed(lambda: selectors.books_inputs_key(MONTH_START, MONTH_START + MONTH))
     pool_units = Node.objects.count() * GPUS * UNITS_PER_GPU * (MONTH // timedelta(microseconds=1))
     per_hour = UNITS_PER_GPU * 3600 * 10**6
     return {
@@ -112,6 +115,7 @@ def run(size: int, organizations: int, seed_value: int) -> dict:
         "nodes": Node.objects.count(),
         "organizations": organizations,
         "allocate_s": allocate_s,
+        "inputs_key_s": inputs_key_s,
         "gpu_hours": {
             name: float(Decimal(units) / per_hour) for name, units in allocation.totals.items()
         },

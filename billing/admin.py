@@ -28,6 +28,7 @@ from .models import (
     InvoiceLine,
     Order,
     PriceVersion,
+    ShowbackSetting,
     UsageInterval,
     UsageReconciliation,
 )
@@ -210,6 +211,29 @@ class CostModelAdmin(AddOnlyAdmin):
         services.cost_model_add(
             caller=Caller(user=request.user),
             **{name: getattr(obj, name) for name in form.Meta.fields},
+        )
+
+
+@admin.register(ShowbackSetting)
+class ShowbackSettingAdmin(admin.ModelAdmin):
+    """What each organization is shown of its own showback: off, GPU-hours only, or GPU-hours
+    and cost (an organization not listed: ``PORTAL_BOOKS_SHOWBACK``). Set through the service,
+    audited; never deleted (set it off instead)."""
+
+    list_display = ["organization", "level", "updated_by", "updated_at"]
+    list_filter = ["level"]
+    search_fields = ["organization__slug", "organization__name"]
+    fields = ["organization", "level"]
+
+    def get_readonly_fields(self, request, obj=None) -> list[str]:
+        return ["organization"] if obj else []
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def save_model(self, request, obj, form, change) -> None:
+        services.showback_level_set(
+            caller=Caller(user=request.user), organization=obj.organization, level=obj.level
         )
 
 

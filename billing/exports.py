@@ -286,8 +286,8 @@ def pool_books_json(books) -> dict:
     """One pool's books (``selectors.PoolBooks``) as the operator API and the JSON export
     give them."""
     return {
-        "pool": books.pool.name,
-        "gpu_class": books.pool.gpu_class_name,
+        "pool": books.pool_name,
+        "gpu_class": books.gpu_class_name,
         "hours": {name: str(hours) for name, hours in books.hours.items()},
         "total_hours": str(books.total_hours),
         "cost": str(books.cost),
@@ -329,29 +329,31 @@ def pool_books_json(books) -> dict:
     }
 
 
-def books_json(books: list, *, starts_at, ends_at) -> str:
+def books_json(kept) -> str:
+    """A month's books (``selectors.KeptBooks``) as a JSON file for finance."""
     return json.dumps(
         {
-            "starts_at": starts_at.isoformat(),
-            "ends_at": ends_at.isoformat(),
-            "pools": [pool_books_json(pool) for pool in books],
+            "starts_at": kept.starts_at.isoformat(),
+            "ends_at": kept.ends_at.isoformat(),
+            "computed_at": kept.computed_at.isoformat(),
+            "closed": kept.closed,
+            "pools": [pool_books_json(pool) for pool in kept.pools],
         },
         indent=2,
     )
 
 
-def books_file(books: list, kind: str, *, starts_at, ends_at) -> HttpResponse:
-    """A month's books as a download, CSV or JSON (any other kind: 404), for the staff page
-    and the operator API alike."""
+def books_file(kept, kind: str) -> HttpResponse:
+    """A month's books (``selectors.KeptBooks``) as a download, CSV or JSON (any other kind:
+    404), for the staff page and the operator API alike."""
     if kind not in ("csv", "json"):
         raise NotFound("The books export as csv or json.")
     if kind == "csv":
-        body, content_type = books_csv(books), "text/csv"
+        body, content_type = books_csv(kept.pools), "text/csv"
     else:
-        body = books_json(books, starts_at=starts_at, ends_at=ends_at)
-        content_type = "application/json"
+        body, content_type = books_json(kept), "application/json"
     response = HttpResponse(body, content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="books-{starts_at:%Y-%m}.{kind}"'
+    response["Content-Disposition"] = f'attachment; filename="books-{kept.starts_at:%Y-%m}.{kind}"'
     return response
 
 
@@ -364,8 +366,8 @@ def books_csv(books: list) -> str:
         total = pool.total_hours
         for name, hours in pool.hours.items():
             row = {
-                "pool": pool.pool.name,
-                "gpu_class": pool.pool.gpu_class_name,
+                "pool": pool.pool_label,
+                "gpu_class": pool.gpu_class_name,
                 "category": name,
                 "gpu_hours": str(hours),
                 "cost": str(pool.costs[name]),

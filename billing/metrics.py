@@ -4,18 +4,12 @@ as the records are."""
 
 from decimal import Decimal
 
-from django.core.cache import cache
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from portal import clock
 
 from . import selectors
-from .pricing import billed_hours, month_of
-
-# The books of the month so far are an allocation of every pool's hours: computed at most
-# once in this many seconds, whoever scrapes.
-BOOKS_CACHE_SECONDS = 300
-BOOKS_CACHE_KEY = "billing:books-metrics"
+from .pricing import billed_hours
 
 
 def billing_metrics():
@@ -70,27 +64,12 @@ def unpriced_metrics():
     return [usage, resources]
 
 
-def _books_figures() -> list[dict]:
-    now = clock.now()
-    starts_at, _ = month_of(now)
-    books = selectors.books(starts_at=starts_at, ends_at=now)
-    return [
-        {
-            "pool": pool.pool.name,
-            "gpu_class": pool.pool.gpu_class_name,
-            "hours": {name: float(hours) for name, hours in pool.hours.items()},
-            "cost": float(pool.cost),
-            "revenue": float(pool.revenue),
-            "utilisation": None if pool.utilisation is None else float(pool.utilisation),
-        }
-        for pool in books
-    ]
-
-
 def books_metrics():
     """The month so far of the operator's books, per pool: GPU-hours by category, cost,
-    revenue, margin and utilisation (at most ``BOOKS_CACHE_SECONDS`` old)."""
-    figures = cache.get_or_set(BOOKS_CACHE_KEY, _books_figures, BOOKS_CACHE_SECONDS)
+    revenue, margin and utilisation (``selectors.month_books``: at most
+    ``PORTAL_BOOKS_REFRESH_SECONDS`` old)."""
+    now = clock.now()
+    kept = selectors.month_books(year=now.year, month=now.month, so_far=True)
     hours = GaugeMetricFamily(
         "portal_books_gpu_hours",
         "GPU-hours of each pool this month so far, by category of the books (each hour once).",
@@ -109,13 +88,13 @@ def books_metrics():
         "The share of each pool's hours this month so far that work used (0 to 1).",
         labels=["pool", "gpu_class"],
     )
-    for pool in figures:
-        labels = [pool["pool"], pool["gpu_class"]]
-        for category, value in pool["hours"].items():
-            hours.add_metric([*labels, category], value)
-        money["cost"].add_metric(labels, pool["cost"])
-        money["revenue"].add_metric(labels, pool["revenue"])
-        money["margin"].add_metric(labels, pool["revenue"] - pool["cost"])
-        if pool["utilisation"] is not None:
-            utilisation.add_metric(labels, pool["utilisation"])
+    for pool in kept.pools:
+        labels = [pool.pool_label, pool.gpu_class_name]
+        for category, value in pool.hours.items():
+            hours.add_metric([*labels, category], float(value))
+        money["cost"].add_metric(labels, float(pool.cost))
+        money["revenue"].add_metric(labels, float(pool.revenue))
+        money["margin"].add_metric(labels, float(pool.margin))
+        if pool.utilisation is not None:
+            utilisation.add_metric(labels, float(pool.utilisation))
     return [hours, *money.values(), utilisation]

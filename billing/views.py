@@ -22,6 +22,7 @@ from tenants.permissions import Action, caller_of, role_allows, sees_money
 
 from . import charts, exports, selectors, services
 from .forms import BudgetForm, OrderForm, UsageMonthForm
+from .models import ShowbackSetting
 from .pricing import month_bounds
 
 
@@ -192,23 +193,19 @@ def books(request):
     form = UsageMonthForm(request.GET)
     now = clock.now()
     year, month = form.year_month() or (now.year, now.month)
-    starts_at, ends_at = month_bounds(year, month)
-    found = selectors.books_for_operator(
-        caller=caller_of(request), starts_at=starts_at, ends_at=ends_at
-    )
+    kept = selectors.month_books_for_operator(caller=caller_of(request), year=year, month=month)
     kind = request.GET.get("format")
     if kind in ("csv", "json"):
-        return exports.books_file(found, kind, starts_at=starts_at, ends_at=ends_at)
+        return exports.books_file(kept, kind)
     return render(
         request,
         "billing/books.html",
         {
             "form": form,
             "month": f"{year}-{month:02d}",
-            "starts_at": starts_at,
-            "ends_at": ends_at,
-            "pools": [(pool, charts.books_by_category(pool.hours)) for pool in found],
-            "revenue_drafts": found[0].revenue_drafts if found else 0,
+            "kept": kept,
+            "refresh_seconds": settings.PORTAL_BOOKS_REFRESH_SECONDS,
+            "pools": [(pool, charts.books_by_category(pool.hours)) for pool in kept.pools],
             "legend": charts.books_legend(),
             "bar_width": charts.POOL_BAR_WIDTH,
             "currency": settings.PORTAL_CURRENCY,
@@ -258,16 +255,17 @@ def invoices(request, org_slug: str):
             "invoices": selectors.invoice_list(caller=caller, organization=organization)[:120],
             "credit_balance": selectors.credit_balance(organization=organization),
             "currency": settings.PORTAL_CURRENCY,
-            "showback_offered": settings.PORTAL_BOOKS_SHOWBACK,
+            "showback_offered": selectors.showback_level(organization=organization)
+            != ShowbackSetting.Level.OFF,
         },
     )
 
 
 @login_required
 def showback(request, org_slug: str):
-    """Owners and admins, where the operator offers showback: a UTC month of what the
-    organization's use of each pool cost the operator, and its share of idle (404 otherwise,
-    as the API)."""
+    """Owners and admins, where the operator offers showback: a UTC month of the
+    organization's GPU-hours of each pool and its share of idle, and what they cost the
+    operator where it shows costs (404 otherwise, as the API)."""
     caller = caller_of(request)
     organization = tenant_selectors.organization_get(caller=caller, slug=org_slug)
     form = UsageMonthForm(request.GET)
@@ -285,6 +283,8 @@ def showback(request, org_slug: str):
             "form": form,
             "month": f"{year}-{month:02d}",
             "pools": pools,
+            "with_cost": selectors.showback_level(organization=organization)
+            == ShowbackSetting.Level.COST,
             "idle_sharing": settings.PORTAL_BOOKS_IDLE_SHARING,
             "currency": settings.PORTAL_CURRENCY,
         },
@@ -338,7 +338,8 @@ def usage(request, org_slug: str):
             "by_class": charts.shares(summary.rows, by=charts.resource_label),
             "by_project": charts.shares(summary.rows, by=lambda row: row["project"] or "—"),
             "currency": settings.PORTAL_CURRENCY,
-            "showback_offered": settings.PORTAL_BOOKS_SHOWBACK,
+            "showback_offered": selectors.showback_level(organization=organization)
+            != ShowbackSetting.Level.OFF,
         },
     )
 

@@ -1,7 +1,7 @@
 """The operator API of billing (`/api/v1/operator/…`): decisions on every organization's
 orders, its invoices (issue, void, credit notes) and credit grants; the books (cost models,
-each pool's hours, cost and margin). Staff only (404 to anyone
-else); every write through the services admin uses, audited as there."""
+each pool's hours, cost and margin, what each organization is shown of its showback). Staff
+only (404 to anyone else); every write through the services admin uses, audited as there."""
 
 from django.core.exceptions import ValidationError
 from drf_spectacular.types import OpenApiTypes
@@ -11,7 +11,6 @@ from rest_framework.response import Response
 
 from billing import exports, selectors, services
 from billing.models import CostModel, Credit, Invoice, Order
-from billing.pricing import month_bounds
 from portal.api.serializers import ReasonInput
 from portal.api.views import list_response, validated
 from portal.bounds import FIRST_YEAR, LAST_YEAR, year_in_range
@@ -31,6 +30,8 @@ from .operator_serializers import (
     OperatorInvoiceOutput,
     OperatorOrderOutput,
     PoolBooksOutput,
+    ShowbackLevelInput,
+    ShowbackOfferOutput,
 )
 
 # Operators see every amount.
@@ -259,10 +260,9 @@ class CostModelCollectionApi(OperatorCollectionApiView):
         return Response(CostModelOutput(version).data, status=status.HTTP_201_CREATED)
 
 
-def _month(year: int, month: int):
+def _month_check(year: int, month: int) -> None:
     if not (1 <= month <= 12 and year_in_range(year)):
         raise NotFound(f"No such month (years {FIRST_YEAR} to {LAST_YEAR}, months 1 to 12).")
-    return month_bounds(year, month)
 
 
 class BooksApi(OperatorApiView):
@@ -275,11 +275,9 @@ class BooksApi(OperatorApiView):
         " reservations and guarantees that sat idle most.",
     )
     def get(self, request, year: int, month: int):
-        starts_at, ends_at = _month(year, month)
-        books = selectors.books_for_operator(
-            caller=caller_of(request), starts_at=starts_at, ends_at=ends_at
-        )
-        return Response(PoolBooksOutput(books, many=True).data)
+        _month_check(year, month)
+        kept = selectors.month_books_for_operator(caller=caller_of(request), year=year, month=month)
+        return Response(PoolBooksOutput(kept.pools, many=True).data)
 
 
 class BooksExportApi(OperatorApiView):
@@ -290,10 +288,47 @@ class BooksExportApi(OperatorApiView):
         " category) or `json`.",
     )
     def get(self, request, year: int, month: int, kind: str):
-        starts_at, ends_at = _month(year, month)
+        _month_check(year, month)
         if kind not in ("csv", "json"):
             raise NotFound("The books export as csv or json.")
-        books = selectors.books_for_operator(
-            caller=caller_of(request), starts_at=starts_at, ends_at=ends_at
+        kept = selectors.month_books_for_operator(caller=caller_of(request), year=year, month=month)
+        return exports.books_file(kept, kind)
+
+
+def _organization(caller, slug: str):
+    """The organization the path names (404 if none)."""
+    organization = tenant_selectors.organization_named(caller=caller, slug=slug, errors={})
+    if organization is None:
+        raise NotFound(f"No organization {slug!r}.")
+    return organization
+
+
+class ShowbackSettingApi(OperatorApiView):
+    @extend_schema(
+        operation_id="operator_showback_get",
+        responses=ShowbackOfferOutput,
+        description="What the organization is shown of its own showback: `off`, `hours`"
+        " (GPU-hours only) or `cost` (GPU-hours and their cost); `is_default`: nothing was set"
+        " for it, and the portal's default applies.",
+    )
+    def get(self, request, org_slug: str):
+        caller = caller_of(request)
+        offer = selectors.showback_offer_for_operator(
+            caller=caller, organization=_organization(caller, org_slug)
         )
-        return exports.books_file(books, kind, starts_at=starts_at, ends_at=ends_at)
+        return Response(ShowbackOfferOutput(offer).data)
+
+    @extend_schema(
+        operation_id="operator_showback_set",
+        request=ShowbackLevelInput,
+        responses=ShowbackOfferOutput,
+        description="Set what the organization is shown of its own showback from now on"
+        " (audited `books.showback_set`, with the level before).",
+    )
+    def put(self, request, org_slug: str):
+        caller = caller_of(request)
+        organization = _organization(caller, org_slug)
+        level = validated(ShowbackLevelInput, request).validated_data["level"]
+        services.showback_level_set(caller=caller, organization=organization, level=level)
+        offer = selectors.showback_offer_for_operator(caller=caller, organization=organization)
+        return Response(ShowbackOfferOutput(offer).data)

@@ -9,6 +9,7 @@ from portal.api.serializers import AwareDateTimeField, InputSerializer
 from tenants.models import SLUG_PATTERN
 
 from ..exports import pool_books_json
+from ..models import ShowbackSetting
 from .serializers import CreditOutput, InvoiceOutput, MoneyInputField, OrderOutput
 
 
@@ -84,3 +85,18 @@ class PoolBooksOutput(serializers.Serializer):
 
     def to_representation(self, instance):
         return pool_books_json(instance)
+
+
+class ShowbackLevelInput(InputSerializer):
+    level = serializers.ChoiceField(
+        choices=ShowbackSetting.Level.choices,
+        help_text="off, hours (GPU-hours only) or cost (GPU-hours and their cost).",
+    )
+
+
+class ShowbackOfferOutput(serializers.Serializer):
+    organization = serializers.CharField(source="organization.slug")
+    level = serializers.ChoiceField(choices=ShowbackSetting.Level.choices)
+    is_default = serializers.BooleanField(
+        help_text="Nothing was set for the organization: the portal's default applies."
+    )

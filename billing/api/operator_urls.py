@@ -20,6 +20,11 @@ urlpatterns = [
     path("cost-models/", views.CostModelCollectionApi.as_view(), name="cost-models"),
     path("books/<int:year>/<int:month>/", views.BooksApi.as_view(), name="books"),
     path(
+        "organizations/<slug:org_slug>/showback/",
+        views.ShowbackSettingApi.as_view(),
+        name="organization-showback",
+    ),
+    path(
         "books/<int:year>/<int:month>/<str:kind>/",
         views.BooksExportApi.as_view(),
         name="books-export",

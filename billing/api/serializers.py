@@ -487,14 +487,3 @@ class CreditsOutput(serializers.Serializer):
     )
     currency = serializers.CharField()
     grants = CreditOutput(many=True)
-
-
-class ShowbackOutput(serializers.Serializer):
-    pool = serializers.CharField(source="pool.name")
-    gpu_class = serializers.CharField(source="pool.gpu_class_name")
-    used_hours = serializers.DecimalField(max_digits=24, decimal_places=12)
-    usage_cost = serializers.DecimalField(max_digits=14, decimal_places=2)
-    idle_cost = serializers.DecimalField(
-        max_digits=14, decimal_places=2, help_text="Its share of the cost of idle GPUs."
-    )
-    total = serializers.DecimalField(max_digits=14, decimal_places=2)

@@ -32,11 +32,11 @@ from .serializers import (
     InvoiceOutput,
     OrderInput,
     OrderOutput,
-    ShowbackOutput,
     UsageIntervalOutput,
     UsageOutput,
     UsageQuery,
 )
+from .showback_serializers import ShowbackOutput
 
 
 class CatalogListApi(CollectionApiView):
@@ -353,8 +353,9 @@ class ShowbackApi(ApiView):
     @extend_schema(
         operation_id="showback_month",
         responses=ShowbackOutput(many=True),
-        description="What the organization's use of each GPU pool cost the operator in a UTC"
-        " month, and its share of the cost of idle GPUs by the operator's rule; owners and"
+        description="The organization's GPU-hours of each GPU pool in a UTC month and its"
+        " share of the idle GPU-hours by the operator's rule, and, where the operator shows"
+        " costs, what they cost the operator (otherwise the costs are null); owners and"
         " admins, where the operator offers showback (otherwise 404).",
     )
     def get(self, request, org_slug: str, year: int, month: int):

@@ -8,7 +8,7 @@ decimal places (a GPU-second priced per hour needs them), amounts on invoices ar
 up to cents per line.
 """
 
-from .books import CostModel
+from .books import CostModel, ShowbackSetting
 from .budgets import Budget, BudgetAlert, default_thresholds
 from .commerce import CancellationCharge, CatalogItem, Order, PriceVersion
 from .credits import ContractCredit
@@ -30,6 +30,7 @@ __all__ = [
     "InvoiceLine",
     "Order",
     "PriceVersion",
+    "ShowbackSetting",
     "UsageInterval",
     "UsageReconciliation",
     "default_thresholds",

@@ -1,4 +1,5 @@
-"""The operator's books: what a pool's GPU-hour costs the operator, versioned as prices are."""
+"""The operator's books: what a pool's GPU-hour costs the operator, versioned as prices are;
+what each organization is shown of its own showback."""
 
 import uuid
 from decimal import Decimal
@@ -10,6 +11,7 @@ from django.db.models import Q
 
 from portal import clock
 from scheduling.models import Node, NodePool
+from tenants.models import Organization
 
 NOT_NEGATIVE = [MinValueValidator(Decimal(0))]
 
@@ -82,3 +84,36 @@ class CostModel(models.Model):
     def __str__(self) -> str:
         scope = f"{self.pool}/{self.node}" if self.node_id else str(self.pool)
         return f"{scope}: cost from {self.effective_from:%Y-%m-%d %H:%M}"
+
+
+class ShowbackSetting(models.Model):
+    """What the operator shows one organization of its own showback (``showback``): nothing,
+    its GPU-hours only (its use and its share of idle), or those and what they cost the
+    operator. An organization without one gets ``PORTAL_BOOKS_SHOWBACK``."""
+
+    class Level(models.TextChoices):
+        OFF = "off", "Off"
+        HOURS = "hours", "GPU-hours only"
+        COST = "cost", "GPU-hours and cost"
+
+    organization = models.OneToOneField(
+        Organization, primary_key=True, on_delete=models.CASCADE, related_name="+"
+    )
+    level = models.CharField(max_length=5, choices=Level.choices)
+    updated_at = models.DateTimeField(default=clock.wall)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["organization__slug"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(level__in=["off", "hours", "cost"]),
+                name="showback_setting_level_known",
+                violation_error_message="Showback is off, hours or cost.",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.organization}: showback {self.get_level_display().lower()}"

@@ -9,18 +9,13 @@ public names are importable from here.
 - budgets: budgets with what their scope spent
 - credits: the preemption contract's credits as invoice lines
 - books: the operator's books: each pool's hours by category, cost, revenue, margin
+- books_kept: a month's books computed once and kept until their inputs change
+- showback: an organization's part of the books, as the operator shows it
 """
 
 from ..pricing import offered_to, price_in_force
-from .books import (
-    PoolBooks,
-    Showback,
-    books,
-    books_for_operator,
-    pool_allocation,
-    pool_capacity_spans,
-    showback,
-)
+from .books import PoolBooks, books, pool_allocation, pool_capacity_spans
+from .books_kept import KeptBooks, books_inputs_key, month_books, month_books_for_operator
 from .budgets import budget_get, budget_list, budget_spent
 from .catalog import UnpricedResource, catalog_for, resources_unpriced, usage_prices
 from .credits import CreditLine, contract_credit_lines
@@ -56,6 +51,13 @@ from .orders import (
     order_of_reservation,
     reservation_terms,
 )
+from .showback import (
+    Showback,
+    ShowbackOffer,
+    showback,
+    showback_level,
+    showback_offer_for_operator,
+)
 from .usage import (
     LINE_KEY,
     PackageCharge,
@@ -74,16 +76,18 @@ from .usage import (
 __all__ = [
     "LINE_KEY",
     "CreditLine",
+    "KeptBooks",
     "PackageCharge",
     "PendingApprovals",
     "PoolBooks",
     "Showback",
+    "ShowbackOffer",
     "UnpricedResource",
     "UnpricedUse",
     "UsageSummary",
     "approvals_pending",
     "books",
-    "books_for_operator",
+    "books_inputs_key",
     "budget_get",
     "budget_list",
     "budget_spent",
@@ -107,6 +111,8 @@ __all__ = [
     "invoice_periods",
     "invoices_for_operator",
     "invoices_of_month",
+    "month_books",
+    "month_books_for_operator",
     "months_to_draft",
     "offered_to",
     "order_for_operator",
@@ -122,6 +128,8 @@ __all__ = [
     "reservation_terms",
     "resources_unpriced",
     "showback",
+    "showback_level",
+    "showback_offer_for_operator",
     "spend",
     "usage_prices",
     "usage_reconciliation_last",

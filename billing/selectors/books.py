@@ -6,20 +6,17 @@ what it earned (its invoices' lines, ``revenue``) and the margin."""
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from decimal import Decimal, localcontext
-from uuid import UUID
+from decimal import Decimal
 
 from django.conf import settings
 from django.db.models import Q
 
-from portal.errors import NotFound
 from portal.money import to_cents
 from portal.prometheus import PrometheusClient
 from scheduling import selectors as scheduling_selectors
 from scheduling.engine.model import mig_profile_slices
-from scheduling.models import NodePool, PriorityTier, QuotaGrant, Reservation
+from scheduling.models import GpuClass, NodePool, PriorityTier, QuotaGrant, Reservation
 from tenants.models import Organization, Project
-from tenants.permissions import Action, Caller, authorize, require_operator
 
 from .. import costing
 from ..allocation import CATEGORIES, MILLI, SLICES_PER_GPU, UNITS_PER_GPU, Allocation, Layer, Span
@@ -31,6 +28,9 @@ from .revenue import Revenue, revenue
 PER_GPU_HOUR = UNITS_PER_GPU * 3600 * 10**6
 WHOLE = ""
 TOP = 10
+# The revenue of a class that no pool earned, where a pool's name is written (no slug has
+# brackets, so no pool is called so).
+NO_POOL_LABEL = "(no pool)"
 
 
 def gpu_hours(unit_microseconds: int) -> Decimal:
@@ -154,18 +154,30 @@ def pool_allocation(*, pool: NodePool, starts_at: datetime, ends_at: datetime) -
 
 @dataclass
 class PoolBooks:
-    """One pool's books over a period: GPU-hours by category, cost, revenue, margin."""
+    """One pool's books over a period: GPU-hours by category, cost, revenue, margin. Without
+    a pool (``pool`` None): the revenue of a GPU class invoiced in the period that no listed
+    pool earned (a class with no pool left, e.g. retired), with no hours and no cost."""
 
-    pool: NodePool
+    pool: NodePool | None
     hours: dict[str, Decimal]
     cost: Decimal
     # Invoiced (``revenue``): issued invoices and credit notes, and drafts of open months.
     revenue: Decimal
+    gpu_class_name: str = ""
     revenue_drafts: int = 0
     idle_reservations: list[dict] = field(default_factory=list)
     idle_guarantees: list[dict] = field(default_factory=list)
     # Work outside its organization's reservations, per organization, project and tier.
     on_demand: list[dict] = field(default_factory=list)
+
+    @property
+    def pool_name(self) -> str | None:
+        return self.pool.name if self.pool else None
+
+    @property
+    def pool_label(self) -> str:
+        """Its pool's name, or ``NO_POOL_LABEL`` (a CSV cell, a metric's label)."""
+        return self.pool.name if self.pool else NO_POOL_LABEL
 
     @property
     def total_hours(self) -> Decimal:
@@ -200,12 +212,6 @@ class PoolBooks:
         return (used / total).quantize(Decimal("0.0001")) if total else None
 
 
-def books_for_operator(*, caller: Caller, starts_at: datetime, ends_at: datetime, **options):
-    """``books``, for an operator."""
-    require_operator(caller)
-    return books(starts_at=starts_at, ends_at=ends_at, **options)
-
-
 def books(
     *,
     starts_at: datetime,
@@ -215,13 +221,37 @@ def books(
 ) -> list[PoolBooks]:
     """Every GPU pool's books (or ``pools``') over [starts_at, ends_at). ``watts``: average
     watts per GPU by node name (None: as DCGM measured them, ``measured_watts``); nameplate
-    for the nodes not named."""
-    pools = scheduling_selectors.pool_list() if pools is None else pools
+    for the nodes not named. Every pool's books end with a row per GPU class whose invoiced
+    revenue no pool earned (``unplaced_books``), so that their revenue adds up to the
+    invoices'."""
+    every_pool = pools is None
+    pools = list(scheduling_selectors.pool_list()) if every_pool else pools
     watts = measured_watts(starts_at=starts_at, ends_at=ends_at) if watts is None else watts
     earned = revenue(starts_at=starts_at, ends_at=ends_at)
-    return [
+    found = [
         pool_books(pool=pool, starts_at=starts_at, ends_at=ends_at, watts=watts, earned=earned)
         for pool in pools
+    ]
+    if every_pool:
+        found += unplaced_books(earned=earned, placed={pool.name for pool in pools})
+    return found
+
+
+def unplaced_books(*, earned: Revenue, placed: set[str]) -> list[PoolBooks]:
+    """A row per GPU class (by name) of what was invoiced on no pool of ``placed``: a class
+    with no pool (``revenue.NO_POOL``), or a pool no longer listed; no hours, no cost."""
+    by_class = earned.unplaced(placed)
+    names = dict(GpuClass.objects.filter(pk__in=list(by_class)).values_list("pk", "name"))
+    return [
+        PoolBooks(
+            pool=None,
+            gpu_class_name=names.get(gpu_class, ""),
+            hours=dict.fromkeys(CATEGORIES, Decimal(0)),
+            cost=Decimal(0),
+            revenue=amount,
+            revenue_drafts=earned.drafts,
+        )
+        for gpu_class, amount in sorted(by_class.items(), key=lambda i: names.get(i[0], ""))
     ]
 
 
@@ -245,6 +275,7 @@ def pool_books(
     cost = pool_cost(pool=pool, starts_at=starts_at, ends_at=ends_at, watts=watts)
     return PoolBooks(
         pool=pool,
+        gpu_class_name=pool.gpu_class_name,
         hours={name: gpu_hours(allocation.totals[name]) for name in CATEGORIES},
         cost=to_cents(cost),
         revenue=earned.of_pool(pool.name),
@@ -315,72 +346,3 @@ def _idle_guarantees(allocation: Allocation) -> list[dict]:
         for owner, amount in top
         if amount > 0
     ]
-
-
-# Showback: what an organization's use cost the operator, and its share of idle.
-
-IDLE = ("reserved_idle", "guarantee_idle", "unallocated_idle")
-
-
-@dataclass(frozen=True)
-class Showback:
-    """One organization's part of one pool's books: its GPU-hours of use (its own
-    reservations' and outside them) at the pool's cost per GPU-hour, and its share of the
-    cost of the pool's idle hours under ``PORTAL_BOOKS_IDLE_SHARING``."""
-
-    pool: NodePool
-    used_hours: Decimal
-    usage_cost: Decimal
-    idle_cost: Decimal
-
-    @property
-    def total(self) -> Decimal:
-        return self.usage_cost + self.idle_cost
-
-
-def showback(
-    *, caller: Caller, organization: Organization, starts_at: datetime, ends_at: datetime
-) -> list[Showback]:
-    """The organization's showback of each GPU pool over [starts_at, ends_at), for its owners
-    and admins, when the operator turned showback on (``PORTAL_BOOKS_SHOWBACK``; off: 404)."""
-    if not settings.PORTAL_BOOKS_SHOWBACK:
-        raise NotFound("Showback is not offered.")
-    authorize(caller=caller, organization=organization, action=Action.INVOICE_VIEW)
-    found = []
-    watts = measured_watts(starts_at=starts_at, ends_at=ends_at)
-    for pool in scheduling_selectors.pool_list():
-        allocation = pool_allocation(pool=pool, starts_at=starts_at, ends_at=ends_at)
-        cost = pool_cost(pool=pool, starts_at=starts_at, ends_at=ends_at, watts=watts)
-        found.append(_pool_showback(pool, allocation, cost, organization.pk))
-    return found
-
-
-def _pool_showback(pool: NodePool, allocation: Allocation, cost: Decimal, organization_id):
-    total = allocation.total
-    owners = dict(
-        Reservation.objects.filter(pk__in=list(allocation.reservations)).values_list(
-            "pk", "organization_id"
-        )
-    )
-    used = defaultdict(int)
-    for (organization, _, _), amount in allocation.on_demand.items():
-        used[organization] += amount
-    held = defaultdict(int)
-    for key, parts in allocation.reservations.items():
-        owner = owners.get(UUID(key))
-        used[owner] += parts["used"]
-        held[owner] += parts["idle"]
-    for (owner, _), idle in allocation.guarantees.items():
-        held[owner] += idle
-    weights = {"apart": {}, "usage": used, "guarantees": held}[settings.PORTAL_BOOKS_IDLE_SHARING]
-    idle = sum(allocation.totals[name] for name in IDLE)
-    whole = sum(weights.values())
-    with localcontext(prec=60):
-        per_unit = cost / total if total else Decimal(0)
-        share = Decimal(weights.get(organization_id, 0)) / whole if whole else Decimal(0)
-        return Showback(
-            pool=pool,
-            used_hours=gpu_hours(used[organization_id]),
-            usage_cost=to_cents(per_unit * used[organization_id]),
-            idle_cost=to_cents(per_unit * idle * share),
-        )

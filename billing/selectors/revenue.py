@@ -7,7 +7,8 @@ A line names a project, class and charge, not a pool: each line is split among t
 sources ran on (its billing records, credits and cancelled reservations) in proportion to what
 they came to, by largest remainder in cents, so the pools' parts add up to the line exactly. A
 line with no pool of its own (a quota package of a class) is split among the class's pools by
-their capacity; a class with no pool keeps it apart (``NO_POOL``)."""
+their capacity; a class with no pool keeps it apart (``NO_POOL``), and the books show it on
+a row of its own (``books.unplaced_books``)."""
 
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -49,6 +50,15 @@ class Revenue:
                 found[organization] += amount
         return dict(found)
 
+    def unplaced(self, placed: set[str]) -> dict:
+        """What was earned on no pool of ``placed``, per GPU class id (None: no class), the
+        classes that earned nothing left out."""
+        found = defaultdict(Decimal)
+        for (pool, gpu_class, _), amount in self.amounts.items():
+            if pool not in placed:
+                found[gpu_class] += amount
+        return {gpu_class: amount for gpu_class, amount in found.items() if amount}
+
     @property
     def total(self) -> Decimal:
         return sum(self.amounts.values(), Decimal(0))
@@ -59,7 +69,7 @@ def revenue(*, starts_at: datetime, ends_at: datetime) -> Revenue:
     issued ones and their credit notes, and the drafts of months not yet issued."""
     invoices = list(
         Invoice.objects.filter(
-            month__gte=_first_day_from(starts_at), month__lt=_first_day_from(ends_at)
+            month__gte=first_day_from(starts_at), month__lt=first_day_from(ends_at)
         ).exclude(state=Invoice.State.VOID)
     )
     found = Revenue(drafts=sum(i.state == Invoice.State.DRAFT for i in invoices))
@@ -86,7 +96,7 @@ def revenue(*, starts_at: datetime, ends_at: datetime) -> Revenue:
     return found
 
 
-def _first_day_from(moment: datetime) -> date:
+def first_day_from(moment: datetime) -> date:
     """The first day whose start (UTC) is not before ``moment``."""
     moment = moment.astimezone(UTC)
     day = moment.date()

@@ -8,10 +8,10 @@
 - drafting: monthly invoice drafts from the records, charges and packages
 - invoicing: invoices issued, paid, voided, credited; credit granted
 - budgets: monthly limits, their alerts and their hard stop
-- books: the operator's cost models
+- books: the operator's cost models, and what each organization is shown of its showback
 """
 
-from .books import cost_model_add, cost_model_problems
+from .books import cost_model_add, cost_model_problems, showback_level_set
 from .budgets import (
     budget_alert_email_send,
     budget_delete,
@@ -80,6 +80,7 @@ __all__ = [
     "order_submit",
     "price_version_add",
     "price_version_problems",
+    "showback_level_set",
     "usage_intervals_sync",
     "usage_meter",
     "usage_rate",

@@ -1,14 +1,21 @@
 """Writes of the operator's books (operators only): cost models, only ever added as versions
-from a moment not in the past, like prices; each audited."""
+from a moment not in the past, like prices; what each organization is shown of its showback;
+each audited."""
 
 from datetime import datetime
 from decimal import Decimal
 
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
 from portal import clock
 from scheduling.models import Node, NodePool
+from tenants.models import Organization
 from tenants.permissions import Caller, require_operator
+from tenants.services import audit_record
 
-from ..models import CostModel
+from ..models import CostModel, ShowbackSetting
 from .versions import version_add
 
 
@@ -70,3 +77,30 @@ def cost_model_add(
         },
         taken="There is already a cost model from that moment.",
     )
+
+
+def showback_level_set(
+    *, caller: Caller, organization: Organization, level: str
+) -> ShowbackSetting:
+    """What the operator shows ``organization`` of its own showback from now on: ``off``,
+    ``hours`` (GPU-hours only) or ``cost`` (and their cost); audited with the level before."""
+    require_operator(caller)
+    if level not in ShowbackSetting.Level.values:
+        raise ValidationError({"level": ["Showback is off, hours or cost."]})
+    with transaction.atomic():
+        setting, _ = ShowbackSetting.objects.select_for_update().get_or_create(
+            organization=organization, defaults={"level": settings.PORTAL_BOOKS_SHOWBACK}
+        )
+        before = setting.level
+        setting.level = level
+        setting.updated_at = clock.wall()
+        setting.updated_by = caller.user
+        setting.save()
+        audit_record(
+            caller=caller,
+            organization=organization,
+            action="books.showback_set",
+            target=setting,
+            payload={"level": level, "before": before},
+        )
+    return setting

@@ -388,12 +388,23 @@ PORTAL_TAX_RATE = Decimal(os.environ.get("PORTAL_TAX_RATE", "0"))
 PORTAL_LENDING_CREDIT_PERCENT = Decimal(os.environ.get("PORTAL_LENDING_CREDIT_PERCENT", "50"))
 # The operator's books: how the cost of idle GPUs is shared in each organization's showback
 # ("apart": kept apart, the operator's; "usage": pro rata to each one's use; "guarantees": to
-# the idle capacity each one's reservations and guarantees held), and whether organizations
-# see their own showback at all.
+# the idle capacity each one's reservations and guarantees held).
 PORTAL_BOOKS_IDLE_SHARING = os.environ.get("PORTAL_BOOKS_IDLE_SHARING", "apart")
 if PORTAL_BOOKS_IDLE_SHARING not in ("apart", "usage", "guarantees"):
     raise ValueError("PORTAL_BOOKS_IDLE_SHARING is apart, usage or guarantees.")
-PORTAL_BOOKS_SHOWBACK = env_bool("PORTAL_BOOKS_SHOWBACK", False)
+# What an organization sees of its own showback where the operator set nothing for it (admin,
+# the operator API): "off", "hours" (its use and share of idle in GPU-hours only) or "cost"
+# (and what they cost the operator). The booleans of earlier versions read as cost and off.
+_showback = os.environ.get("PORTAL_BOOKS_SHOWBACK", "off").strip().lower()
+_showback_booleans = dict.fromkeys(("1", "true", "yes", "on"), "cost") | dict.fromkeys(
+    ("0", "false", "no", ""), "off"
+)
+PORTAL_BOOKS_SHOWBACK = _showback_booleans.get(_showback, _showback)
+if PORTAL_BOOKS_SHOWBACK not in ("off", "hours", "cost"):
+    raise ValueError("PORTAL_BOOKS_SHOWBACK is off, hours or cost.")
+# The books of the month under way (the staff page, the operator API, /metrics) are computed
+# again at most this often (seconds); an ended month's are kept until what they read changes.
+PORTAL_BOOKS_REFRESH_SECONDS = int(os.environ.get("PORTAL_BOOKS_REFRESH_SECONDS", "300"))
 # The longest window one reservation may ask for (hours).
 PORTAL_RESERVATION_MAX_HOURS = int(os.environ.get("PORTAL_RESERVATION_MAX_HOURS", "336"))
 # An evicted workload goes back to the queue at most this many times, after a backoff that

@@ -34,3 +34,5 @@ ACCOUNT_RATE_LIMITS = False
 # Each submission reads the catalog it is checked against: a test that changes a tier or a
 # quota sees it at once (tests of the cached path turn it on).
 PORTAL_SUBMISSION_CATALOG_SECONDS = 0
+# The books of the month under way are computed on each request, for the same reason.
+PORTAL_BOOKS_REFRESH_SECONDS = 0

@@ -1,9 +1,12 @@
-"""Random histories on one node for the properties that lending is read the same everywhere:
-reservations approved in a window, and the owner's and guests' use (minutes after ``at(0)``)."""
+"""Histories the books' tests write: a node's availability spans, and random histories on one
+node for the properties that lending is read the same everywhere (reservations approved in a
+window, and the owner's and guests' use, minutes after ``at(0)``)."""
+
+from datetime import datetime
 
 from hypothesis import strategies as st
 
-from scheduling.models import Reservation
+from scheduling.models import Node, NodeAvailability, Reservation
 
 from .conftest import at, ran
 
@@ -46,3 +49,25 @@ def uses_run(uses, *, owner, guest) -> None:
     for index, (who, start, length, gpus) in enumerate(uses):
         project = owner if who == "owner" else guest
         ran(project, start=start / 60, end=(start + length) / 60, gpus=gpus, name=f"u{index}")
+
+
+def availability_recorded(
+    node: Node, changes: list[tuple[datetime, str]], *, until: datetime | None = None
+) -> list[NodeAvailability]:
+    """The node's availability history replaced by ``changes`` ((moment, state), in order):
+    each span ends where the next starts, the last at ``until`` (None: open), with the node's
+    pool and inventory, as the inventory sync writes them."""
+    NodeAvailability.objects.filter(node=node).delete()
+    ends = [moment for moment, _ in changes[1:]] + [until]
+    return [
+        NodeAvailability.objects.create(
+            node=node,
+            pool=node.pool,
+            state=state,
+            gpu_count=node.gpu_count,
+            mig_layout=node.mig_layout,
+            starts_at=starts_at,
+            ends_at=ends_at,
+        )
+        for (starts_at, state), ends_at in zip(changes, ends, strict=True)
+    ]

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from billing import services
-from billing.models import Credit, Invoice, Order
+from billing.models import Credit, Invoice, Order, ShowbackSetting
 from portal import clock
 from scheduling.models import NodePool
 from tenants.models import AuditEvent
@@ -177,3 +177,21 @@ def test_the_admin_refuses_a_cost_model_dated_in_the_past_on_the_form(cluster, f
         200,
         True,
     )
+
+
+def test_an_operator_sets_an_organizations_showback_in_admin_audited(acme, finance):
+    response = finance.post(
+        "/admin/billing/showbacksetting/add/", {"organization": acme.pk, "level": "hours"}
+    )
+    assert response.status_code == 302
+    assert ShowbackSetting.objects.get(organization=acme).level == "hours"
+    event = AuditEvent.objects.get(action="books.showback_set")
+    assert event.payload == {"level": "hours", "before": "off"}
+
+
+def test_an_operator_changes_an_organizations_showback_in_admin(acme, finance):
+    finance.post("/admin/billing/showbacksetting/add/", {"organization": acme.pk, "level": "hours"})
+    response = finance.post(f"/admin/billing/showbacksetting/{acme.pk}/change/", {"level": "cost"})
+    assert response.status_code == 302
+    assert ShowbackSetting.objects.get(organization=acme).level == "cost"
+    assert AuditEvent.objects.filter(action="books.showback_set").count() == 2

@@ -26,6 +26,7 @@ from scheduling.services import quota_grant_history_record
 
 from ..factories import ProjectFactory
 from .conftest import at, guaranteed, ran
+from .histories import availability_recorded
 
 pytestmark = pytest.mark.django_db
 
@@ -102,19 +103,7 @@ def test_every_gpu_hour_of_the_pool_is_attributed_once(
     pool = NodePool.objects.get(name="a100-mig")
     nodes = list(Node.objects.filter(pool=pool).order_by("name"))
     for node, changes in zip(nodes, histories, strict=False):
-        changes = sorted(dict(changes).items())
-        for (starts_at, state), following in zip(
-            changes, [*changes[1:], (None, None)], strict=True
-        ):
-            NodeAvailability.objects.create(
-                node=node,
-                pool=pool,
-                state=state,
-                gpu_count=node.gpu_count,
-                mig_layout=node.mig_layout,
-                starts_at=starts_at,
-                ends_at=following[0],
-            )
+        availability_recorded(node, sorted(dict(changes).items()))
     projects = {
         "acme": ProjectFactory(organization=acme),
         "vision": vision,

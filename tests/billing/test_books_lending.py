@@ -16,7 +16,7 @@ from scheduling.models import Node, NodeAvailability, Placement, Reservation, Wo
 
 from ..factories import ProjectFactory
 from .conftest import at, ran
-from .histories import USES, WINDOW, reservation_approved, uses_run
+from .histories import USES, WINDOW, availability_recorded, reservation_approved, uses_run
 
 pytestmark = pytest.mark.django_db
 
@@ -124,20 +124,10 @@ def test_an_outage_lends_nothing_in_the_books_nor_in_the_credit(
     ran(ProjectFactory(organization=globex), start=0, end=2, gpus=8)
     # The pool's one node is not ready for the first hour of the reservation.
     node = Node.objects.get(name="dgx-h100-01")
-    NodeAvailability.objects.filter(node=node).update(ends_at=at(0))
-    for state, starts_at, ends_at in (
-        (NodeAvailability.State.NOT_READY, at(0), at(1)),
-        (NodeAvailability.State.AVAILABLE, at(1), None),
-    ):
-        NodeAvailability.objects.create(
-            node=node,
-            pool=one_node,
-            state=state,
-            gpu_count=node.gpu_count,
-            mig_layout=node.mig_layout,
-            starts_at=starts_at,
-            ends_at=ends_at,
-        )
+    availability_recorded(
+        node,
+        [(at(0), NodeAvailability.State.NOT_READY), (at(1), NodeAvailability.State.AVAILABLE)],
+    )
     services.usage_meter(now=at(8))
 
     allocation = pool_allocation(pool=one_node, starts_at=at(0), ends_at=at(2))

@@ -2,6 +2,7 @@
 invoice lines (credits subtracted, at each price in force) and split among the pools to the
 cent, so that the pools' revenue adds up to the invoices' subtotals exactly."""
 
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
@@ -11,7 +12,8 @@ from billing.models import Invoice
 from billing.pricing import month_bounds
 from billing.selectors import books
 from billing.selectors.revenue import revenue
-from scheduling.models import GpuClass
+from billing.services import OrderRequest
+from scheduling.models import GpuClass, NodePool
 from tenants.permissions import Caller
 
 from ..factories import ProjectFactory
@@ -91,3 +93,38 @@ def test_the_books_say_drafts_were_read(month_invoiced):
     starts_at, ends_at = month_bounds(YEAR, MONTH)
 
     assert revenue(starts_at=starts_at, ends_at=ends_at).drafts == 2
+
+
+@pytest.fixture
+def retired_class_invoiced(offer, on_demand, acme, alice, operator, vision):
+    """Acme's H100 work, and a month of a quota package of L4s, drafted for the month after
+    the L4 pool's GPUs were replaced by another class's: L4 is a class with no pool left."""
+    l4 = GpuClass.objects.get(name="L4")
+    offer(slug="l4-package", kind="quota_package", gpu_class=l4, quantity=1, price="900")
+    order = services.order_create(
+        caller=Caller(user=alice),
+        organization=acme,
+        request=OrderRequest(
+            item="l4-package", quantity=1, starts_at=at(1), ends_at=at(1) + timedelta(days=30)
+        ),
+    )
+    services.order_approve(caller=Caller(user=operator), order=order)
+    services.order_fulfil(order_id=str(order.pk))
+    ran(vision, start=1, end=3, gpus=2)
+    services.usage_meter(now=at(24))
+    NodePool.objects.filter(gpu_class=l4).update(
+        gpu_class=GpuClass.objects.create(name="L40S", memory_gib=48)
+    )
+    services.invoices_draft_month(year=YEAR, month=MONTH)
+
+
+def test_a_class_with_no_pool_has_its_revenue_on_a_row_of_its_own(retired_class_invoiced):
+    starts_at, ends_at = month_bounds(YEAR, MONTH)
+    [invoice] = Invoice.objects.filter(month__year=YEAR, month__month=MONTH)
+
+    rows = books(starts_at=starts_at, ends_at=ends_at, watts={})
+
+    [unplaced] = [row for row in rows if row.pool is None]
+    assert (unplaced.gpu_class_name, unplaced.revenue) == ("L4", Decimal("900.00"))
+    assert (unplaced.total_hours, unplaced.cost) == (0, 0)
+    assert sum((row.revenue for row in rows), Decimal(0)) == invoice.subtotal

@@ -4,12 +4,10 @@ revenue, margin and utilisation, as the books page counts them."""
 from decimal import Decimal
 
 import pytest
-from django.core.cache import cache
 from prometheus_client.parser import text_string_to_metric_families
 
 from billing import services
 from billing.allocation import CATEGORIES
-from billing.metrics import BOOKS_CACHE_KEY
 from portal import clock
 from scheduling.models import NodePool
 from tenants.permissions import Caller
@@ -30,7 +28,6 @@ def scraped(cluster, operator, client, settings):
         nameplate_watts=700,
         price_per_kwh=Decimal("0.2000"),
     )
-    cache.delete(BOOKS_CACHE_KEY)
     clock.advance(seconds=3600)
     response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
     return {f.name: f for f in text_string_to_metric_families(response.content.decode())}

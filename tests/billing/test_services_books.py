@@ -17,6 +17,7 @@ from tenants.models import AuditEvent
 from tenants.permissions import Caller
 
 from .conftest import at
+from .histories import availability_recorded
 
 pytestmark = pytest.mark.django_db
 
@@ -87,11 +88,9 @@ def test_a_mig_nodes_gpus_count_its_instances_slices_out_of_seven():
 def test_a_node_costs_its_gpus_hours_and_its_overhead_whatever_its_state(operator, pool):
     version = add(operator, pool)
     node = Node.objects.filter(pool=pool).first()
-    span = NodeAvailability(
-        node=node, pool=pool, state="cordoned", gpu_count=8, starts_at=at(0), ends_at=at(2)
-    )
+    spans = availability_recorded(node, [(at(0), NodeAvailability.State.CORDONED)], until=at(2))
     cost = costing.nodes_cost(
-        spans=[span], versions=[version], starts_at=at(0), ends_at=at(10), watts={}
+        spans=spans, versions=[version], starts_at=at(0), ends_at=at(10), watts={}
     )
     assert cost == 2 * (8 * Decimal("1.14") + Decimal("0.80"))
 
@@ -99,9 +98,9 @@ def test_a_node_costs_its_gpus_hours_and_its_overhead_whatever_its_state(operato
 def test_a_nodes_own_cost_model_overrides_its_pools(operator, pool):
     node = Node.objects.filter(pool=pool).first()
     versions = [add(operator, pool), add(operator, pool, node=node, overhead_per_node_hour=0)]
-    span = NodeAvailability(node=node, pool=pool, state="available", gpu_count=8, starts_at=at(0))
+    spans = availability_recorded(node, [(at(0), NodeAvailability.State.AVAILABLE)])
     cost = costing.nodes_cost(
-        spans=[span], versions=versions, starts_at=at(0), ends_at=at(1), watts={}
+        spans=spans, versions=versions, starts_at=at(0), ends_at=at(1), watts={}
     )
     assert cost == 8 * Decimal("1.14")
 
@@ -109,9 +108,9 @@ def test_a_nodes_own_cost_model_overrides_its_pools(operator, pool):
 def test_time_before_any_cost_model_costs_nothing(operator, pool):
     version = add(operator, pool, effective_from=at(1))
     node = Node.objects.filter(pool=pool).first()
-    span = NodeAvailability(node=node, pool=pool, state="available", gpu_count=8, starts_at=at(0))
+    spans = availability_recorded(node, [(at(0), NodeAvailability.State.AVAILABLE)])
     cost = costing.nodes_cost(
-        spans=[span], versions=[version], starts_at=at(0), ends_at=at(2), watts={}
+        spans=spans, versions=[version], starts_at=at(0), ends_at=at(2), watts={}
     )
     assert cost == 8 * Decimal("1.14") + Decimal("0.80")
 

@@ -201,7 +201,7 @@ def test_the_showback_page_fits_a_phone(page, settings):
 
     from portal.management.commands.seed_demo import DEMO_PASSWORD
 
-    settings.PORTAL_BOOKS_SHOWBACK = True
+    settings.PORTAL_BOOKS_SHOWBACK = "cost"
     settings.PORTAL_BOOKS_IDLE_SHARING = "guarantees"
     call_command("seed_demo", stdout=io.StringIO())
     page.set_viewport_size({"width": 390, "height": 844})

@@ -47,6 +47,8 @@ OPERATIONS = {
     ),
     "books": ("get", f"{OP}/books/2026/11/", None, 200),
     "books export": ("get", f"{OP}/books/2026/11/csv/", None, 200),
+    "showback get": ("get", f"{OP}/organizations/globex/showback/", None, 200),
+    "showback set": ("put", f"{OP}/organizations/globex/showback/", {"level": "hours"}, 200),
     "credit grant": (
         "post",
         f"{OP}/credits/",
