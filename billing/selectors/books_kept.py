@@ -30,6 +30,9 @@ from .books import PoolBooks, books
 from .revenue import first_day_from
 
 KEY_PREFIX = "billing:books"
+# An ended month's books under a key its inputs replaced would otherwise stay in the cache for
+# good; a month read again after this long is computed once more.
+CLOSED_KEPT_SECONDS = 31 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ def month_books(*, year: int, month: int, so_far: bool = False) -> KeptBooks:
     closed = ends_at <= now
     if closed:
         key = f"{KEY_PREFIX}:{starts_at:%Y-%m}:{books_inputs_key(starts_at, ends_at)}"
-        timeout = None
+        timeout = CLOSED_KEPT_SECONDS
     else:
         key = f"{KEY_PREFIX}:{starts_at:%Y-%m}:{'so-far' if so_far else 'open'}"
         timeout = settings.PORTAL_BOOKS_REFRESH_SECONDS

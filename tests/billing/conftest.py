@@ -282,7 +282,8 @@ def hours_ago(hours: float) -> float:
 
 def spent_today(project, euros_of_h100_hours: int) -> None:
     """8 H100s (23.20 an hour) over the hours before now, metered: 23.20 x hours."""
-    ran(project, start=hours_ago(euros_of_h100_hours + 0.5), end=hours_ago(0.5))
+    now = hours_ago(0)  # read once: two reads would lengthen the run by the time between
+    ran(project, start=now - euros_of_h100_hours - 0.5, end=now - 0.5)
     services.usage_meter()
 
 
@@ -330,8 +331,9 @@ def invoice(on_demand, acme, vision):
 @pytest.fixture
 def mixed(on_demand, vision):
     """This month: 8 H100s for an hour, and 2 mig-1g.10gb instances for an hour, rated."""
-    ran(vision, start=hours_ago(1.5), end=hours_ago(0.5))
-    ran(vision, start=hours_ago(1.5), end=hours_ago(0.5), mig=("mig-1g.10gb", 2), name="nb")
+    now = hours_ago(0)  # read once: two reads would lengthen the runs by the time between
+    ran(vision, start=now - 1.5, end=now - 0.5)
+    ran(vision, start=now - 1.5, end=now - 0.5, mig=("mig-1g.10gb", 2), name="nb")
     services.usage_meter()
 
 
