@@ -27,50 +27,80 @@ settings.load_profile(
 )
 
 
+# Each actor's e-mail and role in the organization named (otto: in none).
+ACTORS = {
+    "owner": ("alice@acme.example", "acme", Role.OWNER),
+    "admin": ("adam@acme.example", "acme", Role.ADMIN),
+    "member": ("mia@acme.example", "acme", Role.MEMBER),
+    "viewer": ("vic@acme.example", "acme", Role.VIEWER),
+    "foreign": ("bruno@globex.example", "globex", Role.OWNER),
+    "outsider": ("otto@nowhere.example", None, None),
+}
+ORGANIZATIONS = {"acme": "Acme AI", "globex": "Globex"}
+
+
+def organization_create(slug: str):
+    return OrganizationFactory(slug=slug, name=ORGANIZATIONS[slug])
+
+
+def actor_create(actor: str, organization=None):
+    """The user of ``actor`` (a key of ACTORS), a member of ``organization`` in its role."""
+    email, _, role = ACTORS[actor]
+    user = UserFactory(email=email)
+    if organization is not None:
+        MembershipFactory(organization=organization, user=user, role=role)
+    return user
+
+
+def tenancy_create() -> dict:
+    """acme, globex and every actor, for state that a module builds once (the fixtures below
+    build them per test): {"acme": ..., "globex": ..., "actors": {...}}."""
+    organizations = {slug: organization_create(slug) for slug in ORGANIZATIONS}
+    actors = {
+        actor: actor_create(actor, organizations.get(organization))
+        for actor, (_, organization, _) in ACTORS.items()
+    }
+    return {**organizations, "actors": actors}
+
+
 @pytest.fixture
 def acme(db):
-    return OrganizationFactory(slug="acme", name="Acme AI")
+    return organization_create("acme")
 
 
 @pytest.fixture
 def globex(db):
-    return OrganizationFactory(slug="globex", name="Globex")
-
-
-def _member(organization, email: str, role: str):
-    return MembershipFactory(
-        organization=organization, user=UserFactory(email=email), role=role
-    ).user
+    return organization_create("globex")
 
 
 @pytest.fixture
 def alice(acme):
-    return _member(acme, "alice@acme.example", Role.OWNER)
+    return actor_create("owner", acme)
 
 
 @pytest.fixture
 def adam(acme):
-    return _member(acme, "adam@acme.example", Role.ADMIN)
+    return actor_create("admin", acme)
 
 
 @pytest.fixture
 def mia(acme):
-    return _member(acme, "mia@acme.example", Role.MEMBER)
+    return actor_create("member", acme)
 
 
 @pytest.fixture
 def vic(acme):
-    return _member(acme, "vic@acme.example", Role.VIEWER)
+    return actor_create("viewer", acme)
 
 
 @pytest.fixture
 def bruno(globex):
-    return _member(globex, "bruno@globex.example", Role.OWNER)
+    return actor_create("foreign", globex)
 
 
 @pytest.fixture
 def otto(db):
-    return UserFactory(email="otto@nowhere.example")
+    return actor_create("outsider")
 
 
 @pytest.fixture
@@ -85,9 +115,13 @@ def actors(alice, adam, mia, vic, bruno, otto):
     }
 
 
+def ai_dev_create(acme):
+    return ProjectFactory(organization=acme, slug="ai-dev", name="AI development")
+
+
 @pytest.fixture
 def ai_dev(acme):
-    return ProjectFactory(organization=acme, slug="ai-dev", name="AI development")
+    return ai_dev_create(acme)
 
 
 @pytest.fixture

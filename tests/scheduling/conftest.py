@@ -17,28 +17,26 @@ from tenants.permissions import Caller
 from ..factories import ProjectFactory
 
 
-@pytest.fixture
-def backend(db):
+def demo_backend():
     return simulated_backend(description_path=Path(settings.PORTAL_SIMULATED_CLUSTER))
 
 
-@pytest.fixture
-def cluster(backend):
+def cluster_sync(backend) -> None:
+    """The demo cluster's classes and pools, then its nodes from ``backend``."""
     services.cluster_description_apply(path=Path(settings.PORTAL_SIMULATED_CLUSTER))
     services.inventory_sync(backend=backend)
-    return backend
 
 
-@pytest.fixture
-def quotas(cluster, acme):
-    """acme may use every GPU of the demo cluster: whole, shared, or as any MIG instance."""
+def quotas_grant(organization) -> None:
+    """``organization`` may use every GPU of the demo cluster: whole, shared, or as any MIG
+    instance."""
     for name, gpus in (("H100-80GB", 64), ("A100-80GB", 8), ("L4", 16)):
         gpu_class = GpuClass.objects.get(name=name)
         forms = [("gpus", "", gpus), ("shared", "", gpus * 1000)]
         forms += [("mig", profile, gpus * 7) for profile in gpu_class.mig_profiles]
         for resource, mig_profile, amount in forms:
             QuotaGrant.objects.create(
-                organization=acme,
+                organization=organization,
                 gpu_class=gpu_class,
                 resource=resource,
                 mig_profile=mig_profile,
@@ -47,26 +45,49 @@ def quotas(cluster, acme):
             )
 
 
+def submitted(backend, *, user, project, name="train", **fields) -> Workload:
+    """A workload submitted to ``project`` by ``user``: 8 H100s of training unless ``fields``
+    say otherwise."""
+    # As the worker does on project creation: its namespace exists before work launches.
+    services.project_provision(project_id=project.pk, backend=backend)
+    request = {
+        "kind": "training",
+        "tier": "training",
+        "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+        "gpu_classes": ("H100-80GB",),
+        "gpus": 8,
+        **fields,
+    }
+    return services.workload_submit(
+        caller=Caller(user=user),
+        project=project,
+        request=services.WorkloadRequest(name=name, **request),
+    )
+
+
+@pytest.fixture
+def backend(db):
+    return demo_backend()
+
+
+@pytest.fixture
+def cluster(backend):
+    cluster_sync(backend)
+    return backend
+
+
+@pytest.fixture
+def quotas(cluster, acme):
+    """acme may use every GPU of the demo cluster: whole, shared, or as any MIG instance."""
+    quotas_grant(acme)
+
+
 @pytest.fixture
 def submit(cluster, quotas, mia, ai_dev):
     """Submit a workload to acme/ai-dev as mia; keyword arguments override the defaults."""
 
     def make(name="train", user=None, project=None, **fields) -> Workload:
-        # As the worker does on project creation: its namespace exists before work launches.
-        services.project_provision(project_id=(project or ai_dev).pk, backend=cluster)
-        request = {
-            "kind": "training",
-            "tier": "training",
-            "image": "nvcr.io/nvidia/pytorch:25.01-py3",
-            "gpu_classes": ("H100-80GB",),
-            "gpus": 8,
-            **fields,
-        }
-        return services.workload_submit(
-            caller=Caller(user=user or mia),
-            project=project or ai_dev,
-            request=services.WorkloadRequest(name=name, **request),
-        )
+        return submitted(cluster, user=user or mia, project=project or ai_dev, name=name, **fields)
 
     return make
 

@@ -9,8 +9,11 @@ from billing import services
 from portal import clock
 from tenants.permissions import Caller
 
-from ...factories import ProjectFactory
+from ...conftest import tenancy_create
+from ...factories import ProjectFactory, UserFactory, h100_reservation_offered
+from ...module_state import kept_for_the_module
 from ...operators import CALLERS, assert_reached_only_by_operators, operator_api_caller
+from ...scheduling.conftest import cluster_sync, demo_backend
 from ..conftest import order, rated
 
 pytestmark = pytest.mark.django_db
@@ -69,19 +72,39 @@ def last_month_invoice(organization, operator, *, issued: bool):
     return draft
 
 
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker):
+    """The demo cluster, reserved H100s in the catalog and the tenancy actors, built once for
+    the module (each cell runs in a transaction of its own, rolled back): acme has submitted
+    an order and was issued last month's invoice; globex's waits as a draft."""
+    with kept_for_the_module(django_db_blocker):
+        tenancy = tenancy_create()
+        acme, globex, actors = tenancy["acme"], tenancy["globex"], tenancy["actors"]
+        cluster_sync(demo_backend())
+        operator = UserFactory(email="ops@example.com", is_staff=True)
+        h100_reservation_offered(operator)
+        yield {
+            **tenancy,
+            "ids": {
+                "order": order(actors["owner"], acme).pk,
+                "issued": last_month_invoice(acme, operator, issued=True).pk,
+                "draft": last_month_invoice(globex, operator, issued=False).pk,
+            },
+        }
+
+
 @pytest.fixture
-def world(reserved, operator, actors, acme, globex):
-    """acme has submitted an order and was issued last month's invoice; globex's waits as a
-    draft."""
-    return {
-        "order": order(actors["owner"], acme).pk,
-        "issued": last_month_invoice(acme, operator, issued=True).pk,
-        "draft": last_month_invoice(globex, operator, issued=False).pk,
-    }
+def acme(world):
+    return world["acme"]
+
+
+@pytest.fixture
+def actors(world):
+    return world["actors"]
 
 
 @pytest.mark.parametrize("caller", CALLERS)
 @pytest.mark.parametrize("operation", list(OPERATIONS))
 def test_only_operators_reach_the_operator_api(operation, caller, world, actors, acme, token_for):
     client = operator_api_caller(caller, actors, acme, token_for)
-    assert_reached_only_by_operators(OPERATIONS[operation], caller, world, client)
+    assert_reached_only_by_operators(OPERATIONS[operation], caller, world["ids"], client)

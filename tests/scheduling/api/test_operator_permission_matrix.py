@@ -10,7 +10,10 @@ from scheduling import services
 from scheduling.models import GpuClass, QuotaGrant
 from tenants.permissions import Caller
 
+from ...conftest import ai_dev_create, tenancy_create
+from ...module_state import kept_for_the_module
 from ...operators import CALLERS, assert_reached_only_by_operators, operator_api_caller
+from ..conftest import cluster_sync, demo_backend, quotas_grant, submitted
 
 pytestmark = pytest.mark.django_db
 
@@ -84,33 +87,57 @@ OPERATIONS = {
 }
 
 
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker):
+    """The demo cluster and the tenancy actors, built once for the module (each cell runs in a
+    transaction of its own, rolled back): acme, with every GPU in quota, waits on a
+    reservation and a quota request, and has work queued; globex's L4 quota is what is set and
+    deleted."""
+    with kept_for_the_module(django_db_blocker):
+        tenancy = tenancy_create()
+        acme, globex, actors = tenancy["acme"], tenancy["globex"], tenancy["actors"]
+        backend = demo_backend()
+        cluster_sync(backend)
+        quotas_grant(acme)
+        owner = Caller(user=actors["owner"])
+        starts = clock.now().replace(microsecond=0) + timedelta(days=2)
+        [reservation] = services.reservations_request(
+            caller=owner,
+            organization=acme,
+            request=services.ReservationRequest(
+                gpu_class="H100-80GB",
+                gpus=8,
+                starts_at=starts,
+                ends_at=starts + timedelta(hours=4),
+            ),
+        )
+        quota_request = services.quota_request_create(
+            caller=owner,
+            organization=acme,
+            ask=services.QuotaAsk(gpu_class="H100-80GB", amount=8, reason="A new model"),
+        )
+        submitted(backend, user=actors["member"], project=ai_dev_create(acme), name="waiting")
+        QuotaGrant.objects.create(
+            organization=globex, gpu_class=GpuClass.objects.get(name="L4"), guarantee=1, limit=1
+        )
+        yield {
+            **tenancy,
+            "ids": {"reservation": reservation.pk, "quota_request": quota_request.pk},
+        }
+
+
 @pytest.fixture
-def world(quotas, submit, actors, acme, globex):
-    """acme waits on a reservation and a quota request, and has work queued; globex's L4
-    quota is what is set and deleted."""
-    owner = Caller(user=actors["owner"])
-    starts = clock.now().replace(microsecond=0) + timedelta(days=2)
-    [reservation] = services.reservations_request(
-        caller=owner,
-        organization=acme,
-        request=services.ReservationRequest(
-            gpu_class="H100-80GB", gpus=8, starts_at=starts, ends_at=starts + timedelta(hours=4)
-        ),
-    )
-    quota_request = services.quota_request_create(
-        caller=owner,
-        organization=acme,
-        ask=services.QuotaAsk(gpu_class="H100-80GB", amount=8, reason="A new model"),
-    )
-    submit(name="waiting", gpus=8)
-    QuotaGrant.objects.create(
-        organization=globex, gpu_class=GpuClass.objects.get(name="L4"), guarantee=1, limit=1
-    )
-    return {"reservation": reservation.pk, "quota_request": quota_request.pk}
+def acme(world):
+    return world["acme"]
+
+
+@pytest.fixture
+def actors(world):
+    return world["actors"]
 
 
 @pytest.mark.parametrize("caller", CALLERS)
 @pytest.mark.parametrize("operation", list(OPERATIONS))
 def test_only_operators_reach_the_operator_api(operation, caller, world, actors, acme, token_for):
     client = operator_api_caller(caller, actors, acme, token_for)
-    assert_reached_only_by_operators(OPERATIONS[operation], caller, world, client)
+    assert_reached_only_by_operators(OPERATIONS[operation], caller, world["ids"], client)
