@@ -7,7 +7,8 @@ DATABASE_URL (a test database made for the run and dropped after).
 
 Prints one JSON line per size: the seconds to allocate (reading the rows included), the
 categories' GPU-hours, and whether they add up to the pool's hours exactly (to the
-microsecond). The issue's target: a 1,000-node month in under 60 s.
+microsecond). The issue's target: a 1,000-node month in under 60 s. ``--keep`` keeps the
+seeded database for the next ``--keep`` run, which only allocates (and records nothing).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/portal \
         nice python bench/books.py --sizes 1000000
@@ -30,6 +31,7 @@ from bench.database_runs import database_arguments, on_test_databases  # noqa: E
 from bench.metering import MONTH, MONTH_START, seed, timed  # noqa: E402 (sets Django up)
 from billing import selectors, services  # noqa: E402
 from billing.allocation import UNITS_PER_GPU  # noqa: E402
+from billing.models import UsageInterval  # noqa: E402
 from scheduling.models import (  # noqa: E402
     Node,
     NodeAvailability,
@@ -96,9 +98,13 @@ def history(rng: random.Random) -> None:
 
 
 def run(size: int, organizations: int, seed_value: int) -> dict:
-    seed(placements=size, organizations=organizations, seed=seed_value)
-    services.usage_intervals_sync()
-    history(random.Random(seed_value))
+    if not Node.objects.exists():
+        seed(placements=size, organizations=organizations, seed=seed_value)
+        services.usage_intervals_sync()
+        history(random.Random(seed_value))
+    elif UsageInterval.objects.count() != size:
+        # A kept database (--keep) seeded for another size.
+        raise SystemExit(f"the kept database holds another month than {size} placements'")
     pool = NodePool.objects.get()
     allocate_s, allocation = timed(
         lambda: selectors.pool_allocation(
@@ -123,11 +129,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000", help="placements, comma-separated")
     database_arguments(parser)
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the seeded database for the next run with --keep, which only allocates"
+        " (neither records in RESULTS.md)",
+    )
     args = parser.parse_args()
     on_test_databases(
         "books",
         (partial(run, int(size), args.organizations, args.seed) for size in args.sizes.split(",")),
         record=not args.no_results,
+        keep=args.keep,
     )
 
 

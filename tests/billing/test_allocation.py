@@ -3,7 +3,7 @@ is what the rule says, in GPU-hours of a 2-hour period."""
 
 from datetime import UTC, datetime, timedelta
 
-from billing.allocation import MILLI, UNITS_PER_GPU, Layer, Span, allocate
+from billing.allocation import MILLI, UNITS_PER_GPU, Layer, Span, Work, allocate
 
 START = datetime(2026, 11, 2, tzinfo=UTC)
 END = START + timedelta(hours=2)
@@ -23,7 +23,7 @@ def pool(*, gpus=8, holdings=(), uses=(), guarantees=(), down=0) -> Layer:
         weight=7,
         capacity=capacity,
         holdings=list(holdings),
-        uses=list(uses),
+        uses=Work.of(list(uses)),
         guarantees=list(guarantees),
     )
 
@@ -83,7 +83,7 @@ def test_a_mig_instance_carries_its_slices_of_a_gpu():
     instances = Layer(
         weight=3,  # mig-3g.40gb: three slices of seven
         capacity=[Span(2 * MILLI, START, None)],
-        uses=[Span(1 * MILLI, START, END, owner=ACME)],
+        uses=Work.of([Span(1 * MILLI, START, END, owner=ACME)]),
     )
     allocation = allocate(layers=[instances], start=START, end=END)
     assert allocation.totals["used_billed"] == 2 * 3 * MILLI * HOUR
