@@ -69,7 +69,10 @@ def lent(
             for h in holdings
         ],
         uses=Work.of(
-            [Span(u.amount, u.starts_at, u.ends_at, owner=(u.organization, u.project)) for u in uses]
+            [
+                Span(u.amount, u.starts_at, u.ends_at, owner=(u.organization, u.project))
+                for u in uses
+            ]
         ),
     )
     parts = allocate(layers=[layer], start=start, end=end).reservations

@@ -168,7 +168,9 @@ def _columns(rows) -> Work:
 def _batch_add(batch: list[tuple], who: dict[tuple, int], columns: list[list]) -> None:
     """Rows' amounts, starts, ends and owners (numbered in ``who``) onto ``columns``."""
     organizations, projects, tiers, *numbers = zip(*batch, strict=True)
-    owners = [who.setdefault(key, len(who)) for key in zip(organizations, projects, tiers)]
+    owners = [
+        who.setdefault(key, len(who)) for key in zip(organizations, projects, tiers, strict=True)
+    ]
     for column, values in zip(columns, [*numbers, owners], strict=True):
         column.append(np.array(values, dtype=np.int64))
 
