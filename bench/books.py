@@ -27,6 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from django.db import transaction  # noqa: E402
+
 from bench.database_runs import database_arguments, on_test_databases  # noqa: E402
 from bench.metering import MONTH, MONTH_START, seed, timed  # noqa: E402 (sets Django up)
 from billing import selectors, services  # noqa: E402
@@ -39,6 +41,7 @@ from scheduling.models import (  # noqa: E402
     QuotaGrant,
     Reservation,
 )
+from scheduling.services import quota_grant_history_record  # noqa: E402
 from tenants.models import Organization  # noqa: E402
 
 GPUS = 8
@@ -89,12 +92,15 @@ def history(rng: random.Random) -> None:
         )
     for organization in organizations[::4]:
         guarantee = rng.choice((8, 16, 32))
-        QuotaGrant.objects.create(
+        grant = QuotaGrant.objects.create(
             organization=organization,
             gpu_class=pool.gpu_class,
             guarantee=guarantee,
             limit=guarantee * 2,
         )
+        # The books read the guarantees in force from the grants' history: in force all month.
+        with transaction.atomic():
+            quota_grant_history_record(grant=grant, now=MONTH_START)
 
 
 def run(size: int, organizations: int, seed_value: int) -> dict:
