@@ -9,7 +9,8 @@ Prints one JSON line per size: the seconds to allocate (reading the rows include
 categories' GPU-hours, and whether they add up to the pool's hours exactly (to the
 microsecond); and the seconds to make the key under which an ended month's books are kept
 (``books_inputs_key``: what a request for an unchanged ended month costs instead of the
-allocation). The issue's target: a 1,000-node month in under 60 s.
+allocation). The issue's target: a 1,000-node month in under 60 s. ``--keep`` keeps the
+seeded database for the next ``--keep`` run, which only allocates (and records nothing).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/portal \
         nice python bench/books.py --sizes 1000000
@@ -28,10 +29,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from django.db import transaction  # noqa: E402
+
 from bench.database_runs import database_arguments, on_test_databases  # noqa: E402
 from bench.metering import MONTH, MONTH_START, seed, timed  # noqa: E402 (sets Django up)
 from billing import selectors, services  # noqa: E402
 from billing.allocation import UNITS_PER_GPU  # noqa: E402
+from billing.models import UsageInterval  # noqa: E402
 from scheduling.models import (  # noqa: E402
     Node,
     NodeAvailability,
@@ -39,6 +43,7 @@ from scheduling.models import (  # noqa: E402
     QuotaGrant,
     Reservation,
 )
+from scheduling.services import quota_grant_history_record  # noqa: E402
 from tenants.models import Organization  # noqa: E402
 
 GPUS = 8
@@ -89,18 +94,25 @@ def history(rng: random.Random) -> None:
         )
     for organization in organizations[::4]:
         guarantee = rng.choice((8, 16, 32))
-        QuotaGrant.objects.create(
+        grant = QuotaGrant.objects.create(
             organization=organization,
             gpu_class=pool.gpu_class,
             guarantee=guarantee,
             limit=guarantee * 2,
         )
+        # The books read the guarantees in force from the grants' history: in force all month.
+        with transaction.atomic():
+            quota_grant_history_record(grant=grant, now=MONTH_START)
 
 
 def run(size: int, organizations: int, seed_value: int) -> dict:
-    seed(placements=size, organizations=organizations, seed=seed_value)
-    services.usage_intervals_sync()
-    history(random.Random(seed_value))
+    if not Node.objects.exists():
+        seed(placements=size, organizations=organizations, seed=seed_value)
+        services.usage_intervals_sync()
+        history(random.Random(seed_value))
+    elif UsageInterval.objects.count() != size:
+        # A kept database (--keep) seeded for another size.
+        raise SystemExit(f"the kept database holds another month than {size} placements'")
     pool = NodePool.objects.get()
     allocate_s, allocation = timed(
         lambda: selectors.pool_allocation(
@@ -127,11 +139,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000", help="placements, comma-separated")
     database_arguments(parser)
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the seeded database for the next run with --keep, which only allocates"
+        " (neither records in RESULTS.md)",
+    )
     args = parser.parse_args()
     on_test_databases(
         "books",
         (partial(run, int(size), args.organizations, args.seed) for size in args.sizes.split(",")),
         record=not args.no_results,
+        keep=args.keep,
     )
 
 

@@ -23,17 +23,30 @@ def database_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def on_test_databases(
-    bench: str, runs: Iterable[Callable[[], dict]], *, record: bool, **context
+    bench: str,
+    runs: Iterable[Callable[[], dict]],
+    *,
+    record: bool,
+    keep: bool = False,
+    **context,
 ) -> None:
     """Each of ``runs`` on a fresh test database; print its line (the bench, the calibration,
-    the database, ``context``, then its figures) and, if ``record``, add it to RESULTS.md."""
+    the database, ``context``, then its figures) and, if ``record``, add it to RESULTS.md.
+    ``keep``: one database of the bench's own name, made if missing and kept after (never
+    recorded: the runs that fill it are timed apart from the ones that find it full)."""
     setup_test_environment()
+    if keep:
+        # Not the test database's usual name, which the test suite makes and drops.
+        test = connection.settings_dict["TEST"]
+        test["NAME"] = f"{connection.settings_dict['NAME']}_{bench}_kept"
+        record = False
     for run in runs:
-        database = connection.creation.create_test_db(verbosity=0, autoclobber=True)
+        database = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=keep)
         try:
             figures = run()
         finally:
-            connection.creation.destroy_test_db(database, verbosity=0)
+            if not keep:
+                connection.creation.destroy_test_db(database, verbosity=0)
         line = {
             "bench": bench,
             "calibration_s": calibration_seconds(),

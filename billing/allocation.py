@@ -21,7 +21,8 @@ order above, so the sum still holds.
 Layers are weighed into one unit, a seven-thousandth of a GPU (``UNITS_PER_GPU``), so that a
 GPU share (in milli-GPU) and a MIG instance (slices of seven) both carry their exact fraction of
 a GPU. The sweep runs over the sorted change points with numpy: cumulative sums of the changes,
-not a loop per instant.
+not a loop per instant. Work comes as columns (``Work``: a million spans of a month are read
+as arrays, their owners as small integers), each span placed among the change points once.
 """
 
 from collections import defaultdict
@@ -36,6 +37,8 @@ UNITS_PER_GPU = MILLI * SLICES_PER_GPU
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
 HOUR = 3600 * 10**6  # microseconds
+# Where a span still open ends: after any period.
+RUNNING = np.iinfo(np.int64).max
 
 CATEGORIES = (
     "used_billed",
@@ -63,6 +66,36 @@ class Span:
     tier: object = None
 
 
+@dataclass(frozen=True)
+class Work:
+    """Work in a layer as columns: each span's ``amounts`` (milli-units), ``starts`` and
+    ``ends`` (microseconds since the epoch; ``RUNNING`` for a span still open) as int64
+    arrays, and ``owners``, each span's index into ``who`` (organization, project, tier): a
+    month's million spans neither build a datetime nor hash an owner each."""
+
+    amounts: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    owners: np.ndarray
+    who: tuple[tuple, ...]
+
+    @classmethod
+    def of(cls, spans: list[Span]) -> "Work":
+        """The columns of ``spans`` (their ``owner`` and ``tier`` the owner)."""
+        who: dict[tuple, int] = {}
+        owners = [who.setdefault((*span.owner, span.tier), len(who)) for span in spans]
+        return cls(
+            amounts=np.array([span.amount for span in spans], dtype=np.int64),
+            starts=np.array([microseconds(span.starts_at) for span in spans], dtype=np.int64),
+            ends=np.array(
+                [RUNNING if s.ends_at is None else microseconds(s.ends_at) for s in spans],
+                dtype=np.int64,
+            ),
+            owners=np.array(owners, dtype=np.intp),
+            who=tuple(who),
+        )
+
+
 @dataclass
 class Layer:
     """One layer of a pool: ``weight`` units per milli-unit (7 for whole GPUs, a MIG
@@ -71,7 +104,7 @@ class Layer:
     weight: int
     capacity: list[Span] = field(default_factory=list)
     holdings: list[Span] = field(default_factory=list)
-    uses: list[Span] = field(default_factory=list)
+    uses: Work = field(default_factory=lambda: Work.of([]))
     guarantees: list[Span] = field(default_factory=list)
 
 
@@ -106,65 +139,100 @@ def allocate(*, layers: list[Layer], start: datetime, end: datetime) -> Allocati
 
 
 class _Grid:
-    """The change points of one layer in [start, end) and the level of any set of spans over
-    each piece between them."""
+    """The change points of one layer in [start, end), each span placed among them once (the
+    pieces it starts and ends at), and the level of any set of spans over each piece."""
 
-    def __init__(self, spans: list[Span], start: int, end: int) -> None:
-        points = [start, end]
-        for span in spans:
-            points.append(microseconds(span.starts_at))
-            if span.ends_at is not None:
-                points.append(microseconds(span.ends_at))
+    def __init__(self, layer: Layer, start: int, end: int) -> None:
+        self.start, self.end = start, end
+        spans = Work.of([*layer.capacity, *layer.holdings, *layer.guarantees])
         # Every whole hour cuts too, as the lending credit's hourly pieces do: each piece's
         # lent time is split among the reservations the same way whoever asks.
         hours = np.arange(-(-start // HOUR) * HOUR, end, HOUR, dtype=np.int64)
-        cuts = np.unique(
-            np.concatenate([np.clip(np.array(points, dtype=np.int64), start, end), hours])
+        moments = [spans.starts, spans.ends, layer.uses.starts, layer.uses.ends]
+        points = np.sort(
+            np.concatenate([np.array([start, end]), *map(self._clipped, moments), hours])
         )
-        self.cuts = cuts
-        self.lengths = np.diff(cuts)
-        self.start, self.end = start, end
+        # Each point once (sorting then dropping repeats beats np.unique's hashing here).
+        self.cuts = points[np.concatenate(([True], points[1:] != points[:-1]))]
+        self.lengths = np.diff(self.cuts)
 
-    def level(self, spans: list[Span]) -> np.ndarray:
-        """The sum of ``spans``' amounts over each piece."""
+    def _clipped(self, moments: np.ndarray) -> np.ndarray:
+        return np.clip(moments, self.start, self.end)
+
+    def placed(self, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The change points' indexes where spans from ``starts`` to ``ends`` begin and end."""
+        return (
+            np.searchsorted(self.cuts, self._clipped(starts)),
+            np.searchsorted(self.cuts, self._clipped(ends)),
+        )
+
+    def level(self, amounts: np.ndarray, firsts: np.ndarray, lasts: np.ndarray) -> np.ndarray:
+        """The sum over each piece of the amounts of spans placed at ``firsts`` to ``lasts``."""
         deltas = np.zeros(len(self.cuts), dtype=np.int64)
-        if spans:
-            amounts = np.array([s.amount for s in spans], dtype=np.int64)
-            starts = np.array([microseconds(s.starts_at) for s in spans], dtype=np.int64)
-            ends = np.array(
-                [self.end if s.ends_at is None else microseconds(s.ends_at) for s in spans],
-                dtype=np.int64,
-            )
-            starts, ends = (
-                np.clip(starts, self.start, self.end),
-                np.clip(ends, self.start, self.end),
-            )
-            np.add.at(deltas, np.searchsorted(self.cuts, starts), amounts)
-            np.add.at(deltas, np.searchsorted(self.cuts, ends), -amounts)
+        np.add.at(deltas, firsts, amounts)
+        np.add.at(deltas, lasts, -amounts)
         return np.cumsum(deltas)[:-1]
+
+    def level_of(self, spans: list[Span]) -> np.ndarray:
+        """The level of a few spans."""
+        work = Work.of(spans)
+        return self.level(work.amounts, *self.placed(work.starts, work.ends))
+
+
+class _Uses:
+    """A layer's work placed on its grid once, grouped by owner (each owner's spans one
+    slice of the columns): the level of any owners' work, and each span's microseconds."""
+
+    def __init__(self, work: Work, grid: _Grid) -> None:
+        order = np.argsort(work.owners, kind="stable")
+        self.who, self.grid = work.who, grid
+        self.amounts = work.amounts[order]
+        self.firsts, self.lasts = grid.placed(work.starts[order], work.ends[order])
+        self.bounds = np.searchsorted(work.owners[order], np.arange(len(work.who) + 1))
+
+    def level(self, owners: list[int] | None = None) -> np.ndarray:
+        """The level of the work of ``owners`` (indexes into ``who``; None: everyone's)."""
+        if owners is None:
+            return self.grid.level(self.amounts, self.firsts, self.lasts)
+        rows = np.concatenate(
+            [np.arange(self.bounds[o], self.bounds[o + 1]) for o in owners] or [np.arange(0)]
+        )
+        return self.grid.level(self.amounts[rows], self.firsts[rows], self.lasts[rows])
+
+    def owned(self, organization, project=None) -> list[int]:
+        """The owners that are ``organization``'s (its ``project``'s, if one is named)."""
+        return [
+            index
+            for index, (of, within, _) in enumerate(self.who)
+            if of == organization and project in (None, within)
+        ]
+
+    def unit_microseconds(self, owner: int) -> int:
+        """The milli-unit-microseconds of ``owner``'s work in the period."""
+        rows = slice(self.bounds[owner], self.bounds[owner + 1])
+        cuts = self.grid.cuts
+        lasted = np.maximum(cuts[self.lasts[rows]] - cuts[self.firsts[rows]], 0)
+        return _dot(self.amounts[rows], lasted)
 
 
 def _allocate_layer(layer: Layer, start: int, end: int, allocation: Allocation) -> None:
-    grid = _Grid([*layer.capacity, *layer.holdings, *layer.uses, *layer.guarantees], start, end)
+    grid = _Grid(layer, start, end)
+    uses = _Uses(layer.uses, grid)
     weight, lengths = layer.weight, grid.lengths
-    available = grid.level([s for s in layer.capacity if s.available])
-    unavailable = grid.level([s for s in layer.capacity if not s.available])
+    available = grid.level_of([s for s in layer.capacity if s.available])
+    unavailable = grid.level_of([s for s in layer.capacity if not s.available])
     # Only the holders' work is followed piece by piece, by owner and tier (it fills their
-    # reservations); the others' adds up to the guests' level and is counted span by span.
+    # reservations); the others' adds up to the guests' level and is counted owner by owner.
     holders = {h.owner[0] for h in layer.holdings}
-    of_holders: dict[tuple, list[Span]] = defaultdict(list)
-    for use in layer.uses:
-        if use.owner[0] in holders:
-            of_holders[(*use.owner, use.tier)].append(use)
+    of_holders: dict[tuple, np.ndarray] = {}
+    for index, owner in enumerate(uses.who):
+        if owner[0] in holders:
+            of_holders[owner] = uses.level([index])
         else:
-            allocation.on_demand[(*use.owner, use.tier)] += (
-                use.amount * _lasted(use, start, end) * weight
-            )
-    everyone = grid.level(layer.uses)
-    held = grid.level(layer.holdings)
-    fills, idles, remaining = _fills(
-        layer.holdings, {owner: grid.level(spans) for owner, spans in of_holders.items()}, grid
-    )
+            allocation.on_demand[owner] += uses.unit_microseconds(index) * weight
+    everyone = uses.level()
+    held = grid.level_of(layer.holdings)
+    fills, idles, remaining = _fills(layer.holdings, of_holders, grid)
     for owner, level in remaining.items():
         allocation.on_demand[owner] += _dot(level, lengths) * weight
     owners_fill = sum(fills.values(), np.zeros_like(everyone))
@@ -183,11 +251,8 @@ def _allocate_layer(layer: Layer, start: int, end: int, allocation: Allocation) 
     ):
         parts[name] = np.minimum(np.maximum(wanted, 0), left)
         left = left - parts[name]
-    by_organization: dict[object, list[Span]] = defaultdict(list)
-    for use in layer.uses:
-        by_organization[use.owner[0]].append(use)
     unused = np.zeros_like(left)
-    for _, level in _unused_guarantees(layer, by_organization, grid):
+    for _, level in _unused_guarantees(layer, uses, grid):
         unused += level
     parts["guarantee_idle"] = np.minimum(unused, left)
     parts["unallocated_idle"] = left - parts["guarantee_idle"]
@@ -196,19 +261,27 @@ def _allocate_layer(layer: Layer, start: int, end: int, allocation: Allocation) 
         allocation.totals[name] += _dot(level, lengths) * weight
     # What was lent where capacity was available (none while its nodes are down).
     _reservations(layer, fills, idles, parts["reserved_lent"], grid, allocation)
-    _guarantees(layer, by_organization, grid, unused, parts["guarantee_idle"], allocation)
+    _guarantees(layer, uses, grid, unused, parts["guarantee_idle"], allocation)
 
 
-def _lasted(span: Span, start: int, end: int) -> int:
-    """Microseconds of ``span`` inside [start, end)."""
-    until = end if span.ends_at is None else min(microseconds(span.ends_at), end)
-    return max(until - max(microseconds(span.starts_at), start), 0)
+# Each product of two int64 columns summed exactly in int64 halves (see ``_dot``).
+LOW_BITS = 32
 
 
 def _dot(level: np.ndarray, lengths: np.ndarray) -> int:
-    """The exact sum of level times length: in Python integers, for a month of thousands of
-    GPUs in milli-unit-microseconds passes 64 bits."""
-    return int(np.dot(level.astype(object), lengths.astype(object)))
+    """The exact sum of level times length: a month of thousands of GPUs in
+    milli-unit-microseconds passes 64 bits, but each product does not (checked, else Python
+    integers), and the products' high and low 32 bits summed apart cannot overflow under
+    2**31 terms."""
+    if not len(level):
+        return 0
+    bound = int(np.abs(level).max()) * int(np.abs(lengths).max())
+    if bound >= 2**63 or len(level) >= 2**31:
+        return int(np.dot(level.astype(object), lengths.astype(object)))
+    products = level.astype(np.int64) * lengths.astype(np.int64)
+    high = int(np.sum(products >> LOW_BITS))
+    low = int(np.sum(products & (2**LOW_BITS - 1)))
+    return (high << LOW_BITS) + low
 
 
 def _fills(holdings: list[Span], use_of: dict[tuple, np.ndarray], grid: _Grid):
@@ -219,7 +292,7 @@ def _fills(holdings: list[Span], use_of: dict[tuple, np.ndarray], grid: _Grid):
     remaining = dict(use_of)
     fills, idles = {}, {}
     for holding in sorted(holdings, key=lambda h: (h.owner[1] is None, h.key)):
-        amount = grid.level([holding])
+        amount = grid.level_of([holding])
         organization, project = holding.owner
         left = amount.copy()
         for owner in sorted(remaining, key=str):
@@ -233,14 +306,13 @@ def _fills(holdings: list[Span], use_of: dict[tuple, np.ndarray], grid: _Grid):
     return fills, idles, remaining
 
 
-def _unused_guarantees(layer: Layer, by_organization: dict, grid: _Grid):
+def _unused_guarantees(layer: Layer, uses: _Uses, grid: _Grid):
     """Each guarantee's owner and what of it its work leaves unused at each piece (a
     project's guarantee counts the project's work, an organization's all of its work), one at
     a time (a level of every piece each)."""
     for guarantee in layer.guarantees:
-        organization, project = guarantee.owner
-        work = [use for use in by_organization[organization] if project in (None, use.owner[1])]
-        yield guarantee.owner, np.maximum(grid.level([guarantee]) - grid.level(work), 0)
+        work = uses.level(uses.owned(*guarantee.owner))
+        yield guarantee.owner, np.maximum(grid.level_of([guarantee]) - work, 0)
 
 
 def _reservations(layer, fills, idles, lent, grid: _Grid, allocation: Allocation) -> None:
@@ -262,7 +334,7 @@ def _reservations(layer, fills, idles, lent, grid: _Grid, allocation: Allocation
 
 
 def _guarantees(
-    layer: Layer, by_organization: dict, grid: _Grid, unused, idle_level, allocation: Allocation
+    layer: Layer, uses: _Uses, grid: _Grid, unused, idle_level, allocation: Allocation
 ) -> None:
     """Each guarantee's idle unit-microseconds: all of what it left unused where the free
     capacity covers every guarantee; where it does not, the pieces' granted quota idle split
@@ -275,7 +347,7 @@ def _guarantees(
     floors, remainders = defaultdict(int), defaultdict(float)
     whole = unused[short].astype(object)
     total = idle_level[short].astype(object) * grid.lengths[short].astype(object)
-    for owner, level in _unused_guarantees(layer, by_organization, grid):
+    for owner, level in _unused_guarantees(layer, uses, grid):
         allocation.guarantees[owner] += _dot(level[covered], grid.lengths[covered]) * layer.weight
         numerators = level[short].astype(object) * total
         floors[owner] += int(sum(numerators // whole)) if len(short) else 0

@@ -21,7 +21,7 @@ Lent time therefore never exceeds a reservation's idle time, nor the guests' tim
 from dataclasses import dataclass
 from datetime import datetime
 
-from .allocation import MICROSECOND, Layer, Span, allocate
+from .allocation import MICROSECOND, Layer, Span, Work, allocate
 
 __all__ = ["MICROSECOND", "Holding", "Span", "Use", "lent"]
 
@@ -68,9 +68,12 @@ def lent(
             Span(h.amount, h.starts_at, h.ends_at, owner=(h.organization, h.project), key=h.key)
             for h in holdings
         ],
-        uses=[
-            Span(u.amount, u.starts_at, u.ends_at, owner=(u.organization, u.project)) for u in uses
-        ],
+        uses=Work.of(
+            [
+                Span(u.amount, u.starts_at, u.ends_at, owner=(u.organization, u.project))
+                for u in uses
+            ]
+        ),
     )
     parts = allocate(layers=[layer], start=start, end=end).reservations
     return {

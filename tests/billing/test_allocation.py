@@ -3,7 +3,9 @@ is what the rule says, in GPU-hours of a 2-hour period."""
 
 from datetime import UTC, datetime, timedelta
 
-from billing.allocation import MILLI, UNITS_PER_GPU, Layer, Span, allocate
+import pytest
+
+from billing.allocation import MILLI, UNITS_PER_GPU, Layer, Span, Work, allocate
 
 START = datetime(2026, 11, 2, tzinfo=UTC)
 END = START + timedelta(hours=2)
@@ -23,7 +25,7 @@ def pool(*, gpus=8, holdings=(), uses=(), guarantees=(), down=0) -> Layer:
         weight=7,
         capacity=capacity,
         holdings=list(holdings),
-        uses=list(uses),
+        uses=Work.of(list(uses)),
         guarantees=list(guarantees),
     )
 
@@ -83,7 +85,7 @@ def test_a_mig_instance_carries_its_slices_of_a_gpu():
     instances = Layer(
         weight=3,  # mig-3g.40gb: three slices of seven
         capacity=[Span(2 * MILLI, START, None)],
-        uses=[Span(1 * MILLI, START, END, owner=ACME)],
+        uses=Work.of([Span(1 * MILLI, START, END, owner=ACME)]),
     )
     allocation = allocate(layers=[instances], start=START, end=END)
     assert allocation.totals["used_billed"] == 2 * 3 * MILLI * HOUR
@@ -114,3 +116,17 @@ def test_guarantees_share_too_little_free_capacity_in_proportion_to_what_each_le
     allocation = allocate(layers=[pool(uses=[others], guarantees=guarantees)], start=START, end=END)
     assert hours(allocation, "guarantee_idle") == 4
     assert allocation.guarantees[ACME] == 2 * allocation.guarantees[GLOBEX]
+
+
+# 100,000 GPUs: each piece's level times its hour fits 64 bits, their month's sum does not;
+# 3,000,000: not even one piece's product does.
+@pytest.mark.parametrize("gpus", [100_000, 3_000_000])
+def test_a_month_of_a_huge_pool_adds_up_exactly_past_64_bits(gpus):
+    month_end = START + timedelta(days=30)
+    work = Span(gpus // 2 * MILLI, START, month_end, owner=ACME)
+    layer = Layer(weight=7, capacity=[Span(gpus * MILLI, START, None)], uses=Work.of([work]))
+    allocation = allocate(layers=[layer], start=START, end=month_end)
+    month = 30 * 24 * HOUR
+    assert allocation.total == gpus * UNITS_PER_GPU * month
+    assert allocation.total > 2**63
+    assert allocation.totals["used_billed"] == gpus // 2 * UNITS_PER_GPU * month
