@@ -5,8 +5,11 @@ bruno (owner), who must never see acme's objects; otto belongs to no organizatio
 """
 
 import os
+from uuid import uuid4
 
 import pytest
+from django.conf import settings as django_settings
+from django.test import override_settings
 from hypothesis import settings
 from rest_framework.test import APIClient
 
@@ -25,6 +28,16 @@ settings.register_profile("ci", max_examples=30, print_blob=True)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev")
 )
+
+
+@pytest.fixture(autouse=True)
+def cache_of_its_own():
+    """Each test starts with an empty cache of its own: the cache (Redis in CI) outlives a
+    test and is shared by the suite's processes, and what one test kept there (an ended month's
+    books, say) under a key that another test's rows make again must not answer the other."""
+    cache = {**django_settings.CACHES["default"], "KEY_PREFIX": f"test-{uuid4().hex}"}
+    with override_settings(CACHES={"default": cache}):
+        yield
 
 
 # Each actor's e-mail and role in the organization named (otto: in none).
