@@ -7,16 +7,20 @@ world the cycle read (no admission or eviction before it in that cycle), and reu
 
 - on the same world: free capacity of every node, the running work, quotas, reservations and
   which of them are open, opening or draining, tenant weights, topology, node shapes, the
-  policy and the placement policy's workload mix (``world_of``), compared whole;
+  policy and the placement policy's workload mix, and of the running work as victims: its
+  order by eviction cost (work lost grows with time) and whether each has run its tier's
+  minimum and the reclaim delay (``world_of``), compared whole;
 - while the cycle is still on that world (nothing admitted or evicted before it);
 - for the same request, behind the same backfill shadows (the queue order, which fair share
   moves with time, only matters through those), and on the same side of every instant its
   maximum runtime is weighed against (a shadow's start, a reservation's window);
-- and only for an answer whose victim search, if any, stopped before weighing victims (their
-  standing moves with time and fair share): a request that could evict is decided every cycle.
+- and only for an answer whose victim search, if any, weighed no fair share (a request that
+  would borrow is decided every cycle).
 
 Shares and run-time samples are no part of the world: they move every cycle, and only the
-order (through the shadows) and the estimates, made anew every cycle, read them.
+order (through the shadows), fair-share reclaims and the estimates, made anew every cycle,
+read them. A victim search that fails tries the same sets in the same rank order whatever
+the costs (they only prune once a set fits), so the order stands for the costs.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .model import ClusterSnapshot, Policy, Request, RunningWorkload
+from .victims import eviction_cost
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,17 @@ def world_of(
         )
         for reservation in snapshot.reservations
     )
+    victims = sorted(running, key=lambda w: eviction_cost(workload=w, now=now))
+    standings = tuple(
+        (
+            w.request.id,
+            now - w.started_at >= w.request.min_run_time,
+            now - w.started_at >= policy.reclaim_after,
+        )
+        for w in victims
+    )
     return (
+        standings,
         snapshot.nodes,
         tuple(running),
         snapshot.quotas,

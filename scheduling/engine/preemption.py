@@ -73,8 +73,9 @@ class Preemptor:
         self._place = place
         self._stop = stop
         self.preemptions: list[Preemption] = []
-        # Searches that weighed victims (a parked answer never comes of one).
-        self.searches = 0
+        # Searches that weighed victims by fair share, which moves every cycle: a parked
+        # answer never comes of one.
+        self.share_searches = 0
         self._protected: set[str] = set()
         self._names: dict[int, set[str]] = {}
         self._evictable: dict[str, tuple[list[int], list[RunningWorkload]]] = {}
@@ -141,9 +142,9 @@ class Preemptor:
             workloads = workloads[: (bisect_right if fair else bisect_left)(tiers, request.tier)]
             if not workloads:
                 return None
-        # Past here the victims are weighed: their standing moves with time and fair share.
-        self.searches += 1
         fair_need = request.quota_amount * replicas if fair else 0
+        if fair_need:
+            self.share_searches += 1
         key = (
             request.tenant,
             request.tier,

@@ -194,9 +194,9 @@ class _Cycle:
             if isinstance(outcome, _Failure):
                 self._after_failure(request, demand, outcome)
             else:
-                searches = self.preemptor.searches
+                searches = self.preemptor.share_searches
                 outcome = self.decide(request, demand)
-                quiet = shadows is not None and searches == self.preemptor.searches
+                quiet = shadows is not None and searches == self.preemptor.share_searches
                 if quiet and isinstance(outcome, _Failure):
                     parker.park(request, outcome, shadows)
             if isinstance(outcome, Admission):

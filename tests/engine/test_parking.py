@@ -87,8 +87,9 @@ class ParkedCycles(RuleBasedStateMachine):
         gpus=st.sampled_from([1, 2, 4]),
         replicas=st.integers(1, 3),
         runtime=st.sampled_from([None, 20, 120, 600]),
+        min_run=st.sampled_from([0, 1, 15]),
     )
-    def submit(self, tenant, tier, gpus, replicas, runtime):
+    def submit(self, tenant, tier, gpus, replicas, runtime, min_run=0):
         self.serial += 1
         submitted = request(
             f"w{self.serial}",
@@ -98,6 +99,7 @@ class ParkedCycles(RuleBasedStateMachine):
             replicas=replicas,
             preemptible=tier == 0,
             max_runtime=timedelta(minutes=runtime) if runtime else None,
+            min_run_time=timedelta(minutes=min_run),
         )
         self.pending[submitted.id] = replace(submitted, submitted_at=self.now)
         self.cycle()
@@ -144,7 +146,7 @@ class ParkedCycles(RuleBasedStateMachine):
         self.usage[tenant] = share
         self.cycle()
 
-    @rule(seconds=st.sampled_from([5, 60, 600, 3600]))
+    @rule(seconds=st.sampled_from([5, 60, 300, 600, 3600]))
     def time_passes(self, seconds):
         self.now += timedelta(seconds=seconds)
         self.cycle()
