@@ -9,6 +9,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from bench.scheduler_scale import build
 from scheduling.engine import (
     ClusterSnapshot,
     Policy,
@@ -16,6 +17,7 @@ from scheduling.engine import (
     RunningWorkload,
     RuntimeSamples,
     schedule,
+    schedule_keeping,
 )
 from scheduling.engine.simulation import nodes_less
 
@@ -191,3 +193,25 @@ def test_a_node_uncordoned_unparks_every_answer():
     parked = machine.parking.answers
     machine.cordon(0)
     assert not any(machine.parking.answers.get(i) is parked[i] for i in parked)
+
+
+def test_the_benchmark_queue_decides_as_without_parking_and_reuses_most_answers():
+    snapshot, pending, running = build(nodes=200, pending=2_000, tenants=20, seed=42)
+    policy = Policy(placement="fgd_cpu_waste_demand")
+    first, end = schedule_keeping(
+        snapshot=snapshot, pending=pending, running=running, now=NOW, policy=policy
+    )
+    admitted = {a.request_id for a in first.admissions}
+    evicted = {p.victim_id for p in first.preemptions}
+    waiting = [r for r in pending if r.id not in admitted] + [
+        replace(w.request, evictions=w.request.evictions + 1)
+        for w in running
+        if w.request.id in evicted
+    ]
+    state = {"snapshot": end.snapshot, "pending": waiting, "running": end.running}
+    following = schedule(**state, now=NOW + timedelta(seconds=5), policy=policy)
+    quiet = {**state, "now": NOW + timedelta(seconds=10), "policy": policy}
+    parked = schedule(**quiet, parked=following.parking)
+    assert parked == schedule(**quiet)
+    reused = [i for i, a in parked.parking.answers.items() if following.parking.answers[i] is a]
+    assert len(reused) > len(parked.pending) / 2
