@@ -25,6 +25,7 @@ the costs (they only prune once a set fits), so the order stands for the costs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -43,10 +44,15 @@ class ParkedAnswer:
 
 @dataclass(frozen=True)
 class Parking:
-    """A cycle's answers for its waiting requests, and the world they hold in."""
+    """A cycle's answers for its waiting requests, and the world they hold in (``world_of``
+    of ``inputs``: worked out only when a next cycle compares it)."""
 
-    world: tuple
+    inputs: Mapping[str, object]
     answers: Mapping[str, ParkedAnswer]
+
+    @functools.cached_property
+    def world(self) -> tuple:
+        return world_of(**self.inputs)
 
     def __len__(self) -> int:
         return len(self.answers)
@@ -108,9 +114,16 @@ class Parker:
         now: datetime,
     ) -> None:
         """``running``, as the cycle begins; ``mix``: the placement policy's workload mix."""
-        world = world_of(snapshot=snapshot, running=running, policy=policy, mix=mix, now=now)
-        self._reusable = parked.answers if parked is not None and parked.world == world else {}
-        self._world = world
+        self._inputs = {
+            "snapshot": snapshot,
+            "running": running,
+            "policy": policy,
+            "mix": mix,
+            "now": now,
+        }
+        self._reusable = {}
+        if parked is not None and parked.world == world_of(**self._inputs):
+            self._reusable = parked.answers
         self._now = now
         self._windows = tuple(sorted({r.starts_at for r in snapshot.reservations}))
         self._answers: dict[str, ParkedAnswer] = {}
@@ -140,4 +153,4 @@ class Parker:
         )
 
     def parking(self) -> Parking:
-        return Parking(world=self._world, answers=self._answers)
+        return Parking(inputs=self._inputs, answers=self._answers)
