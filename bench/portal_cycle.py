@@ -7,18 +7,21 @@ data mirror bench/scheduler_scale.py (same generator, same seed): 4 pools of 250
 10, 100 organizations in one cohort, 3 tiers, gangs of 1-16 replicas, a quarter of the cluster
 running. It runs in a test database made for the run (`test_<name>` of DATABASE_URL) and
 dropped after; each repeat rolls its decisions back, so every cycle starts from the same state.
-Two figures: the first cycle over the new queue (every waiting workload gets its first reason,
-a quarter of the cluster is preempted), and the next one, after the first was kept (what beat
-runs every few seconds: few reasons change).
+Three figures: the first cycle over the new queue (every waiting workload gets its first reason,
+a quarter of the cluster is preempted); the next one, after the first was kept (what beat
+runs every few seconds: few reasons change), which decides every request again (the first
+admitted and evicted: nothing it decided is parked); and the quiet one, after a next cycle was
+kept that admitted and evicted nothing, which reuses the parked answers (scheduling/engine/
+parking.py). `--no-parking` decides every request in every cycle: its digests must be the same.
 
-Every run decides the same: workload ids are derived from their names, and the portal's clock
-is held at a fixed instant (the first cycles and the kept one at `NOW` + 1 h, the next ones 5 s
-later, as beat would run them). Each figure comes with the seconds of its steps (medians):
-loading (the quota and usage upkeep and the snapshot), the engine (ordering the queue,
-deciding each request, of which the victim searches, and explaining what waits), and writing
-(the decisions, and the state kept for what-ifs). `--digest` adds a hash of what the cycles
-wrote (every workload's state, reason, place and estimates, every placement and event), so
-that a change to the cycle can be shown to decide exactly the same.
+Every run decides the same: workload ids are derived from their names, and the portal's clock is
+held at a fixed instant (the first cycles and the kept one at `NOW` + 1 h, the next ones 5 s
+later, as beat would run them, and the quiet ones 5 s after those). Each figure comes with the
+seconds of its steps (medians): loading (the quota and usage upkeep and the snapshot), the
+engine (ordering the queue, deciding each request, of which the victim searches, and explaining
+what waits), and writing (the decisions, and the state kept for what-ifs). `--digest` adds a
+hash of what the cycles wrote (every workload's state, reason, place and estimates, every
+placement and event), so that a change to the cycle can be shown to decide exactly the same.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/portal nice python bench/portal_cycle.py
 """
@@ -70,12 +73,13 @@ from scheduling.models import (  # noqa: E402
     Workload,
     WorkloadEvent,
 )
-from scheduling.services import cycle, cycle_requests  # noqa: E402
+from scheduling.services import cycle, cycle_parking, cycle_requests  # noqa: E402
 from tenants.models import Organization, Project  # noqa: E402
 
 # The instants the cycles run at: the first ones (and the kept one), then the next ones.
 FIRST_AT = NOW + timedelta(hours=1)
 NEXT_AT = FIRST_AT + timedelta(seconds=5)
+QUIET_AT = NEXT_AT + timedelta(seconds=5)
 # A cycle's steps, each the callable timed (cumulative: a call inside another counts in both).
 STEPS = {
     "loading": (cycle, "quota_increases_apply", "tenant_usage_update", "cycle_inputs"),
@@ -267,10 +271,19 @@ def decisions_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def timed_cycle(policy: str, profiler: cProfile.Profile | None = None, *, digest: bool = False):
+def timed_cycle(
+    policy: str,
+    profiler: cProfile.Profile | None = None,
+    *,
+    digest: bool = False,
+    parked: bool = True,
+):
     """One cycle's wall and CPU seconds, result, statements, steps' seconds and (``digest``)
-    the hash of what it wrote; its writes are rolled back."""
+    the hash of what it wrote; its writes are rolled back. Not ``parked``: it starts with no
+    parked answer, as after a cycle that admitted or evicted."""
     outcome = {}
+    if not parked:
+        cycle_parking.forget()
     try:
         with transaction.atomic(), step_seconds() as steps:
             wall, cpu = time.perf_counter(), time.process_time()
@@ -337,7 +350,11 @@ def main() -> None:
     parser.add_argument(
         "--digest", action="store_true", help="print a hash of what the cycles decided"
     )
+    parser.add_argument(
+        "--no-parking", action="store_true", help="decide every request in every cycle"
+    )
     args = parser.parse_args()
+    parking = not args.no_parking
 
     setup_test_environment()
     database = connection.creation.create_test_db(verbosity=0, autoclobber=True)
@@ -349,13 +366,26 @@ def main() -> None:
             for _ in range(args.repeat):
                 # A first cycle makes every waiting workload's request: none kept from before.
                 cycle_requests.forget()
-                first.append(timed_cycle(args.policy, digest=args.digest))
+                first.append(timed_cycle(args.policy, digest=args.digest, parked=False))
             services.scheduling_cycle_run(policy=Policy(placement=args.policy))  # kept
         with held_clock(NEXT_AT):
+            # Each next cycle as the first after the kept one: none reuses another's answers.
+            steady = [
+                timed_cycle(args.policy, digest=args.digest, parked=False)
+                for _ in range(args.repeat)
+            ]
+            cycle_parking.forget()
+            services.scheduling_cycle_run(policy=Policy(placement=args.policy))  # kept
+        with held_clock(QUIET_AT):
+            if not parking:
+                cycle_parking.forget()
             # The profiled cycle is an extra one: the profiler's cost stays out of the figures.
             if profiler:
-                timed_cycle(args.policy, profiler)
-            steady = [timed_cycle(args.policy, digest=args.digest) for _ in range(args.repeat)]
+                timed_cycle(args.policy, profiler, parked=parking)
+            quiet = [
+                timed_cycle(args.policy, digest=args.digest, parked=parking)
+                for _ in range(args.repeat)
+            ]
         if profiler:
             pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(
                 args.profile
@@ -370,6 +400,8 @@ def main() -> None:
         "policy": args.policy,
         **figures("first", first),
         **figures("next", steady),
+        **figures("quiet", quiet),
+        "parking": parking,
     }
     print(json.dumps(line))
     if not args.no_results:

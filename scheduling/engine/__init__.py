@@ -33,6 +33,7 @@ from .model import (
     Toleration,
     TolerationOperator,
 )
+from .parking import Parking
 from .policies import PLACEMENT_POLICIES
 from .quota import QuotaLedger, quota_capacity, validate_request
 from .schedule import schedule
@@ -49,6 +50,7 @@ __all__ = [
     "FragmentationView",
     "NodeSelectorRequirement",
     "NodeState",
+    "Parking",
     "PendingCode",
     "PendingReason",
     "Policy",

@@ -26,6 +26,28 @@ class Shadow:
     # The running work whose end it waits for (by id): the start estimates draw those ends.
     waits_for: tuple[str, ...] = ()
 
+    def as_planned(self, gpu_class: str) -> PlannedShadow:
+        return PlannedShadow(
+            gpu_class,
+            self.request_id,
+            self.tier,
+            self.starts_at,
+            self.waits_for,
+            self.held.tobytes(),
+        )
+
+
+@dataclass(frozen=True)
+class PlannedShadow:
+    """A class's shadow as a value that compares (its held nodes as bytes)."""
+
+    gpu_class: str
+    request_id: str
+    tier: int
+    starts_at: datetime
+    waits_for: tuple[str, ...]
+    held: bytes
+
 
 class Backfill:
     """The shadows of one cycle (one per GPU class at most, never replanned) and the order in
@@ -46,6 +68,8 @@ class Backfill:
         self._shadows: dict[str, Shadow] = {}
         self._unshadowed: dict[tuple[str, int], np.ndarray] = {}
         self._release_orders: dict[str, list[RunningWorkload]] = {}
+        # The shadows planned so far, in order: what a parked answer was decided behind.
+        self.planned: tuple[PlannedShadow, ...] = ()
 
     def changed(self) -> None:
         """Running work changed (an admission, an eviction): release orders are stale."""
@@ -55,8 +79,9 @@ class Backfill:
         return self._shadows.get(gpu_class)
 
     def adopt(self, gpu_class: str, shadow: Shadow) -> None:
-        """Take a shadow another cycle planned on this same cluster (a what-if's heads')."""
+        """Take a shadow planned on this same cluster (this cycle's, or a what-if's heads')."""
         self._shadows[gpu_class] = shadow
+        self.planned = (*self.planned, shadow.as_planned(gpu_class))
 
     def outside_shadow(
         self, request: Request, gpu_class: str, among: np.ndarray
@@ -137,4 +162,4 @@ class Backfill:
         starts_at = releases[low - 1].expected_end
         assert starts_at is not None
         waits_for = tuple(w.request.id for w in releases[:low])
-        self._shadows[gpu_class] = Shadow(request.id, request.tier, starts_at, held, waits_for)
+        self.adopt(gpu_class, Shadow(request.id, request.tier, starts_at, held, waits_for))

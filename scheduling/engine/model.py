@@ -394,3 +394,5 @@ class Decisions:
     preemptions: tuple[Preemption, ...]
     pending: tuple[PendingReason, ...]
     standings: tuple[QuotaStanding, ...] = ()
+    # The answers the next cycle may reuse (``schedule``'s ``parked``): no decision of its own.
+    parking: object = field(default=None, compare=False, repr=False)

@@ -73,6 +73,9 @@ class Preemptor:
         self._place = place
         self._stop = stop
         self.preemptions: list[Preemption] = []
+        # Searches that weighed victims by fair share, which moves every cycle: a parked
+        # answer never comes of one.
+        self.share_searches = 0
         self._protected: set[str] = set()
         self._names: dict[int, set[str]] = {}
         self._evictable: dict[str, tuple[list[int], list[RunningWorkload]]] = {}
@@ -137,7 +140,11 @@ class Preemptor:
         if not may_reclaim and not owned_pools and not quota_bound:
             # Only lower tiers, or the same tier for a fair-share reclaim.
             workloads = workloads[: (bisect_right if fair else bisect_left)(tiers, request.tier)]
+            if not workloads:
+                return None
         fair_need = request.quota_amount * replicas if fair else 0
+        if fair_need:
+            self.share_searches += 1
         key = (
             request.tenant,
             request.tier,
@@ -230,6 +237,30 @@ class Preemptor:
                 message=_preemption_message(victim, request, gpu_class),
             ),
         )
+
+    def drain_reservations(self) -> None:
+        """Empty the capacity of reservations about to open of others' preemptible work,
+        cheapest to evict first, until their pool has the GPUs they hold idle."""
+        for reservation in self._reservations.draining:
+            guests = iter(
+                sorted(
+                    (
+                        w
+                        for w in self._running.values()
+                        if not reservation.holds_for(w.request)
+                        and w.request.preemptible
+                        and w.gpu_class == reservation.gpu_class
+                        and reservation.same_resource(w.request)
+                        and self._reservations.in_pool(w, reservation.pool)
+                    ),
+                    key=lambda w: eviction_cost(workload=w, now=self._now),
+                )
+            )
+            while self._reservations.shortfall(reservation):
+                guest = next(guests, None)
+                if guest is None:
+                    break
+                self.drain(guest, reservation)
 
     def drain(self, workload: RunningWorkload, reservation: Reservation) -> None:
         """Evict ``workload`` from capacity ``reservation`` needs when its window opens."""

@@ -44,13 +44,13 @@ from .model import (
     TaintEffect,
     TaskType,
 )
+from .parking import Parker, Parking
 from .policies import make_policy
 from .preemption import PREEMPTION_CODES, Preemptor
 from .quota import LargerThanAnyNode, QuotaLedger, dominant_shares, quota_capacity, validate_request
 from .region_limits import RegionLimits
 from .reservations import ReservationBook
 from .running_ends import RunningEnds
-from .victims import eviction_cost
 
 
 @dataclass(frozen=True)
@@ -75,16 +75,19 @@ def schedule(
     running: Sequence[RunningWorkload],
     now: datetime,
     policy: Policy,
+    parked: Parking | None = None,
 ) -> Decisions:
     """Decide admissions, placements, preemptions and pending reasons for one cycle.
 
-    Pure: the same arguments give the same decisions. ``now`` must be timezone-aware.
+    Pure: the same arguments give the same decisions, whatever ``parked`` (the last cycle's
+    ``Decisions.parking``: it only spares deciding again). ``now`` must be timezone-aware.
     A preemptor is admitted in the same cycle onto its victims' capacity: stop the victims
     before starting it.
     """
     if now.tzinfo is None:
         raise ValueError("now must be a timezone-aware datetime")
-    return _Cycle(snapshot=snapshot, running=running, now=now, policy=policy).run(pending)
+    cycle = _Cycle(snapshot=snapshot, running=running, now=now, policy=policy)
+    return cycle.run(pending, parked=parked)
 
 
 def pending_reason(
@@ -164,6 +167,8 @@ class _Cycle:
         )
         # Off for a what-if's last request: only its estimate would use its shadow.
         self.plans_shadows = True
+        # Nothing admitted or evicted yet: the cycle is on the world it read.
+        self.quiet = True
         self.preemptor = Preemptor(
             cluster=self.cluster,
             ledger=self.ledger,
@@ -176,12 +181,24 @@ class _Cycle:
             stop=self._stop,
         )
 
-    def run(self, pending: Sequence[Request]) -> Decisions:
+    def run(self, pending: Sequence[Request], *, parked: Parking | None = None) -> Decisions:
         ordered, demands = self.begin(pending)
+        running = tuple(self.running.values())
+        parker = Parker(parked, self.snapshot, running, self.policy, self._mix, now=self.now)
         admissions: list[Admission] = []
         self.failures: list[tuple[Request, _Failure]] = []
         for request, demand in zip(ordered, demands, strict=True):
-            outcome = self.decide(request, demand)
+            # Parked answers hold on the world the cycle read: until it admits or evicts.
+            shadows = self.backfill.planned if self.quiet else None
+            outcome = parker.answer(request, shadows) if shadows is not None else None
+            if isinstance(outcome, _Failure):
+                self._after_failure(request, demand, outcome)
+            else:
+                searches = self.preemptor.share_searches
+                outcome = self.decide(request, demand)
+                quiet = shadows is not None and searches == self.preemptor.share_searches
+                if quiet and isinstance(outcome, _Failure):
+                    parker.park(request, outcome, shadows)
             if isinstance(outcome, Admission):
                 admissions.append(outcome)
             else:
@@ -191,6 +208,7 @@ class _Cycle:
             preemptions=tuple(self.preemptor.preemptions),
             pending=tuple(self._explain(self.failures)),
             standings=self.ledger.standings(),
+            parking=parker.parking(),
         )
 
     def begin(
@@ -199,18 +217,18 @@ class _Cycle:
         """Drain, order the queue, choose the placement policy's workload mix (``mix``: that
         of the whole queue and running work, when ``pending`` is part of it, as a what-if's)."""
         if self.policy.preemption:
-            self._drain()
+            self.preemptor.drain_reservations()
         self.shares = dominant_shares(ledger=self.ledger, nodes=self.snapshot.nodes)
         ordered = queue_order(pending=pending, shares=self.shares)
         demands = [Demand.of(r) for r in ordered]
         if mix is None:
             mix = Counter(task_type(d) for d in demands)
             mix.update(task_type(Demand.of(w.request)) for w in self.running.values())
+        workload = self.policy.target_workload or typical_workload(mix)
+        rare = rare_workload(mix)
+        self._mix = (workload, rare)
         self.placement = make_policy(
-            name=self.policy.placement,
-            seed=self.policy.seed,
-            workload=self.policy.target_workload or typical_workload(mix),
-            rare_workload=rare_workload(mix),
+            name=self.policy.placement, seed=self.policy.seed, workload=workload, rare_workload=rare
         )
         return ordered, demands
 
@@ -224,30 +242,6 @@ class _Cycle:
         if too_large:
             return _Failure(PendingCode.NEVER_FITS, never_fits(request, too_large), "")
         return self._admit(request, demand)
-
-    def _drain(self) -> None:
-        """Empty the capacity of reservations about to open of others' preemptible work,
-        cheapest to evict first, until their pool has the GPUs they hold idle."""
-        for reservation in self.reservations.draining:
-            guests = iter(
-                sorted(
-                    (
-                        w
-                        for w in self.running.values()
-                        if not reservation.holds_for(w.request)
-                        and w.request.preemptible
-                        and w.gpu_class == reservation.gpu_class
-                        and reservation.same_resource(w.request)
-                        and self.reservations.in_pool(w, reservation.pool)
-                    ),
-                    key=lambda w: eviction_cost(workload=w, now=self.now),
-                )
-            )
-            while self.reservations.shortfall(reservation):
-                guest = next(guests, None)
-                if guest is None:
-                    break
-                self.preemptor.drain(guest, reservation)
 
     # -- eligibility ---------------------------------------------------------------------
 
@@ -319,6 +313,7 @@ class _Cycle:
         return self._place(request, shape, among, capacity=capacity)
 
     def _changed(self) -> None:
+        self.quiet = False
         self.settled.changed()
         self.backfill.changed()
         self.preemptor.changed()
@@ -337,11 +332,14 @@ class _Cycle:
                     admitted = self._preempt_for(request, demand, failure.gpu_class)
                     if admitted is not None:
                         return admitted
-        first = failures[0]
-        planned = self.backfill.shadow(first.gpu_class)
-        if first.code in CAPACITY_CODES and self.plans_shadows and planned is None:
-            self._plan_shadow(request, demand, first.gpu_class)
-        return first
+        self._after_failure(request, demand, failures[0])
+        return failures[0]
+
+    def _after_failure(self, request: Request, demand: Demand, failure: _Failure) -> None:
+        """A request blocked on capacity plans its class's shadow if none is planned yet."""
+        planned = self.backfill.shadow(failure.gpu_class)
+        if failure.code in CAPACITY_CODES and self.plans_shadows and planned is None:
+            self._plan_shadow(request, demand, failure.gpu_class)
 
     def _replicas_within_quota(self, request: Request, gpu_class: str) -> tuple[int, bool, str]:
         replicas, verdict = self.ledger.most_replicas(request=request, gpu_class=gpu_class)

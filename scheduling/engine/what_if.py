@@ -35,6 +35,7 @@ from .model import (
     RunningWorkload,
     TaskType,
 )
+from .parking import Parking
 from .schedule import _Cycle, _Failure, pending_reason, task_type
 
 
@@ -87,10 +88,11 @@ def schedule_keeping(
     running: Sequence[RunningWorkload],
     now: datetime,
     policy: Policy,
+    parked: Parking | None = None,
 ) -> tuple[Decisions, CycleEnd]:
     """``schedule``, and the state it leaves for what-ifs."""
     cycle = _Cycle(snapshot=snapshot, running=running, now=now, policy=policy)
-    decisions = cycle.run(pending)
+    decisions = cycle.run(pending, parked=parked)
     shadows = {
         shadow.request_id: (f.gpu_class, shadow)
         for shadow, f in ((cycle.backfill.shadow(f.gpu_class), f) for _, f in cycle.failures)

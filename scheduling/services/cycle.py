@@ -44,6 +44,7 @@ from ..specs_from_models import (
     topology_levels,
     workload_rows,
 )
+from .cycle_parking import park, parked
 from .cycle_requests import engine_requests
 from .cycle_state import requests_served
 from .fairness import tenant_usage_update
@@ -260,14 +261,18 @@ def cycle_inputs(*, now, past: Mapping[str, float] | None = None) -> CycleInputs
 def cycle_decide(
     loaded: CycleInputs, *, now, policy: engine.Policy | None = None
 ) -> tuple[engine.Decisions, engine.CycleEnd]:
-    """The engine's decisions on what a cycle read, and the state they leave for what-ifs."""
-    return engine.schedule_keeping(
+    """The engine's decisions on what a cycle read, and the state they leave for what-ifs;
+    the last cycle's parked answers reused where they hold, and this cycle's parked."""
+    decisions, end = engine.schedule_keeping(
         snapshot=loaded.snapshot,
         pending=loaded.requests,
         running=loaded.running,
         now=now,
         policy=policy or default_policy(),
+        parked=parked(),
     )
+    park(decisions.parking)
+    return decisions, end
 
 
 @_collector_paused()
