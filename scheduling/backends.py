@@ -169,8 +169,12 @@ class DatabaseSimulatorStore:
             cluster=self.cluster, kind=kind, namespace=namespace, name=name
         ).delete()
 
-    def objects_of_kinds(self, *, kinds: Collection[str]) -> list[StoredObject]:
+    def objects_of_kinds(
+        self, *, kinds: Collection[str], terminating: bool = False
+    ) -> list[StoredObject]:
         found = SimulatedObject.objects.filter(cluster=self.cluster, kind__in=kinds)
+        if terminating:
+            found = found.filter(manifest__metadata__has_key="deletionTimestamp")
         return [_stored(row) for row in found]
 
     def node_states(self) -> dict[str, StoredNode]:
