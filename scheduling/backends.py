@@ -179,7 +179,10 @@ class DatabaseSimulatorStore:
             found = found.filter(manifest__metadata__has_key="deletionTimestamp")
         return [_stored(row) for row in found]
 
-    def node_states(self) -> dict[str, StoredNode]:
+    def node_states(self, *, names: Collection[str] | None = None) -> dict[str, StoredNode]:
+        found = SimulatedNodeState.objects.filter(cluster=self.cluster)
+        if names is not None:
+            found = found.filter(name__in=names)
         return {
             row.name: StoredNode(
                 name=row.name,
@@ -187,7 +190,7 @@ class DatabaseSimulatorStore:
                 taints=tuple(TaintSpec(**taint) for taint in row.taints),
                 failed=row.failed,
             )
-            for row in SimulatedNodeState.objects.filter(cluster=self.cluster)
+            for row in found
         }
 
     def node_state_update(

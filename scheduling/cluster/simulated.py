@@ -108,8 +108,9 @@ class SimulatorStore(Protocol):
         those marked `metadata.deletionTimestamp`."""
         ...
 
-    def node_states(self) -> dict[str, StoredNode]:
-        """The state of every node the portal did something to, by name."""
+    def node_states(self, *, names: Collection[str] | None = None) -> dict[str, StoredNode]:
+        """The state of every node the portal did something to (of these names, if given),
+        by name."""
         ...
 
     def node_state_update(
@@ -354,7 +355,7 @@ class SimulatedBackend:
         self, *, name: str, labels: dict[str, str], taints: tuple[TaintSpec, ...]
     ) -> None:
         self._answer()
-        state = self.store.node_states().get(name, StoredNode(name=name))
+        state = self.store.node_states(names=[name]).get(name, StoredNode(name=name))
         self.store.node_state_update(name=name, labels={**state.labels, **labels}, taints=taints)
 
     def workload_statuses(
@@ -485,5 +486,5 @@ class SimulatedBackend:
         self.store.node_state_update(name=name, failed=True)
 
     def node_recover(self, *, name: str) -> None:
-        if name in self.store.node_states():  # only a node with a state can have failed
+        if name in self.store.node_states(names=[name]):  # only a node with a state can have failed
             self.store.node_state_update(name=name, failed=False)
