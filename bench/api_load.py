@@ -148,13 +148,16 @@ def seed(clients: int) -> list[str]:
     ]
 
 
-def start(command: list[str], env: dict) -> subprocess.Popen:
+def start(command: list[str], env: dict, log: str = "") -> subprocess.Popen:
+    """Start `command` in a session of its own; its output appended to the file `log`, or
+    dropped."""
+    output = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 (the child's)
     return subprocess.Popen(
         command,
         cwd=REPO,
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=output,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
 
@@ -233,6 +236,9 @@ def main() -> None:
         help="niceness of the Celery worker: with 10, the web answers first on shared cores",
     )
     parser.add_argument("--drain-timeout", type=float, default=600)
+    parser.add_argument(
+        "--worker-log", default="", help="append the Celery worker's log (level INFO) to this file"
+    )
     parser.add_argument("--no-results", action="store_true", help="do not touch RESULTS.md")
     args = parser.parse_args()
     if connection.vendor != "postgresql" or not settings.CELERY_BROKER_URL.startswith("redis"):
@@ -270,9 +276,11 @@ def main() -> None:
                 [
                     *("nice", "-n", str(args.worker_nice)),
                     *(sys.executable, "-m", "celery", "-A", "portal", "worker", "--beat"),
-                    *("--concurrency=2", "--loglevel=WARNING"),
+                    "--concurrency=2",
+                    f"--loglevel={'INFO' if args.worker_log else 'WARNING'}",
                 ],
                 env,
+                args.worker_log,
             )
         )
         clients = [Client(port, token) for token in tokens]

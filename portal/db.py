@@ -70,6 +70,58 @@ def values_insert(
         )
 
 
+def rows_insert(rows: Sequence[models.Model]) -> None:
+    """Insert unsaved rows of one model (their automatic keys made by the database, not read
+    back). On PostgreSQL one INSERT ... SELECT: each column whose value is the same in every
+    row sent once, each that varies as one array, unnested; the thousands of rows of a job
+    array, alike but for their key and name, cost a few arrays, not Django's compilation of
+    every value of every row. Elsewhere `bulk_create`."""
+    if not rows:
+        return
+    model = type(rows[0])
+    columns = [
+        field
+        for field in model._meta.concrete_fields
+        if not (field.primary_key and isinstance(field, models.AutoField))
+    ]
+    # An array column's values unnested would be flattened into one.
+    if connection.vendor != "postgresql" or any(
+        column.db_type(connection).endswith("]") for column in columns
+    ):
+        model.objects.bulk_create(rows)
+        return
+    quote = connection.ops.quote_name
+    picks, constants, arrays, varying = [], [], [], []
+    for column in columns:
+        if getattr(column, "auto_now", False) or getattr(column, "auto_now_add", False):
+            values = [column.pre_save(row, add=True) for row in rows]
+        else:
+            values = [getattr(row, column.attname) for row in rows]
+        cast = column.db_type(connection)
+        if all(value == values[0] for value in values):
+            picks.append(f"%s::{cast}")
+            constants.append(_prepared([column], [values[:1]])[0][0])
+        else:
+            picks.append(f"v.c{len(arrays)}")
+            arrays.append(f"%s::{cast}[]")
+            (prepared,) = _prepared([column], [[value] for value in values])
+            varying.append(prepared)
+    source = (
+        f"unnest({', '.join(arrays)}) AS v({', '.join(f'c{n}' for n in range(len(arrays)))})"
+        if arrays
+        else f"generate_series(1, {len(rows)})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {quote(model._meta.db_table)}"
+            f" ({', '.join(quote(column.column) for column in columns)})"
+            f" SELECT {', '.join(picks)} FROM {source}",
+            [*constants, *varying],
+        )
+    for row in rows:
+        row._state.adding, row._state.db = False, connection.alias
+
+
 def _prepared(columns: list, rows: Sequence[Sequence]) -> list[list]:
     """The values of `rows` (tuples, in the order of `columns`) as one list per column, as
     the database takes them. On PostgreSQL the values go as they are but JSON: the driver

@@ -11,7 +11,6 @@ from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
 
 from portal import clock
 from portal.prometheus import PrometheusClient
@@ -147,33 +146,43 @@ class DatabaseSimulatorStore:
         manifest: dict,
         created_at: datetime,
     ) -> dict:
-        with transaction.atomic():
-            stored, created = SimulatedObject.objects.select_for_update().get_or_create(
-                cluster=self.cluster,
-                kind=kind,
-                namespace=namespace,
-                name=name,
-                defaults={
-                    "api_version": api_version,
-                    "manifest": manifest,
-                    "created_at": created_at,
-                },
-            )
-            if not created and stored.manifest != manifest:
-                stored.manifest = manifest
-                stored.save(update_fields=["manifest"])
-        return stored.manifest
+        # One statement (INSERT ... ON CONFLICT DO UPDATE): an existing object takes the
+        # manifest and keeps its creation time; concurrent puts of one object serialize on it.
+        SimulatedObject.objects.bulk_create(
+            [
+                SimulatedObject(
+                    cluster=self.cluster,
+                    api_version=api_version,
+                    kind=kind,
+                    namespace=namespace,
+                    name=name,
+                    manifest=manifest,
+                    created_at=created_at,
+                )
+            ],
+            update_conflicts=True,
+            unique_fields=["cluster", "kind", "namespace", "name"],
+            update_fields=["manifest"],
+        )
+        return manifest
 
     def object_delete(self, *, kind: str, namespace: str, name: str) -> None:
         SimulatedObject.objects.filter(
             cluster=self.cluster, kind=kind, namespace=namespace, name=name
         ).delete()
 
-    def objects_of_kinds(self, *, kinds: Collection[str]) -> list[StoredObject]:
+    def objects_of_kinds(
+        self, *, kinds: Collection[str], terminating: bool = False
+    ) -> list[StoredObject]:
         found = SimulatedObject.objects.filter(cluster=self.cluster, kind__in=kinds)
+        if terminating:
+            found = found.filter(manifest__metadata__has_key="deletionTimestamp")
         return [_stored(row) for row in found]
 
-    def node_states(self) -> dict[str, StoredNode]:
+    def node_states(self, *, names: Collection[str] | None = None) -> dict[str, StoredNode]:
+        found = SimulatedNodeState.objects.filter(cluster=self.cluster)
+        if names is not None:
+            found = found.filter(name__in=names)
         return {
             row.name: StoredNode(
                 name=row.name,
@@ -181,7 +190,7 @@ class DatabaseSimulatorStore:
                 taints=tuple(TaintSpec(**taint) for taint in row.taints),
                 failed=row.failed,
             )
-            for row in SimulatedNodeState.objects.filter(cluster=self.cluster)
+            for row in found
         }
 
     def node_state_update(

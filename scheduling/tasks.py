@@ -166,23 +166,28 @@ def workloads_launch(workload_ids: list[str], cluster: str | None = None) -> int
     return len(services.workloads_launch(workload_ids=workload_ids, backend=backend_named(cluster)))
 
 
-def workloads_by_cluster(task, workload_ids: list[str]) -> dict[str, list[str]]:
+def workloads_by_cluster(
+    task, workload_ids: list[str], *, chunk: int | None = None
+) -> dict[str, list[str]]:
     """Queue `task` for the workloads of each cluster (by their placements; "": never placed,
-    the settings' backend), on the cluster's queue; the ids by cluster."""
+    the settings' backend), `chunk` of them a task (None: a cluster's all in one), on the
+    cluster's queue; the ids by cluster."""
     clusters = selectors.workload_clusters(workload_ids)
     by_cluster: dict[str, list[str]] = {}
     for workload_id in workload_ids:
         by_cluster.setdefault(clusters.get(str(workload_id), ""), []).append(workload_id)
     for name, ids in by_cluster.items():
-        task.apply_async(args=[ids, name], **cluster_route(name))
+        size = chunk or len(ids)
+        for at in range(0, len(ids), size):
+            task.apply_async(args=[ids[at : at + size], name], **cluster_route(name))
     return by_cluster
 
 
 def workloads_launch_request(*, workload_ids: list[str]) -> None:
-    """Queue the launches of a cycle's admissions, LAUNCH_CHUNK workloads a task (each task
-    queues them again by cluster)."""
-    for at in range(0, len(workload_ids), LAUNCH_CHUNK):
-        workloads_launch.delay(workload_ids[at : at + LAUNCH_CHUNK])
+    """Queue the launches of a cycle's admissions, LAUNCH_CHUNK workloads of one cluster a
+    task, on the cluster's queue: one read of their clusters in the cycle's process, rather
+    than a task a chunk that only queued them again by cluster."""
+    workloads_by_cluster(workloads_launch, workload_ids, chunk=LAUNCH_CHUNK)
 
 
 @cluster_task(give_up=services.workload_objects_delete_give_up)

@@ -22,12 +22,16 @@ _queuers: dict = {}
 
 def _deliveries_make_queuer(event):
     """The subscriber of `event` (one per event, so that subscribing again adds none): it
-    queues the making of the event's deliveries, under an id of this publication."""
+    queues the making of the event's deliveries, under an id of this publication, when any
+    endpoint is active (a statement instead of a task per event where none is)."""
     if event not in _queuers:
 
         def queue(**payload) -> None:
+            from .selectors import endpoints_active
             from .tasks import webhook_deliveries_make
 
+            if not endpoints_active():
+                return
             webhook_deliveries_make.delay(
                 event=str(event), event_id=str(uuid.uuid4()), payload=payload
             )

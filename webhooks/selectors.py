@@ -1,4 +1,4 @@
-"""Reads of an organization's webhooks, for its owners and admins."""
+"""Reads of an organization's webhooks, for its owners and admins; and whether any exist."""
 
 from django.db.models import QuerySet
 
@@ -29,3 +29,9 @@ def delivery_get(*, caller: Caller, endpoint: Endpoint, pk) -> Delivery:
     authorize(caller=caller, organization=endpoint.organization, action=Action.WEBHOOK_VIEW)
     deliveries = endpoint.deliveries.select_related("endpoint__organization")
     return one_or_not_found(deliveries, pk, "delivery")
+
+
+def endpoints_active() -> bool:
+    """Whether any organization has an active endpoint: with none, no event has deliveries
+    to make (a burst of submissions then queues no task for them)."""
+    return Endpoint.objects.filter(is_active=True).exists()

@@ -101,12 +101,16 @@ class SimulatorStore(Protocol):
         """Forget the object; one never stored is fine."""
         ...
 
-    def objects_of_kinds(self, *, kinds: Collection[str]) -> list[StoredObject]:
-        """Every stored object of these kinds, in every namespace."""
+    def objects_of_kinds(
+        self, *, kinds: Collection[str], terminating: bool = False
+    ) -> list[StoredObject]:
+        """Every stored object of these kinds, in every namespace; with `terminating`, only
+        those marked `metadata.deletionTimestamp`."""
         ...
 
-    def node_states(self) -> dict[str, StoredNode]:
-        """The state of every node the portal did something to, by name."""
+    def node_states(self, *, names: Collection[str] | None = None) -> dict[str, StoredNode]:
+        """The state of every node the portal did something to (of these names, if given),
+        by name."""
         ...
 
     def node_state_update(
@@ -270,11 +274,14 @@ class SimulatedBackend:
             created_at=now if existing else self._pods_start_at(manifest, now=now),
         )
 
-    def _holding(self, *, now: datetime) -> list[tuple[datetime | None, dict[str, Counter]]]:
-        """What every object's pods hold on each node, with when they go (None: they are not
-        terminating). The objects whose pods are gone are forgotten on the way."""
+    def _holding(
+        self, *, now: datetime, terminating: bool = False
+    ) -> list[tuple[datetime | None, dict[str, Counter]]]:
+        """What every object's pods (with `terminating`, only the terminating ones') hold on
+        each node, with when they go (None: they are not terminating). The objects whose pods
+        are gone are forgotten on the way."""
         holding = []
-        for stored in self.store.objects_of_kinds(kinds=POD_KINDS):
+        for stored in self.store.objects_of_kinds(kinds=POD_KINDS, terminating=terminating):
             gone = gone_at(stored)
             if gone is not None and gone <= now:
                 self.store.object_delete(
@@ -290,9 +297,12 @@ class SimulatedBackend:
         wanted = _gpus_by_node(manifest)
         if not wanted:
             return now
-        held = self._holding(now=now)
-        if not any(gone and set(gpus) & set(wanted) for gone, gpus in held):
+        # Only terminating pods can delay a start: the running ones are read (every object
+        # of the cluster, thousands in a burst) only when one of those shares a node with it.
+        leaving = self._holding(now=now, terminating=True)
+        if not any(gone and set(gpus) & set(wanted) for gone, gpus in leaving):
             return now
+        held = self._holding(now=now)
         allocatable = {
             node.name: node.allocatable
             for node in cluster_description_load(self.description_path).nodes
@@ -345,7 +355,7 @@ class SimulatedBackend:
         self, *, name: str, labels: dict[str, str], taints: tuple[TaintSpec, ...]
     ) -> None:
         self._answer()
-        state = self.store.node_states().get(name, StoredNode(name=name))
+        state = self.store.node_states(names=[name]).get(name, StoredNode(name=name))
         self.store.node_state_update(name=name, labels={**state.labels, **labels}, taints=taints)
 
     def workload_statuses(
@@ -476,5 +486,5 @@ class SimulatedBackend:
         self.store.node_state_update(name=name, failed=True)
 
     def node_recover(self, *, name: str) -> None:
-        if name in self.store.node_states():  # only a node with a state can have failed
+        if name in self.store.node_states(names=[name]):  # only a node with a state can have failed
             self.store.node_state_update(name=name, failed=False)

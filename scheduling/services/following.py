@@ -4,6 +4,7 @@ the runtime and idle rules of their tiers. Ending and requeueing go through `lif
 from django.db import transaction
 
 from portal import clock
+from portal.db import rows_update
 from portal.events import Event, publish
 
 from ..cluster import ClusterBackend
@@ -18,6 +19,14 @@ from .timeline import workload_event, workload_event_record
 IDLE_UTILIZATION = 0.05
 # What a workload monitoring does not see reads as.
 UNSEEN = GpuReading(utilization=None, memory_used=None)
+# What `idle_and_runtime_check` writes of each running workload.
+READING_FIELDS = [
+    "gpu_utilization",
+    "gpu_memory_used",
+    "gpu_seen_at",
+    "idle_since",
+    "idle_warned_at",
+]
 # Workloads recorded running per transaction: the ids of a statement stay a few thousand.
 RUNNING_CHUNK = 1_000
 
@@ -156,20 +165,24 @@ def idle_and_runtime_check(*, backend: ClusterBackend, cluster: Cluster | None =
     for workload in watched:
         asked.setdefault(workload.project.namespace, set()).add(workload.object_name)
     readings = backend.gpu_readings(workloads=asked) if asked else {}
+    seen_idle = []
     for workload in watched:
         reading = readings.get((workload.project.namespace, workload.object_name), UNSEEN)
-        fields = {
-            "gpu_utilization": reading.utilization,
-            "gpu_memory_used": reading.memory_used,
-            "gpu_seen_at": now,
-        }
+        workload.gpu_utilization, workload.gpu_memory_used = (
+            reading.utilization,
+            reading.memory_used,
+        )
+        workload.gpu_seen_at = now
         if reading.utilization is not None:  # unknown changes nothing: never act on the unseen
             idle = reading.utilization < IDLE_UTILIZATION
-            fields["idle_since"] = (workload.idle_since or now) if idle else None
-            if not idle:
-                fields["idle_warned_at"] = None
-        Workload.objects.filter(pk=workload.pk).update(**fields)
+            workload.idle_since = (workload.idle_since or now) if idle else None
+            if idle:
+                seen_idle.append(workload)
+            else:
+                workload.idle_warned_at = None
+    # What monitoring saw, in one statement for thousands (this pass alone writes these).
+    rows_update(watched, READING_FIELDS)
+    for workload in seen_idle:
         tier = workload.tier
-        idle_limited = tier.idle_warn_after is not None or tier.idle_stop_after is not None
-        if fields.get("idle_since") is not None and idle_limited:
-            _idle_rule(workload, idle_since=fields["idle_since"], now=now, backend=backend)
+        if tier.idle_warn_after is not None or tier.idle_stop_after is not None:
+            _idle_rule(workload, idle_since=workload.idle_since, now=now, backend=backend)

@@ -314,12 +314,11 @@ def workload_objects_delete(*, workload_id, backend: ClusterBackend) -> None:
     )
 
 
-def _launch(workload: Workload, *, backend: ClusterBackend) -> bool:
-    """Create one workload's objects after its preemption victims' are gone; True once they
-    exist. One the cluster refuses for good ends failed with the reason."""
-    Workload.objects.filter(pk=workload.pk).update(launch_started_at=clock.now())
-    for victim in workload.victims.filter(objects_deleted_at__isnull=True):
-        workload_objects_delete(workload_id=victim.pk, backend=backend)
+def _launch(workload: Workload, *, victims: Sequence, backend: ClusterBackend) -> bool:
+    """Create one workload's objects after its preemption victims' (their ids) are gone; True
+    once they exist. One the cluster refuses for good ends failed with the reason."""
+    for victim_id in victims:
+        workload_objects_delete(workload_id=victim_id, backend=backend)
     try:
         for manifest in _manifests_of(workload):
             backend.apply(manifest)
@@ -371,15 +370,24 @@ def workloads_launch(*, workload_ids: Sequence, backend: ClusterBackend) -> list
             state=ProvisioningRecord.State.READY,
         ).values_list("project_id", "cluster_id")
     )
+    starting = [workload for workload in due if _namespace_ready(workload, ready=ready)]
+    # Their launch starts now (the reconciler's grace counts from here), and whose objects
+    # must go first: a statement each for them all.
+    Workload.objects.filter(pk__in=[w.pk for w in starting]).update(launch_started_at=clock.now())
+    victims: dict = {}
+    for victim_id, winner_id in Workload.objects.filter(
+        preempted_by__in=[w.pk for w in starting], objects_deleted_at__isnull=True
+    ).values_list("pk", "preempted_by"):
+        victims.setdefault(winner_id, []).append(victim_id)
     launched: list[Workload] = []
     try:
-        for workload in due:
-            if _namespace_ready(workload, ready=ready) and _launch(workload, backend=backend):
+        for workload in starting:
+            if _launch(workload, victims=victims.get(workload.pk, ()), backend=backend):
                 launched.append(workload)
     finally:
         # What reached the cluster is recorded even when a later launch raised.
         _launched_record(launched)
-    waiting = sorted({w.project.namespace for w in due if not _namespace_ready(w, ready=ready)})
+    waiting = sorted({w.project.namespace for w in set(due) - set(starting)})
     if waiting:
         raise ClusterError(
             f"Namespace {', '.join(waiting)} is not provisioned yet.", retryable=True

@@ -12,8 +12,9 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from portal import clock
+from portal.db import rows_insert
 from portal.events import Event, ExtensionPoint, checks_run, publish
-from tenants.models import AuditEvent, Project
+from tenants.models import Project
 from tenants.permissions import (
     Action,
     Caller,
@@ -22,7 +23,7 @@ from tenants.permissions import (
 from tenants.services import audit_event
 
 from .. import engine
-from ..models import PriorityTier, Workload, WorkloadEvent
+from ..models import PriorityTier, Workload
 from ..specs_from_models import engine_request
 from .submission_catalog import SubmissionCatalog
 from .timeline import workload_event
@@ -233,7 +234,7 @@ def _insert(workloads: list[Workload], *, field_of: Callable[[int, str], str]) -
     concurrent submissions) are field errors and nothing is inserted."""
     try:
         with transaction.atomic():
-            Workload.objects.bulk_create(workloads)
+            rows_insert(workloads)
     except IntegrityError as error:
         project = workloads[0].project
         taken = set(
@@ -325,19 +326,23 @@ def _submit(
         ExtensionPoint.WORKLOAD_SUBMISSION, caller=caller, project=project, workloads=workloads
     )
     _insert(workloads, field_of=field_of)
-    WorkloadEvent.objects.bulk_create(
-        workload_event(workload, "submitted", f"Submitted by {caller.user.email}.", at=now)
-        for workload in workloads
+    rows_insert(
+        [
+            workload_event(workload, "submitted", f"Submitted by {caller.user.email}.", at=now)
+            for workload in workloads
+        ]
     )
-    AuditEvent.objects.bulk_create(
-        audit_event(
-            caller=caller,
-            organization=project.organization,
-            action="workload.submit",
-            target=workload,
-            payload={"kind": workload.kind, "tier": workload.tier.name, "gpus": workload.gpus},
-        )
-        for workload in workloads
+    rows_insert(
+        [
+            audit_event(
+                caller=caller,
+                organization=project.organization,
+                action="workload.submit",
+                target=workload,
+                payload={"kind": workload.kind, "tier": workload.tier.name, "gpus": workload.gpus},
+            )
+            for workload in workloads
+        ]
     )
     publish(Event.WORKLOADS_SUBMITTED, workload_ids=[str(workload.pk) for workload in workloads])
     return workloads

@@ -1,12 +1,12 @@
 """portal.db.rows_update and values_update write the named fields of many rows in one go, and
-nothing else; values_insert inserts rows given as values."""
+nothing else; values_insert inserts rows given as values, rows_insert unsaved rows."""
 
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from portal.db import rows_update, values_insert, values_update
+from portal.db import rows_insert, rows_update, values_insert, values_update
 from scheduling.models import Workload, WorkloadEvent
 
 pytestmark = pytest.mark.django_db
@@ -87,3 +87,32 @@ def test_rows_given_as_values_are_inserted_with_their_json(waiting):
 def test_no_rows_to_insert_is_no_query(django_assert_num_queries):
     with django_assert_num_queries(0):
         values_insert(WorkloadEvent, ["workload", "kind"], [])
+
+
+def test_unsaved_rows_are_inserted_with_what_varies_and_what_they_share(waiting):
+    soon = timezone.now() + timedelta(hours=1)
+    rows_insert(
+        [
+            WorkloadEvent(workload=w, at=soon, kind="pending", message=f"waits {n}", data={})
+            for n, w in enumerate(waiting)
+        ]
+    )
+    stored = WorkloadEvent.objects.filter(kind="pending").order_by("message")
+    assert [(e.workload_id, e.at, e.message, e.data) for e in stored] == [
+        (w.pk, soon, f"waits {n}", {}) for n, w in enumerate(waiting)
+    ]
+
+
+def test_unsaved_rows_alike_in_every_column_are_each_inserted(waiting):
+    soon = timezone.now() + timedelta(hours=1)
+    workload = waiting[0]
+    rows_insert(
+        [WorkloadEvent(workload=workload, at=soon, kind="pending", message="waits") for _ in "ab"]
+    )
+    assert WorkloadEvent.objects.filter(workload=workload, kind="pending").count() == 2
+
+
+def test_inserted_rows_are_no_longer_being_added(waiting):
+    rows = [WorkloadEvent(workload=waiting[0], kind="pending", message="waits")]
+    rows_insert(rows)
+    assert rows[0]._state.adding is False

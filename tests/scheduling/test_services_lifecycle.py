@@ -237,3 +237,22 @@ def test_a_workload_no_node_left_can_hold_waits_as_never_fits(submit, cycle):
     workload.refresh_from_db()
     assert (workload.state, workload.pending_code) == (Workload.State.PENDING, "never_fits")
     assert "8 GPUs per replica, but the largest node has 0" in workload.pending_message
+
+
+def _launch_statements(cluster, workloads) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        launched = services.workloads_launch(
+            workload_ids=[w.pk for w in workloads], backend=cluster
+        )
+    assert len(launched) == len(workloads)
+    return len(queries)
+
+
+def test_launching_costs_five_statements_an_object_beside_eleven_for_them_all(submit, cluster):
+    one = [submit(name="one", gpus=1)]
+    three = [submit(name=f"three-{n}", gpus=1) for n in range(3)]
+    services.scheduling_cycle_run()
+    # Each workload here is one Job. An object: whether the cluster answers, the simulated
+    # clock, the object itself, the terminating objects, the upsert. Before: twelve a workload,
+    # one of them a read of every object of the cluster.
+    assert (_launch_statements(cluster, one), _launch_statements(cluster, three)) == (16, 26)

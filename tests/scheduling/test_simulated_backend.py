@@ -226,3 +226,19 @@ def test_a_terminated_object_is_forgotten_when_new_pods_are_placed(backend):
     clock.advance(seconds=120)
     backend.apply(_job("next"))
     assert not SimulatedObject.objects.filter(name="train").exists()
+
+
+def test_the_store_lists_only_the_terminating_objects_when_asked(backend):
+    from scheduling.backends import DatabaseSimulatorStore
+    from scheduling.models import SimulatedObject
+
+    _running_job_with_notice(backend, 120, name="leaving")
+    _running_job_with_notice(backend, 120, name="staying", gpus=0)
+    _delete(backend, "leaving")
+    store = DatabaseSimulatorStore(cluster=SimulatedObject.objects.get(name="leaving").cluster)
+    terminating = store.objects_of_kinds(kinds=["Job"], terminating=True)
+    everything = store.objects_of_kinds(kinds=["Job"])
+    assert ([o.name for o in terminating], sorted(o.name for o in everything)) == (
+        ["leaving"],
+        ["leaving", "staying"],
+    )

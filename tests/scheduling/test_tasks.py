@@ -1,5 +1,7 @@
 """Tasks delegate to services; once their retries are spent, the failure is recorded."""
 
+import uuid
+
 import pytest
 
 from portal import clock
@@ -91,7 +93,8 @@ def test_a_cycles_admissions_are_launched_twenty_five_a_task():
     with app.connection_for_write() as connection:
         connection.default_channel.queue_purge(launch_queue)
     try:
-        tasks.workloads_launch_request(workload_ids=[str(n) for n in range(60)])
+        # Never placed: the settings' cluster, on the launches' shared queue.
+        tasks.workloads_launch_request(workload_ids=[str(uuid.uuid4()) for _ in range(60)])
         assert queue_depth(tasks.workloads_launch.name) == 3
     finally:
         with app.connection_for_write() as connection:
@@ -114,6 +117,31 @@ def test_with_cluster_queues_a_launch_waiting_in_the_clusters_queue_is_not_redon
     finally:
         with app.connection_for_write() as connection:
             connection.default_channel.queue_purge(cluster_queue)
+
+
+def test_with_cluster_queues_a_cycles_admissions_are_queued_on_their_clusters_queue(
+    submit, settings
+):
+    settings.PORTAL_CLUSTER_QUEUES = True
+    queues = [
+        tasks.cluster_route("eu-west")["queue"],
+        app.amqp.router.route({}, tasks.workloads_launch.name)["queue"].name,
+    ]
+
+    def purge():
+        with app.connection_for_write() as connection:
+            for queue in queues:
+                connection.default_channel.queue_purge(queue)
+
+    purge()
+    workload = submit()
+    services.scheduling_cycle_run()  # admitted in eu-west
+    try:
+        tasks.workloads_launch_request(workload_ids=[str(workload.pk)])
+        depths = [queue_depth(tasks.workloads_launch.name, queue=queue) for queue in queues]
+        assert depths == [1, 0]
+    finally:
+        purge()
 
 
 def test_with_cluster_queues_a_launch_in_no_queue_is_redone_after_the_grace(submit, settings):

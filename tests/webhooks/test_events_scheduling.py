@@ -93,3 +93,41 @@ def test_a_quota_request_denied_is_delivered_and_one_made_is_not(
         "quota_request.decided",
         "denied",
     )
+
+
+@pytest.fixture
+def webhooks_queued():
+    """How many makings of deliveries wait in the broker (none before the test, none after)."""
+    from portal.celery import app, queue_depth
+    from webhooks.tasks import webhook_deliveries_make
+
+    queue = app.amqp.router.route({}, webhook_deliveries_make.name)["queue"].name
+
+    def purge():
+        with app.connection_for_write() as connection:
+            connection.default_channel.queue_purge(queue)
+
+    purge()
+    yield lambda: queue_depth(webhook_deliveries_make.name)
+    purge()
+
+
+def test_with_no_active_endpoint_an_event_queues_no_task(
+    register, submit, django_capture_on_commit_callbacks, webhooks_queued
+):
+    from webhooks.models import Endpoint
+
+    made, _ = register(HOOK)
+    Endpoint.objects.filter(pk=made.pk).update(is_active=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        submit()
+    assert webhooks_queued() == 0
+
+
+def test_with_an_active_endpoint_an_event_queues_its_task(
+    register, submit, django_capture_on_commit_callbacks, webhooks_queued
+):
+    register(HOOK)
+    with django_capture_on_commit_callbacks(execute=True):
+        submit()
+    assert webhooks_queued() == 1
