@@ -10,8 +10,9 @@ from .test_workloads import BODY, URL
 pytestmark = pytest.mark.django_db
 
 # token, project (with the role), tiers, simulated clock, budgets, the workload's insert in its
-# savepoint (3), its event, its audit event, the transaction's savepoint (2), the cycle request
-CACHED = 13
+# savepoint (3), its event, its audit event, the transaction's savepoint (2), the cycle request,
+# whether any webhook endpoint is active (the event's delivery task is queued only then)
+CACHED = 14
 # and, the catalog not cached: node shapes, GPU classes, pools' topology, the clusters'
 # regions, quota grants, approved increases to come
 UNCACHED = CACHED + 6
