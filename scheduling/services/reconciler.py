@@ -32,6 +32,9 @@ logger = logging.getLogger(__name__)
 # Provisioning tasks retry on their own with backoff up to five minutes apart: a record that
 # has not moved for longer than that lost its task.
 PROVISIONING_STALE_AFTER = timedelta(minutes=10)
+# How many graces a launch that never started is waited for while messages wait in its queue
+# (a burst of ten thousand launches drains within that at the default grace of a minute).
+QUEUED_LAUNCH_PATIENCE = 10
 
 
 @dataclass(frozen=True)
@@ -73,12 +76,15 @@ def cluster_reconcile(
 
     A launch that started and did not finish within the grace was lost with its worker. One
     that never started may only be waiting behind a burst: it counts as lost once the grace
-    has passed since its admission and no launch waits in the queue (`launches_queued`)."""
+    has passed since its admission and no launch waits in the queue (`launches_queued`), or
+    once it waited QUEUED_LAUNCH_PATIENCE graces all the same: a cluster's queue also holds
+    its other tasks, and one that never empties must not hold a lost launch back for ever."""
     grace = grace if grace is not None else timedelta(seconds=settings.PORTAL_RECONCILE_SECONDS)
     before = clock.now() - grace
-    lost_launch = Q(launch_started_at__lt=before)
-    if not launches_queued:
-        lost_launch |= Q(launch_started_at__isnull=True, admitted_at__lt=before)
+    waited_before = clock.now() - grace * (QUEUED_LAUNCH_PATIENCE if launches_queued else 1)
+    lost_launch = Q(launch_started_at__lt=before) | Q(
+        launch_started_at__isnull=True, admitted_at__lt=waited_before
+    )
     unlaunched = workloads_in(
         Workload.objects.filter(
             lost_launch, state=Workload.State.ADMITTED, launched_at__isnull=True

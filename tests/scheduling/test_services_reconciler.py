@@ -39,6 +39,20 @@ def test_a_launch_never_started_is_left_alone_while_launches_wait_in_the_queue(s
     assert result.launched == ()
 
 
+def test_a_launch_never_started_is_launched_once_it_waited_ten_graces_behind_a_busy_queue(
+    submit, cluster
+):
+    workload = submit()
+    services.scheduling_cycle_run()  # its queue never empties: the cluster's other tasks
+    clock.advance(seconds=9 * 60 + 1)
+    assert services.cluster_reconcile(backend=cluster, grace=GRACE, launches_queued=True) == (
+        services.Reconciled()
+    )
+    clock.advance(seconds=60)
+    result = services.cluster_reconcile(backend=cluster, grace=GRACE, launches_queued=True)
+    assert result.launched == (str(workload.pk),)
+
+
 def test_a_launch_that_started_and_stopped_is_redone_the_grace_after_it_started(submit, cluster):
     workload = submit()
     services.scheduling_cycle_run()

@@ -26,6 +26,7 @@ from portal.models import WorkerHeartbeat
 from scheduling import services
 from scheduling.backends import simulated_backend
 from scheduling.models import (
+    Cluster,
     Eviction,
     GpuClass,
     Placement,
@@ -311,7 +312,9 @@ def test_a_launch_killed_with_its_worker_is_finished_by_the_reconciler(
     simulated, acme, alice, api_as, tmp_path
 ):
     vision = ProjectFactory(organization=acme, slug="vision")
-    services.project_provision(project_id=vision.pk, backend=simulated)
+    # In each cluster now: the reconciler would otherwise make them at 4 s an object write.
+    for cluster in Cluster.objects.all():
+        services.project_provision(project_id=vision.pk, backend=simulated, cluster=cluster)
     # Each object write takes 4 s, so the launch is surely under way when the worker dies.
     slow = {"PORTAL_SIMULATED_LATENCY_SECONDS": "4", "PORTAL_RECONCILE_SECONDS": "2"}
     first, _ = start_worker(tmp_path / "first", beat=True, **slow)
