@@ -8,10 +8,12 @@ made and nothing else.
 import random
 
 import pytest
+import yaml
 from kubernetes.client import Configuration
 
 from portal.prometheus import PrometheusClient
 from scheduling.cluster.kubernetes import KubernetesBackend
+from scheduling.models import Cluster, GpuClass, NodePool
 
 MAX_ATTEMPTS = 4
 BASE_DELAY = 0.5
@@ -58,3 +60,26 @@ def status_body(*, code: int, reason: str, message: str) -> dict:
         "reason": reason,
         "code": code,
     }
+
+
+def kubernetes_cluster_add(*, name: str, url: str, gpu_class: GpuClass, folder) -> Cluster:
+    """A Kubernetes cluster of the inventory named ``name`` (its region too) whose API server
+    answers at ``url``, through a kubeconfig written in ``folder``, with a training pool of
+    ``gpu_class``."""
+    kubeconfig = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": url}}],
+        "users": [{"name": "portal", "user": {"token": "portal-token"}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": "portal"}}],
+        "current-context": name,
+    }
+    path = folder / f"{name}.kubeconfig"
+    path.write_text(yaml.safe_dump(kubeconfig))
+    cluster = Cluster.objects.create(
+        name=name, region=name, backend="kubernetes", kubeconfig=str(path)
+    )
+    NodePool.objects.create(
+        name=f"dgx-{name}", cluster=cluster, gpu_class=gpu_class, purpose="training"
+    )
+    return cluster

@@ -6,14 +6,14 @@ answers again its work is followed again, and nothing is launched twice."""
 import copy
 
 import pytest
-import yaml
 from pytest_httpserver import HTTPServer
 
 from portal import clock
 from scheduling import tasks
-from scheduling.models import Cluster, GpuClass, Node, NodePool, Placement, PriorityTier, Workload
+from scheduling.models import Cluster, GpuClass, Node, Placement, PriorityTier, Workload
 
 from ..factories import ProjectFactory
+from .conftest import kubernetes_cluster_add
 from .test_backend_nodes import DGX_NODE
 
 pytestmark = pytest.mark.django_db
@@ -42,21 +42,8 @@ def servers(tmp_path, monkeypatch):
             {"kind": "NodeList", "metadata": {}, "items": [_node(f"dgx-{name}")]}
         )
         server.start()
-        kubeconfig = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": name, "cluster": {"server": server.url_for("/").rstrip("/")}}],
-            "users": [{"name": "portal", "user": {"token": "portal-token"}}],
-            "contexts": [{"name": name, "context": {"cluster": name, "user": "portal"}}],
-            "current-context": name,
-        }
-        path = tmp_path / f"{name}.kubeconfig"
-        path.write_text(yaml.safe_dump(kubeconfig))
-        cluster = Cluster.objects.create(
-            name=name, region=name, backend="kubernetes", kubeconfig=str(path)
-        )
-        NodePool.objects.create(
-            name=f"dgx-{name}", cluster=cluster, gpu_class=h100, purpose="training"
+        kubernetes_cluster_add(
+            name=name, url=server.url_for("/").rstrip("/"), gpu_class=h100, folder=tmp_path
         )
         started[name] = server
     yield started

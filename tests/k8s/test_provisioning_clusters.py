@@ -6,16 +6,15 @@ import json
 import re
 
 import pytest
-import yaml
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from scheduling import tasks
-from scheduling.models import Cluster, GpuClass, NodePool, ProvisioningRecord, QuotaGrant
+from scheduling.models import GpuClass, ProvisioningRecord, QuotaGrant
 from tenants import services as tenant_services
 from tenants.permissions import Caller
 
-from .conftest import status_body
+from .conftest import kubernetes_cluster_add, status_body
 
 pytestmark = pytest.mark.django_db
 
@@ -68,21 +67,8 @@ def api_servers(tmp_path, monkeypatch, acme):
     for name in ("eu-west", "us-east"):
         api = ApiServer()
         api.server.start()
-        kubeconfig = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": name, "cluster": {"server": api.server.url_for("")}}],
-            "users": [{"name": "portal", "user": {"token": "portal-token"}}],
-            "contexts": [{"name": name, "context": {"cluster": name, "user": "portal"}}],
-            "current-context": name,
-        }
-        path = tmp_path / f"{name}.kubeconfig"
-        path.write_text(yaml.safe_dump(kubeconfig))
-        cluster = Cluster.objects.create(
-            name=name, region=name, backend="kubernetes", kubeconfig=str(path)
-        )
-        NodePool.objects.create(
-            name=f"dgx-{name}", cluster=cluster, gpu_class=h100, purpose="training"
+        kubernetes_cluster_add(
+            name=name, url=api.server.url_for(""), gpu_class=h100, folder=tmp_path
         )
         servers[name] = api
     yield servers
