@@ -130,6 +130,15 @@ def project_named(
     return project
 
 
+def organization_for_operator(*, caller: Caller, slug: str) -> Organization:
+    """Operators: the organization an operator API path names (404 if none)."""
+    require_operator(caller)
+    organization = Organization.objects.filter(slug=slug).first()
+    if organization is None:
+        raise NotFound(f"No organization {slug!r}.")
+    return organization
+
+
 def organization_named(
     *, caller: Caller, slug: str, errors: dict[str, list[str]]
 ) -> Organization | None:

@@ -295,14 +295,6 @@ class BooksExportApi(OperatorApiView):
         return exports.books_file(kept, kind)
 
 
-def _organization(caller, slug: str):
-    """The organization the path names (404 if none)."""
-    organization = tenant_selectors.organization_named(caller=caller, slug=slug, errors={})
-    if organization is None:
-        raise NotFound(f"No organization {slug!r}.")
-    return organization
-
-
 class ShowbackSettingApi(OperatorApiView):
     @extend_schema(
         operation_id="operator_showback_get",
@@ -314,7 +306,8 @@ class ShowbackSettingApi(OperatorApiView):
     def get(self, request, org_slug: str):
         caller = caller_of(request)
         offer = selectors.showback_offer_for_operator(
-            caller=caller, organization=_organization(caller, org_slug)
+            caller=caller,
+            organization=tenant_selectors.organization_for_operator(caller=caller, slug=org_slug),
         )
         return Response(ShowbackOfferOutput(offer).data)
 
@@ -327,7 +320,7 @@ class ShowbackSettingApi(OperatorApiView):
     )
     def put(self, request, org_slug: str):
         caller = caller_of(request)
-        organization = _organization(caller, org_slug)
+        organization = tenant_selectors.organization_for_operator(caller=caller, slug=org_slug)
         level = validated(ShowbackLevelInput, request).validated_data["level"]
         services.showback_level_set(caller=caller, organization=organization, level=level)
         offer = selectors.showback_offer_for_operator(caller=caller, organization=organization)

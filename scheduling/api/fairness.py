@@ -11,6 +11,7 @@ from portal import clock
 from portal.api.serializers import InputSerializer
 from portal.api.views import ApiView, validated
 from scheduling import selectors
+from tenants import selectors as tenant_selectors
 from tenants.api.operator import OperatorApiView
 from tenants.lookups import organization_of
 from tenants.permissions import caller_of
@@ -85,7 +86,7 @@ class OperatorFairShareWeightApi(OperatorApiView):
     )
     def patch(self, request, org_slug: str):
         caller = caller_of(request)
-        organization = selectors.organization_for_operator(caller=caller, slug=org_slug)
+        organization = tenant_selectors.organization_for_operator(caller=caller, slug=org_slug)
         weight = validated(WeightInput, request).validated_data["weight"]
         organization_update_by_operator(
             caller=caller, organization=organization, fair_share_weight=weight

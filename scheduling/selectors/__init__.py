@@ -63,7 +63,6 @@ from .fairness import (
     Standing,
     fair_share_standing,
     fair_share_standings,
-    organization_for_operator,
     past_usage,
     usage_decay,
 )
@@ -193,7 +192,6 @@ __all__ = [
     "nodes_for_operator",
     "notebooks_running",
     "organization_clusters",
-    "organization_for_operator",
     "organization_may_use",
     "organization_workloads",
     "past_usage",

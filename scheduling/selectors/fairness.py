@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from portal.errors import NotFound
 from tenants.models import Organization
 from tenants.permissions import Action, Caller, authorize, require_operator
 
@@ -107,14 +106,6 @@ def fair_share_standing(*, caller: Caller, organization: Organization, now: date
     authorize(caller=caller, organization=organization, action=Action.ORGANIZATION_VIEW)
     standings = _standings(now=now, including=organization.slug)
     return next(s for s in standings if s.organization == organization.slug)
-
-
-def organization_for_operator(*, caller: Caller, slug: str) -> Organization:
-    require_operator(caller)
-    organization = Organization.objects.filter(slug=slug).first()
-    if organization is None:
-        raise NotFound("No such organization.")
-    return organization
 
 
 def _standings(*, now: datetime, including: str | None = None) -> list[Standing]:
